@@ -1,0 +1,64 @@
+"""trace_tasks: trustworthy rewards for RLVR on visual tasks.
+
+>>> from trace_tasks import score_trace_response
+
+Families of annotation types (boxes, points, segments, or your own) are plugins
+found through the ``trace_tasks`` entry-point group; see ``docs/plugins.md``.
+"""
+
+from __future__ import annotations
+
+from trace_tasks.core.reward_contracts import (
+    ANSWER_REWARD_CONTRACT_ID,
+    REWARD_CONTRACT_VERSION,
+    RewardContract,
+    resolve_annotation_reward_contract_id,
+    resolve_reward_contract,
+    validate_reward_contract_payload,
+)
+from trace_tasks.core.reward_scoring import (
+    evaluate_trace_response_format,
+    extract_trace_prediction,
+    score_trace_response,
+)
+from trace_tasks.errors import (
+    MissingFamilyError,
+    PluginConflictError,
+    PluginLoadError,
+    PluginValidationError,
+    RecordError,
+    TraceTasksError,
+    UnknownRewardIdError,
+)
+from trace_tasks.markers import hookimpl
+from trace_tasks.plugins import get_registry
+from trace_tasks.shapes import AnnotationParseError
+from trace_tasks.specs import AnnotationScore, AnnotationTypeSpec, AnswerTypeSpec, ScoringContext
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANSWER_REWARD_CONTRACT_ID",
+    "REWARD_CONTRACT_VERSION",
+    "AnnotationParseError",
+    "AnnotationScore",
+    "AnnotationTypeSpec",
+    "AnswerTypeSpec",
+    "MissingFamilyError",
+    "PluginConflictError",
+    "PluginLoadError",
+    "PluginValidationError",
+    "RecordError",
+    "RewardContract",
+    "ScoringContext",
+    "TraceTasksError",
+    "UnknownRewardIdError",
+    "evaluate_trace_response_format",
+    "extract_trace_prediction",
+    "get_registry",
+    "hookimpl",
+    "resolve_annotation_reward_contract_id",
+    "resolve_reward_contract",
+    "score_trace_response",
+    "validate_reward_contract_payload",
+]

@@ -1,0 +1,1 @@
+"""The modules the seeds name: ``reward_contracts`` (resolver) and ``reward_scoring`` (scorer)."""

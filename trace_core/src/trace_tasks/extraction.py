@@ -1,0 +1,301 @@
+"""Finding the final JSON object in a model response, in time linear in its length.
+
+Two questions are answered separately (seed "Response Contract"):
+
+* **Format**: does the response *end* with the final object, either as the
+  content of the last fenced code block or as a bare balanced object, and does
+  that object have exactly the keys of the output mode?
+* **Recovery**: for scoring, where is a mapping holding ``answer`` or
+  ``annotation``? The final block first; then the whole response; then top-level
+  balanced objects, fenced blocks and ``<answer>`` tags, each from last to first.
+
+Every scan below moves through the text once, jumping between structural
+characters with ``str.find``/``str.rfind`` (C speed); no parser is tried at every
+brace and no regex backtracks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
+from trace_tasks.literals import load_json, load_literal
+
+FENCE = "```"
+ANSWER_OPEN = "<answer>"
+ANSWER_CLOSE = "</answer>"
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+ANSWER_KEYS = frozenset({"answer"})
+ANSWER_AND_ANNOTATION_KEYS = frozenset({"answer", "annotation"})
+
+
+@attrs.frozen(slots=True)
+class FormatCheck:
+    """Format diagnostics of one response (seed "Response Contract")."""
+
+    structure_ok: bool
+    json_ok: bool
+    schema_ok: bool
+    answer_block: str | None
+    payload: Any  # the final block's mapping when json_ok, else None
+
+    @property
+    def format(self) -> float:
+        return 1.0 if self.schema_ok else 0.0
+
+
+@attrs.frozen(slots=True)
+class Extraction:
+    """Everything scoring needs from a response, computed in one pass."""
+
+    format: FormatCheck
+    payload: Mapping[Any, Any] | None  # the recovered mapping, None when none was found
+    last_answer_tag: str | None  # content of the last <answer>...</answer>, if any
+
+    @property
+    def found(self) -> bool:
+        return self.payload is not None
+
+
+class _Parser:
+    """JSON, then the bounded literal reader, with a per-response literal budget."""
+
+    __slots__ = ("budget",)
+
+    def __init__(self) -> None:
+        self.budget = MAX_LITERAL_BUDGET
+
+    def parse(self, text: str) -> tuple[Any, bool]:
+        value, ok = load_json(text)
+        if ok:
+            return value, True
+        if len(text) > MAX_LITERAL_CHARS or len(text) > self.budget:
+            return None, False
+        self.budget -= len(text)
+        return load_literal(text)
+
+
+def _drop_json_tag(content: str) -> str:
+    # A ``json`` info string (any case) right after the opening fence is not content;
+    # any other tag (``python``, ``jsonc``) stays and so fails to parse.
+    if content[:4].lower() == "json" and (len(content) == 4 or not (content[4].isalnum() or content[4] == "_")):
+        return content[4:]
+    return content
+
+
+def _string_start(text: str, close: int) -> int:
+    """Index of the unescaped ``"`` opening the string that ends at ``close``, or -1."""
+    k = close
+    while True:
+        k = text.rfind('"', 0, k)
+        if k < 0:
+            return -1
+        j = k - 1
+        while j >= 0 and text[j] == "\\":
+            j -= 1
+        if (k - 1 - j) % 2 == 0:
+            return k
+
+
+def _string_end(text: str, open_: int) -> int:
+    """Index of the unescaped ``"`` closing the string opened at ``open_``, or -1."""
+    k = open_
+    while True:
+        k = text.find('"', k + 1)
+        if k < 0:
+            return -1
+        j = k - 1
+        while j > open_ and text[j] == "\\":
+            j -= 1
+        if (k - 1 - j) % 2 == 0:
+            return k
+
+
+def balanced_object_start(text: str) -> int:
+    """Start of the ``{`` balancing the final ``}`` of ``text`` (strings skipped), or -1.
+
+    Scans backward from the end, so nothing written before the final object
+    (a stray quote or brace in the reasoning) can hide it.
+    """
+    i = len(text)
+    po = pc = pq = i
+    depth = 0
+    while True:
+        if po >= i:
+            po = text.rfind("{", 0, i)
+        if pc >= i:
+            pc = text.rfind("}", 0, i)
+        if pq >= i:
+            pq = text.rfind('"', 0, i)
+        i = max(po, pc, pq)
+        if i < 0:
+            return -1
+        if i == pq:
+            i = _string_start(text, i)
+            if i < 0:
+                return -1
+        elif i == pc:
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return i
+
+
+def top_level_objects(text: str) -> list[tuple[int, int]]:
+    """Spans of balanced top-level ``{...}`` in one forward scan that skips strings.
+
+    Objects nested inside other objects are not listed. An unterminated string
+    hides everything after it (as in the original scorer's recovery).
+    """
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    i = 0
+    po = pc = pq = -1
+    depth = 0
+    start = 0
+    while True:
+        if po < i:
+            po = text.find("{", i)
+            if po < 0:
+                po = n
+        if pc < i:
+            pc = text.find("}", i)
+            if pc < 0:
+                pc = n
+        if pq < i:
+            pq = text.find('"', i)
+            if pq < 0:
+                pq = n
+        j = min(po, pc, pq)
+        if j >= n:
+            return spans
+        if j == pq:
+            end = _string_end(text, j)
+            if end < 0:
+                return spans
+            i = end + 1
+        elif j == po:
+            if depth == 0:
+                start = j
+            depth += 1
+            i = j + 1
+        else:
+            if depth:
+                depth -= 1
+                if not depth:
+                    spans.append((start, j + 1))
+            i = j + 1
+
+
+def fenced_blocks(text: str) -> list[str]:
+    """Contents of fenced code blocks, fences paired in order, ``json`` tag dropped."""
+    marks: list[int] = []
+    k = text.find(FENCE)
+    while k >= 0:
+        marks.append(k)
+        k = text.find(FENCE, k + 3)
+    return [_drop_json_tag(text[a + 3 : b]).strip() for a, b in zip(marks[::2], marks[1::2])]
+
+
+def answer_tags(text: str) -> list[str]:
+    """Contents of ``<answer>...</answer>`` pairs, each open tag with the next close tag."""
+    out: list[str] = []
+    k = text.find(ANSWER_OPEN)
+    while k >= 0:
+        end = text.find(ANSWER_CLOSE, k + len(ANSWER_OPEN))
+        if end < 0:
+            break
+        out.append(text[k + len(ANSWER_OPEN) : end])
+        k = text.find(ANSWER_OPEN, end + len(ANSWER_CLOSE))
+    return out
+
+
+def final_block(text: str) -> str | None:
+    """The final block the response ends with: last fence content or bare object."""
+    text = text.rstrip()
+    if text.endswith(FENCE):
+        close = len(text) - 3
+        open_ = text.rfind(FENCE, 0, close)
+        if open_ < 0:
+            return None
+        content = _drop_json_tag(text[open_ + 3 : close]).strip()
+        return content or None
+    if text.endswith("}"):
+        start = balanced_object_start(text)
+        return text[start:] if start >= 0 else None
+    return None
+
+
+def check_format(text: str, required_keys: frozenset[str], parser: _Parser | None = None) -> FormatCheck:
+    """Format diagnostics of ``text`` for an output mode with ``required_keys``."""
+    block = final_block(text)
+    if block is None:
+        return FormatCheck(False, False, False, None, None)
+    value, ok = (parser or _Parser()).parse(block)
+    if not ok or not isinstance(value, Mapping):
+        return FormatCheck(True, False, False, block, None)
+    schema_ok = len(value) == len(required_keys) and all(k in value for k in required_keys)
+    return FormatCheck(True, True, schema_ok, block, value)
+
+
+def _holds_prediction(value: Any) -> bool:
+    return isinstance(value, Mapping) and ("answer" in value or "annotation" in value)
+
+
+def _may_hold_prediction(text: str) -> bool:
+    # Cheap filter before parsing a candidate; escapes could spell the keys otherwise.
+    return "answer" in text or "annotation" in text or "\\" in text
+
+
+def _candidates(text: str) -> Iterator[str]:
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        yield stripped
+    for a, b in reversed(top_level_objects(text)):
+        yield text[a:b]
+    yield from reversed(fenced_blocks(text))
+    yield from reversed(answer_tags(text))
+
+
+def recover_payload(text: str, parser: _Parser) -> Mapping[Any, Any] | None:
+    """The first candidate mapping holding ``answer`` or ``annotation``, in preference order."""
+    tried = 0
+    for candidate in _candidates(text):
+        if not _may_hold_prediction(candidate):
+            continue
+        tried += 1
+        if tried > MAX_RECOVERY_CANDIDATES:
+            return None
+        value, ok = parser.parse(candidate)
+        if ok and _holds_prediction(value):
+            return value
+    return None
+
+
+def extract(response: str, required_keys: frozenset[str]) -> Extraction:
+    """Format check and recovery of one response, sharing one parse of the final block."""
+    text = response if len(response) <= MAX_RESPONSE_CHARS else response[-MAX_RESPONSE_CHARS:]
+    parser = _Parser()
+    fmt = check_format(text, required_keys, parser)
+    payload = fmt.payload if _holds_prediction(fmt.payload) else recover_payload(text, parser)
+    tag = None
+    if payload is None:
+        tags = answer_tags(text)
+        tag = tags[-1] if tags else None
+    return Extraction(fmt, payload, tag)
+
+
+def think_text(text: str) -> str | None:
+    """The stripped content of the first ``<think>...</think>`` block, if any."""
+    start = text.find(THINK_OPEN)
+    if start < 0:
+        return None
+    end = text.find(THINK_CLOSE, start + len(THINK_OPEN))
+    if end < 0:
+        return None
+    return text[start + len(THINK_OPEN) : end].strip()

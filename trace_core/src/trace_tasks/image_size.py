@@ -1,0 +1,82 @@
+"""Finding the source image size (for the point half-life) in the caller's metadata.
+
+Sources are tried in order: ``image_size``, ``image_sizes``, ``metadata``,
+``extra_info``; the first valid size wins (SPEC.md "Options"). A size is valid
+when both sides are non-boolean, finite numbers > 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from trace_tasks.literals import load_json_or_literal
+
+NESTED_KEYS = ("source_image_size", "image_size", "image_sizes", "canvas_size", "img_size")
+WIDTH_KEYS = ("width", "w", "image_width", "canvas_width")
+HEIGHT_KEYS = ("height", "h", "image_height", "canvas_height")
+_MAX_DEPTH = 8
+
+Size = tuple[float, float]
+
+
+def _side(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        side = float(value)
+    except OverflowError:
+        return None
+    return side if math.isfinite(side) and side > 0 else None
+
+
+def _pair(value: Any) -> Size | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        w, h = _side(value[0]), _side(value[1])
+        if w is not None and h is not None:
+            return (w, h)
+    return None
+
+
+def _first_present(mapping: Mapping[Any, Any], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        if key in mapping:
+            return _side(mapping[key])
+    return None
+
+
+def size_from(value: Any, depth: int = 0) -> Size | None:
+    """The first valid ``(width, height)`` found in ``value``, or None."""
+    if value is None or depth > _MAX_DEPTH:
+        return None
+    if isinstance(value, str):
+        parsed, ok = load_json_or_literal(value)
+        return size_from(parsed, depth + 1) if ok and not isinstance(parsed, str) else None
+    if isinstance(value, Mapping):
+        for key in NESTED_KEYS:
+            if key in value:
+                found = size_from(value[key], depth + 1)
+                if found is not None:
+                    return found
+        w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
+        return (w, h) if w is not None and h is not None else None
+    if isinstance(value, (list, tuple)):
+        pair = _pair(value)
+        if pair is not None:
+            return pair
+        for item in value[:64]:
+            if isinstance(item, (list, tuple, Mapping)):
+                found = size_from(item, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def find_image_size(*sources: Any) -> Size | None:
+    """The first valid size among ``sources``, in order."""
+    for source in sources:
+        found = size_from(source)
+        if found is not None:
+            return found
+    return None

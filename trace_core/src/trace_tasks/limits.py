@@ -1,0 +1,33 @@
+"""Bounds that keep scoring linear in the response and bounded in the annotation.
+
+Past any of these, the content is treated as a parse failure (zero reward with
+flags), never as an exception and never as minutes of work. They are documented
+in ``docs/limits.md``; change both together.
+"""
+
+from __future__ import annotations
+
+#: Largest response (in characters) that is scanned for the final block; a longer
+#: response is scanned only in its last ``MAX_RESPONSE_CHARS`` characters.
+MAX_RESPONSE_CHARS = 4 * 1024 * 1024
+
+#: Largest text handed to the Python-literal compatibility reader in one call.
+MAX_LITERAL_CHARS = 64 * 1024
+
+#: Largest total of text handed to the literal reader while recovering one response.
+MAX_LITERAL_BUDGET = 256 * 1024
+
+#: Deepest bracket nesting the literal reader accepts (its parser recurses).
+MAX_LITERAL_DEPTH = 64
+
+#: How many recovery candidates (objects, fenced blocks, tags) are tried per response.
+MAX_RECOVERY_CANDIDATES = 512
+
+#: Deepest nesting of an answer value that is compared; deeper is a non-match.
+MAX_ANSWER_DEPTH = 256
+
+#: Most items in one annotation collection (set, sequence, map keys).
+MAX_COLLECTION_ITEMS = 10_000
+
+#: Most cells of one assignment matrix (predicted x target items).
+MAX_MATRIX_CELLS = 1_000_000

@@ -1,0 +1,132 @@
+"""Scorer options: validated once per distinct combination, then cached.
+
+Invalid options are caller mistakes and raise ``ValueError`` before the response
+is looked at (SPEC.md "Options").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import Any
+
+import attrs
+
+ANSWER = "answer"
+ANSWER_AND_ANNOTATION = "answer_and_annotation"
+GATED = "gated"
+ADDITIVE = "additive"
+
+MODE_ALIASES = {
+    "answer": ANSWER,
+    "answer_only": ANSWER,
+    "auto": ANSWER,
+    "": ANSWER,
+    "answer_and_annotation": ANSWER_AND_ANNOTATION,
+    "annotation": ANSWER_AND_ANNOTATION,
+}
+FORMULA_ALIASES = {
+    "gated": GATED,
+    "answer_gated": GATED,
+    "gated_annotation": GATED,
+    "": GATED,
+    "additive": ADDITIVE,
+    "separate": ADDITIVE,
+    "linear": ADDITIVE,
+}
+
+
+@attrs.frozen(slots=True)
+class ScoringOptions:
+    """Validated, normalized scorer options."""
+
+    mode: str
+    formula: str
+    answer_weight: float  # normalized: answer_weight + annotation_weight == 1
+    annotation_weight: float
+    format_weight: float
+    point_half_life_px: float | None
+
+
+def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: str) -> str:
+    if value is None:
+        return aliases[""]
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in aliases:
+            return aliases[key]
+    raise ValueError(f"Trace {what} must be one of {accepted}. got {value!r}")
+
+
+def resolve_mode(value: Any) -> str:
+    """``answer`` or ``answer_and_annotation`` for a mode name or alias."""
+    return _canonical_name(
+        value,
+        MODE_ALIASES,
+        "output mode",
+        "{'answer', 'answer_only', 'answer_and_annotation'}; shorthand alias 'annotation' is also accepted "
+        "(None, '' and 'auto' mean 'answer')",
+    )
+
+
+def resolve_formula(value: Any) -> str:
+    """``gated`` or ``additive`` for a formula name or alias."""
+    return _canonical_name(
+        value,
+        FORMULA_ALIASES,
+        "annotation reward formula",
+        "['additive', 'gated']; aliases ['additive', 'answer_gated', 'gated', 'gated_annotation', 'linear', "
+        "'separate'] are accepted",
+    )
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"Trace {name} must be a real number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"Trace {name} must be finite, got {value!r}")
+    return number
+
+
+def _half_life(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Trace point_half_life_px must be a positive number, got {value!r}: {exc}") from exc
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"Trace point_half_life_px must be positive and finite, got {value!r}")
+    return number
+
+
+def _resolve(mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any) -> ScoringOptions:
+    fw = _real(format_weight, "format_weight")
+    if not 0.0 <= fw <= 1.0:
+        raise ValueError(f"Trace format_weight must be in [0, 1], got {format_weight!r}")
+    aw = _real(answer_weight, "answer_weight")
+    nw = _real(annotation_weight, "annotation_weight")
+    if aw < 0 or nw < 0:
+        raise ValueError(f"Trace reward weights must be non-negative, got answer_weight={aw!r}, annotation_weight={nw!r}")
+    total = aw + nw
+    if not total > 0 or not math.isfinite(total):
+        raise ValueError("Trace reward weights must sum to a positive value")
+    hl = _half_life(half_life)
+    return ScoringOptions(resolve_mode(mode), resolve_formula(formula), aw / total, nw / total, fw, hl)
+
+
+# typed=True: True and 1 hash alike, but only one of them is a valid weight.
+_cached = functools.lru_cache(maxsize=256, typed=True)(_resolve)
+
+
+def resolve_options(
+    mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any
+) -> ScoringOptions:
+    """Validate and normalize scorer options; raises ``ValueError`` naming the bad option."""
+    args = (mode, answer_weight, annotation_weight, format_weight, formula, half_life)
+    try:
+        return _cached(*args)
+    except TypeError:  # an unhashable option value: validate without the cache
+        return _resolve(*args)

@@ -1,0 +1,61 @@
+"""Boxes ``[x0, y0, x1, y1]`` in pixels and their raw IoU (float64)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trace_tasks.shapes import AnnotationParseError, coordinates, is_flat
+from trace_tasks.specs import ScoringContext
+
+Box = tuple[float, float, float, float]
+
+#: Below this many cells a Python double loop beats numpy's per-call overhead.
+NUMPY_MIN_CELLS = 144
+
+
+def parse_box(value: Any) -> Box:
+    """Corners reordered to left/top/right/bottom; zero width or height fails; no clipping."""
+    x0, y0, x1, y1 = coordinates(value, 4)
+    if x0 > x1:
+        x0, x1 = x1, x0
+    if y0 > y1:
+        y0, y1 = y1, y0
+    if x0 == x1 or y0 == y1:
+        raise AnnotationParseError("zero-area box")
+    return (x0, y0, x1, y1)
+
+
+def is_box(value: Any) -> bool:
+    return is_flat(value, 4)
+
+
+def iou(a: Box, b: Box, ctx: ScoringContext | None = None) -> float:
+    """Raw intersection over union; a non-finite result (overflowing coordinates) is 0."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if not (iw > 0 and ih > 0):
+        return 0.0
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    if not union > 0:
+        return 0.0
+    value = inter / union
+    return value if 0.0 <= value <= 1.0 else 0.0
+
+
+def iou_matrix(preds: Sequence[Box], gts: Sequence[Box], ctx: ScoringContext | None = None) -> Any:
+    """Pairwise IoU (rows: predictions); numpy for large sets, Python for small ones."""
+    if len(preds) * len(gts) < NUMPY_MIN_CELLS:
+        return [[iou(p, g) for g in gts] for p in preds]
+    p = np.asarray(preds, dtype=np.float64)[:, None, :]
+    g = np.asarray(gts, dtype=np.float64)[None, :, :]
+    with np.errstate(all="ignore"):
+        iw = np.minimum(p[..., 2], g[..., 2]) - np.maximum(p[..., 0], g[..., 0])
+        ih = np.minimum(p[..., 3], g[..., 3]) - np.maximum(p[..., 1], g[..., 1])
+        inter = np.where((iw > 0) & (ih > 0), iw * ih, 0.0)
+        union = (p[..., 2] - p[..., 0]) * (p[..., 3] - p[..., 1]) + (g[..., 2] - g[..., 0]) * (g[..., 3] - g[..., 1]) - inter
+        out = np.where(union > 0, inter / union, 0.0)
+    return np.where(np.isfinite(out) & (out >= 0) & (out <= 1), out, 0.0)

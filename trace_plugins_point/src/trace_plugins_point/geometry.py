@@ -1,0 +1,54 @@
+"""Points ``[x, y]`` in pixels and their soft-distance similarity.
+
+The kernel and the half-life policy live in the core (``trace_tasks.distance``),
+shared with the segment family.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trace_tasks.distance import LN2, soft_similarity
+from trace_tasks.shapes import coordinates, is_flat
+from trace_tasks.specs import ScoringContext
+
+Point = tuple[float, float]
+
+#: Below this many cells a Python double loop beats numpy's per-call overhead.
+NUMPY_MIN_CELLS = 144
+
+
+def parse_point(value: Any) -> Point:
+    """Exactly two finite, non-boolean numbers; image size never rescales them."""
+    x, y = coordinates(value, 2)
+    return (x, y)
+
+
+def is_point(value: Any) -> bool:
+    return is_flat(value, 2)
+
+
+def similarity(a: Point, b: Point, ctx: ScoringContext) -> float:
+    """exp(-ln 2 * (distance / half_life)^2)."""
+    return soft_similarity(math.hypot(a[0] - b[0], a[1] - b[1]), ctx.half_life_px)
+
+
+def similarity_matrix(preds: Sequence[Point], gts: Sequence[Point], ctx: ScoringContext) -> Any:
+    """Pairwise similarity (rows: predictions), float64; numpy only for large sets.
+
+    Used to choose the assignment; the reported total is re-summed with
+    :func:`similarity`, so the two paths cannot disagree on the reward.
+    """
+    if len(preds) * len(gts) < NUMPY_MIN_CELLS:
+        return [[similarity(p, g, ctx) for g in gts] for p in preds]
+    p = np.asarray(preds, dtype=np.float64)
+    g = np.asarray(gts, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        d = np.hypot(p[:, None, 0] - g[None, :, 0], p[:, None, 1] - g[None, :, 1])
+        r = d / ctx.half_life_px
+        out = np.exp(-LN2 * r * r)
+    return np.where(np.isfinite(out), out, 0.0)

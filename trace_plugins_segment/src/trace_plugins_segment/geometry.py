@@ -1,0 +1,43 @@
+"""Undirected segments ``[[x0, y0], [x1, y1]]`` and their soft endpoint distance.
+
+The distance of a predicted segment to a target is the better of the two
+endpoint pairings, each pairing measured by its larger endpoint distance; it
+then goes through the core's point kernel, so reversed endpoints score the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from trace_tasks.distance import soft_similarity
+from trace_tasks.shapes import AnnotationParseError, coordinates
+from trace_tasks.specs import ScoringContext
+
+Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
+
+
+def parse_segment(value: Any) -> Segment:
+    """Two ``[x, y]`` endpoints of finite, non-boolean numbers."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise AnnotationParseError("a segment is [[x0, y0], [x1, y1]]")
+    x0, y0 = coordinates(value[0], 2)
+    x1, y1 = coordinates(value[1], 2)
+    return (x0, y0, x1, y1)
+
+
+def segment_distance(a: Segment, b: Segment) -> float:
+    """min over the two pairings of the larger endpoint distance."""
+    same = max(math.hypot(a[0] - b[0], a[1] - b[1]), math.hypot(a[2] - b[2], a[3] - b[3]))
+    swapped = max(math.hypot(a[0] - b[2], a[1] - b[3]), math.hypot(a[2] - b[0], a[3] - b[1]))
+    return min(same, swapped)
+
+
+def similarity(a: Segment, b: Segment, ctx: ScoringContext) -> float:
+    return soft_similarity(segment_distance(a, b), ctx.half_life_px)
+
+
+def similarity_matrix(preds: Sequence[Segment], gts: Sequence[Segment], ctx: ScoringContext) -> list[list[float]]:
+    """Pairwise similarity (rows: predictions); segment sets are small in practice."""
+    return [[similarity(p, g, ctx) for g in gts] for p in preds]
