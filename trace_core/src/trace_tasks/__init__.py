@@ -8,6 +8,7 @@ found through the ``trace_tasks`` entry-point group; see ``docs/plugins.md``.
 
 from __future__ import annotations
 
+from trace_tasks.batch import score_trace_batch
 from trace_tasks.core.reward_contracts import (
     ANSWER_REWARD_CONTRACT_ID,
     REWARD_CONTRACT_VERSION,
@@ -59,6 +60,7 @@ __all__ = [
     "hookimpl",
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
+    "score_trace_batch",
     "score_trace_response",
     "validate_reward_contract_payload",
 ]

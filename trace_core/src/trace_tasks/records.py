@@ -1,0 +1,201 @@
+"""Typed instance records (frozen attrs classes) and the one cattrs converter.
+
+Dataset rows are converted **once**, at load time, never per response. Unknown
+keys are rejected and every error names the path of the problem
+(``$.annotation_gt.type``). Building an instance resolves its reward contract;
+a hand-authored contract that disagrees with the resolver is rejected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Union
+
+import attrs
+import cattrs
+
+from trace_tasks.core.reward_contracts import (
+    RewardContract,
+    RewardContractSide,
+    resolve_reward_contract,
+    validate_reward_contract_payload,
+)
+from trace_tasks.errors import RecordError
+
+__all__ = [
+    "AnnotationGT",
+    "AnswerGT",
+    "TraceInstance",
+    "TrainInstance",
+    "build_instance",
+    "converter",
+    "instance_from_dict",
+    "instance_to_dict",
+    "iter_jsonl",
+    "open_text",
+]
+
+
+def _type_name(instance: object, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
+
+
+@attrs.frozen(slots=True)
+class AnswerGT:
+    """The typed answer of an instance (``answer_gt``)."""
+
+    type: str = attrs.field(validator=_type_name)
+    value: Any
+
+
+@attrs.frozen(slots=True)
+class AnnotationGT:
+    """The typed annotation of an instance (``annotation_gt``): the visual witness."""
+
+    type: str = attrs.field(validator=_type_name)
+    value: Any
+
+
+@attrs.frozen(slots=True)
+class TraceInstance:
+    """What scoring needs from one built instance."""
+
+    answer_gt: AnswerGT
+    annotation_gt: AnnotationGT
+    reward_contract: RewardContract
+    id: Union[str, None] = None
+    image_size: Union[tuple[float, float], None] = None
+    metadata: Union[dict[str, Any], None] = None
+
+    def scoring_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`trace_tasks.score_trace_response` (minus the response)."""
+        return {
+            "answer_gt": attrs.asdict(self.answer_gt),
+            "annotation_gt": attrs.asdict(self.annotation_gt),
+            "reward_contract": self.reward_contract.to_dict(),
+            "image_size": list(self.image_size) if self.image_size else None,
+            "metadata": self.metadata,
+        }
+
+
+@attrs.frozen(slots=True)
+class TrainInstance(TraceInstance):
+    """A training row: an instance plus its prompt and image path."""
+
+    prompt: Union[str, None] = None
+    image: Union[str, None] = None
+
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _strict_str(value: Any, _: type) -> str:
+    # cattrs would turn 5 into "5"; a type name or id that is not a string is a data error.
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook(str, _strict_str)
+converter.register_unstructure_hook(RewardContract, lambda c: c.to_dict())
+
+
+def _strict_str(value: Any, _: type) -> str:
+    # cattrs would turn 5 into "5"; a type name or id that is not a string is a data error.
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook(str, _strict_str)
+converter.register_unstructure_hook(RewardContractSide, lambda s: s.to_dict())
+
+
+def _structure_contract(value: Any, _: type) -> RewardContract:
+    if not isinstance(value, Mapping):
+        raise ValueError("reward_contract must be an object")
+    message = validate_reward_contract_payload(value)
+    if message:
+        raise ValueError(message)
+    extra = set(value) - {"reward_contract_version", "answer", "annotation"}
+    if extra:
+        raise ValueError(f"reward_contract has unknown keys {sorted(extra)}")
+    return RewardContract(
+        value["reward_contract_version"],
+        RewardContractSide(value["answer"]["id"], value["answer"]["type"]),
+        RewardContractSide(value["annotation"]["id"], value["annotation"]["type"]),
+    )
+
+
+converter.register_structure_hook(RewardContract, _structure_contract)
+
+
+def _check_contract(instance: TraceInstance) -> None:
+    message = validate_reward_contract_payload(
+        instance.reward_contract.to_dict(),
+        answer_type=instance.answer_gt.type,
+        annotation_type=instance.annotation_gt.type,
+    )
+    if message:
+        raise RecordError(message, path="$.reward_contract")
+
+
+def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, record: str | None = None) -> TraceInstance:
+    """Structure and validate one instance dict; ``RecordError`` names the path and record."""
+    if not isinstance(data, Mapping):
+        raise RecordError(f"an instance must be a JSON object, got {type(data).__name__}", path="$", record=record)
+    try:
+        instance = converter.structure(dict(data), cls)
+    except cattrs.BaseValidationError as exc:
+        messages = cattrs.transform_error(exc, path="$")
+        raise RecordError("; ".join(messages), record=record) from exc
+    except (ValueError, TypeError) as exc:
+        raise RecordError(str(exc), path="$", record=record) from exc
+    try:
+        _check_contract(instance)
+    except RecordError as exc:
+        raise RecordError(str(exc), record=record) from exc
+    return instance
+
+
+def instance_to_dict(instance: TraceInstance) -> dict[str, Any]:
+    """The JSON-ready dict of an instance (``None`` fields left out)."""
+    data = converter.unstructure(instance)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def build_instance(
+    *, answer_gt: Mapping[str, Any], annotation_gt: Mapping[str, Any], id: str | None = None, **fields: Any
+) -> TraceInstance:
+    """Build an instance from its public types; the contract is resolved, never hand-authored."""
+    contract = resolve_reward_contract(answer_type=answer_gt["type"], annotation_type=annotation_gt["type"])
+    return instance_from_dict(
+        {"answer_gt": dict(answer_gt), "annotation_gt": dict(annotation_gt), "reward_contract": contract.to_dict(), "id": id, **fields}
+    )
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open ``.jsonl`` or ``.jsonl.gz`` for reading text; ``-`` is standard input."""
+    if str(path) == "-":
+        import sys
+
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_jsonl(fh: IO[str]) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line_number, value, error)`` per non-empty line; a bad line yields an error, not an exception."""
+    for number, line in enumerate(fh, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line), None
+        except ValueError as exc:
+            yield number, None, f"line {number}: not valid JSON: {exc}"
