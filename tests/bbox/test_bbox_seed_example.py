@@ -1,0 +1,87 @@
+"""The seed's runnable examples ("Verifiers And Rewards") print exactly what the seed shows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.bbox.helpers import score
+
+# Verbatim from the seed, section "Answer-And-Annotation Scoring".
+ANSWER_AND_ANNOTATION_EXAMPLE = """
+from trace_tasks import score_trace_response
+
+result = score_trace_response(
+    response='{"answer":2,"annotation":[5,0,15,10]}',
+    answer_gt={"type": "integer", "value": 2},
+    annotation_gt={"type": "bbox", "value": [0, 0, 10, 10]},
+    reward_contract={
+        "reward_contract_version": "v0",
+        "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+        "annotation": {"id": "bbox_soft_iou_v0", "type": "bbox"},
+    },
+    trace_reward_mode="answer_and_annotation",
+)
+
+print({
+    key: result[key]
+    for key in (
+        "overall",
+        "answer_reward",
+        "annotation_reward",
+        "annotation_parse_ok",
+    )
+})
+"""
+ANSWER_AND_ANNOTATION_OUTPUT = (
+    "{'overall': 0.6666666666666666, 'answer_reward': 1.0, "
+    "'annotation_reward': 0.3333333333333333, 'annotation_parse_ok': 1.0}\n"
+)
+
+# Verbatim from the seed, section "Answer Scoring" (a bbox contract in answer mode).
+ANSWER_EXAMPLE = """
+from trace_tasks import score_trace_response
+
+result = score_trace_response(
+    response='{"answer":7}',
+    answer_gt={"type": "integer", "value": 7},
+    annotation_gt={"type": "bbox", "value": [10, 20, 30, 40]},
+    reward_contract={
+        "reward_contract_version": "v0",
+        "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+        "annotation": {"id": "bbox_soft_iou_v0", "type": "bbox"},
+    },
+    trace_reward_mode="answer",
+)
+
+print({
+    key: result[key]
+    for key in ("overall", "answer_reward", "format", "format_schema_ok")
+})
+"""
+ANSWER_OUTPUT = "{'overall': 1.0, 'answer_reward': 1.0, 'format': 1.0, 'format_schema_ok': 1.0}\n"
+
+
+def run_seed_snippet(code: str) -> str:
+    """Run a seed snippet the way the seed does (`python - <<'PY'`, a fresh interpreter)."""
+    done = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_answer_and_annotation_example_prints_the_seed_output() -> None:
+    assert run_seed_snippet(ANSWER_AND_ANNOTATION_EXAMPLE) == ANSWER_AND_ANNOTATION_OUTPUT
+
+
+def test_answer_mode_example_with_a_bbox_contract_prints_the_seed_output() -> None:
+    assert run_seed_snippet(ANSWER_EXAMPLE) == ANSWER_OUTPUT
+
+
+def test_the_example_values_are_the_hand_computed_ones() -> None:
+    # IoU of [5,0,15,10] with [0,0,10,10]: 50 / (100 + 100 - 50) = 1/3;
+    # gated overall: 1 * (0.5 + 0.5 * 1/3) = 2/3.
+    result = score("bbox", [5, 0, 15, 10], [0, 0, 10, 10])
+    assert result["annotation_reward"] == 1 / 3
+    assert result["overall"] == 0.5 + 0.5 * (1 / 3)
+    assert result["answer_reward"] == 1.0
+    assert result["annotation_parse_ok"] == 1.0
