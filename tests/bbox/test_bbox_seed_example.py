@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.bbox.helpers import score
+from .helpers import score
 
 # Verbatim from the seed, section "Answer-And-Annotation Scoring".
 ANSWER_AND_ANNOTATION_EXAMPLE = """
