@@ -1,0 +1,98 @@
+"""Large sets take the numpy IoU matrix; it must equal the pure-Python path bit for bit."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from trace_plugins_bbox import geometry
+from trace_plugins_bbox.geometry import iou, iou_matrix, parse_box
+
+from .helpers import score
+
+N = 200
+
+
+def random_boxes(rng: random.Random, n: int) -> list[list[float]]:
+    """Boxes dense enough to overlap a lot, with the awkward cases mixed in."""
+    boxes: list[list[float]] = []
+    for k in range(n):
+        kind = k % 10
+        if kind == 0:  # overflowing areas: IoU must come out 0 on both paths
+            boxes.append([-1e308, -1e308, 1e308, rng.choice([1e308, 5.0])])
+        elif kind == 1:  # tiny: areas underflow to 0
+            x, y = rng.uniform(0, 1e-199), rng.uniform(0, 1e-199)
+            boxes.append([x, y, x + 1e-200, y + 1e-200])
+        elif kind == 2:  # reversed corners, integer pixels
+            x, y = rng.randint(0, 100), rng.randint(0, 100)
+            boxes.append([x + rng.randint(1, 40), y + rng.randint(1, 40), x, y])
+        elif kind == 3:  # negative and far outside any image
+            x, y = rng.uniform(-1e6, 1e6), rng.uniform(-1e6, 1e6)
+            boxes.append([x, y, x + rng.uniform(1, 1e5), y + rng.uniform(1, 1e5)])
+        else:  # ordinary float boxes in a 120-pixel canvas
+            x, y = rng.uniform(0, 100), rng.uniform(0, 100)
+            boxes.append([x, y, x + rng.uniform(0.5, 30), y + rng.uniform(0.5, 30)])
+    return boxes
+
+
+@pytest.fixture(scope="module")
+def sets() -> tuple[list[list[float]], list[list[float]]]:
+    rng = random.Random(20240611)
+    return random_boxes(rng, N), random_boxes(rng, N)
+
+
+def test_a_200_by_200_set_takes_the_numpy_path(sets) -> None:
+    preds, gts = sets
+    assert N * N >= geometry.NUMPY_MIN_CELLS
+    matrix = iou_matrix([parse_box(b) for b in preds], [parse_box(b) for b in gts])
+    assert isinstance(matrix, np.ndarray)
+    assert matrix.dtype == np.float64
+    assert matrix.shape == (N, N)
+
+
+def test_numpy_matrix_equals_pairwise_iou_bit_for_bit(sets) -> None:
+    preds = [parse_box(b) for b in sets[0]]
+    gts = [parse_box(b) for b in sets[1]]
+    fast = iou_matrix(preds, gts)
+    slow = np.array([[iou(p, g) for g in gts] for p in preds], dtype=np.float64)
+    assert np.count_nonzero(slow) > N  # the sets really overlap
+    assert np.count_nonzero((slow > 0) & (slow < 1)) > N
+    assert fast.tobytes() == slow.tobytes()
+
+
+def test_small_matrix_is_plain_python_and_equal(sets) -> None:
+    preds = [parse_box(b) for b in sets[0][:5]]
+    gts = [parse_box(b) for b in sets[1][:5]]
+    assert 25 < geometry.NUMPY_MIN_CELLS
+    small = iou_matrix(preds, gts)
+    assert isinstance(small, list)
+    assert small == [[iou(p, g) for g in gts] for p in preds]
+
+
+@pytest.mark.parametrize("annotation_type", ["bbox_set", "bbox_set_map"])
+def test_rewards_are_identical_on_both_paths(sets, monkeypatch, annotation_type: str) -> None:
+    preds, gts = sets
+    if annotation_type == "bbox_set_map":
+        pred_value, gt_value = {"cells": preds, "extra": preds[:3]}, {"cells": gts}
+    else:
+        pred_value, gt_value = preds, gts
+    vectorized = score(annotation_type, pred_value, gt_value)
+    monkeypatch.setattr(geometry, "NUMPY_MIN_CELLS", 10**12)  # force the pure-Python matrix
+    pairwise = score(annotation_type, pred_value, gt_value)
+    assert vectorized == pairwise
+    assert list(vectorized) == list(pairwise)
+    assert vectorized["annotation_parse_ok"] == 1.0
+    assert 0.0 < vectorized["annotation_reward"] < 1.0
+
+
+def test_large_set_matches_a_shuffled_copy_of_itself(sets) -> None:
+    preds = sets[0]
+    shuffled = preds[:]
+    random.Random(7).shuffle(shuffled)
+    result = score("bbox_set", shuffled, preds)
+    # Every box has an exact twin except the overflowing ones, whose IoU counts as 0.
+    overflowing = sum(1 for k in range(N) if k % 10 == 0)
+    tiny = sum(1 for k in range(N) if k % 10 == 1)  # areas underflow: IoU 0 as well
+    assert result["annotation_reward"] == (N - overflowing - tiny) / N
