@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from trace_tasks import __version__
 
 #: Subcommand modules, in the order ``--help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("plugins",)
+SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "plugins", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,101 @@
+"""Scoring a stream of chunks in order, in-process, in a process pool, or with Ray.
+
+Chunks are pulled from the input lazily and at most ``2 * workers`` are in
+flight, so memory stays flat however long the input is. Results come back in
+input order. Each chunk goes through :func:`trace_tasks.score_trace_batch`,
+which isolates a failing item as ``{"error": ...}``.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from trace_tasks.batch import score_trace_batch
+
+T = TypeVar("T")
+Item = Mapping[str, Any]
+Result = dict[str, Any]
+
+ENGINES = ("local", "ray")
+#: Items per chunk in-process (the unit of progress updates and output writes).
+LOCAL_CHUNK = 1024
+#: Items per chunk sent to a pool worker: big enough that pickling is amortized.
+POOL_CHUNK = 2048
+#: Items per chunk handed to Ray: each call builds a Ray Dataset, which has a fixed cost.
+RAY_CHUNK = 20_000
+
+RAY_MISSING = "--engine ray needs Ray: pip install 'trace-core[ray]'"
+
+
+class EngineError(RuntimeError):
+    """The selected engine cannot run (for example Ray is not installed)."""
+
+
+def chunk_size(engine: str, workers: int) -> int:
+    if engine == "ray":
+        return RAY_CHUNK
+    return POOL_CHUNK if workers > 1 else LOCAL_CHUNK
+
+
+def load_ray_scorer() -> Callable[..., list[Result]]:
+    """``score_rows_with_ray``, imported only when asked for (Ray is heavy and optional)."""
+    try:
+        import ray  # noqa: F401  (checked here so the error comes before any input is read)
+
+        from trace_tasks.integrations.ray import score_rows_with_ray
+    except ImportError as exc:
+        raise EngineError(f"{RAY_MISSING} ({exc})") from exc
+    return score_rows_with_ray
+
+
+def score_chunks(
+    chunks: Iterable[tuple[T, list[Item]]], *, options: Mapping[str, Any], workers: int = 1, engine: str = "local"
+) -> Iterator[tuple[T, list[Result]]]:
+    """For each ``(context, items)`` yield ``(context, results)``, in input order."""
+    if engine == "ray":
+        yield from _on_ray(chunks, options, workers)
+    elif workers <= 1:
+        for context, items in chunks:
+            yield context, score_trace_batch(items, **options) if items else []
+    else:
+        yield from _pooled(chunks, options, workers)
+
+
+def _on_ray(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
+    ray_score = load_ray_scorer()
+    import ray
+
+    # Start Ray once for the whole stream: score_rows_with_ray would otherwise
+    # start and stop a local Ray for every chunk. A running Ray is left alone.
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=workers if workers > 1 else None, include_dashboard=False, log_to_driver=False)
+    try:
+        for context, items in chunks:
+            yield context, list(ray_score(items, **options)) if items else []
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _pooled(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
+    # spawn, not fork: forking a process that runs threads can deadlock (as in batch.py).
+    context_mp = multiprocessing.get_context("spawn")
+    pending: collections.deque[tuple[T, Future[list[Result]] | None]] = collections.deque()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context_mp) as pool:
+        for context, items in chunks:
+            future = pool.submit(score_trace_batch, items, **options) if items else None
+            pending.append((context, future))
+            while len(pending) >= 2 * workers:
+                yield _finish(pending.popleft())
+        while pending:
+            yield _finish(pending.popleft())
+
+
+def _finish(entry: tuple[T, Future[list[Result]] | None]) -> tuple[T, list[Result]]:
+    context, future = entry
+    return context, future.result() if future is not None else []

@@ -1,0 +1,51 @@
+"""The scorer options every scoring subcommand accepts, checked before any input is read."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from trace_tasks.options import resolve_options
+
+
+def add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--mode``, the weights, ``--formula`` and ``--point-half-life-px``."""
+    group = parser.add_argument_group("scorer options (as in score_trace_response)")
+    group.add_argument(
+        "--mode",
+        default="answer_and_annotation",
+        help="trace_reward_mode: answer (alias answer_only) or answer_and_annotation (alias annotation); "
+        "default %(default)s",
+    )
+    group.add_argument("--answer-weight", type=float, default=0.5, help="answer_weight (default %(default)s)")
+    group.add_argument("--annotation-weight", type=float, default=0.5, help="annotation_weight (default %(default)s)")
+    group.add_argument(
+        "--formula",
+        default="gated",
+        help="trace_annotation_reward_formula: gated (a wrong answer earns nothing) or additive; default %(default)s",
+    )
+    group.add_argument(
+        "--format-weight", type=float, default=0.0, help="format_weight in [0, 1], blended into overall (default %(default)s)"
+    )
+    group.add_argument(
+        "--point-half-life-px",
+        type=float,
+        default=None,
+        help="point_half_life_px: overrides the image-size policy for points and segments",
+    )
+
+
+def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword options for the scorer; raises ``ValueError`` naming a bad one."""
+    options = {
+        "trace_reward_mode": args.mode,
+        "answer_weight": args.answer_weight,
+        "annotation_weight": args.annotation_weight,
+        "format_weight": args.format_weight,
+        "trace_annotation_reward_formula": args.formula,
+        "point_half_life_px": args.point_half_life_px,
+    }
+    resolve_options(
+        args.mode, args.answer_weight, args.annotation_weight, args.format_weight, args.formula, args.point_half_life_px
+    )
+    return options

@@ -1,0 +1,155 @@
+"""Turning input lines into scoring work: one :class:`Slot` per input line.
+
+Two layouts:
+
+* **combined**: each line is an instance with its ``response`` field;
+* **joined**: an instances file indexed by ``id`` (held in memory) and a
+  responses file of ``{"id": ..., "response": ...}`` lines, streamed; several
+  responses may share one instance.
+
+A line that cannot be scored becomes a slot with an ``error`` naming the line
+number and the problem, so no line is ever lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from trace_tasks.cli._checks import instance_problems
+from trace_tasks.cli._jsonl import Line
+from trace_tasks.errors import RecordError
+from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
+
+
+@attrs.frozen(slots=True)
+class Slot:
+    """One input line: either an item to score (with its annotation type) or an error."""
+
+    line: int
+    id: Any
+    item: dict[str, Any] | None = None
+    annotation_type: str = ""
+    error: str | None = None
+
+
+def _record_message(data: Mapping[str, Any], exc: RecordError) -> str:
+    """All structural problems of a record, each with its path (better than the first)."""
+    problems = instance_problems(data, check_values=False)
+    return "; ".join(str(p) for p in problems) if problems else str(exc)
+
+
+def build(data: Mapping[str, Any]) -> TraceInstance | str:
+    """The instance of a record, or a message listing its problems."""
+    try:
+        return instance_from_dict(data, cls=TrainInstance)
+    except RecordError as exc:
+        return _record_message(data, exc)
+
+
+def _row_id(data: Any) -> Any:
+    return data.get("id") if isinstance(data, Mapping) else None
+
+
+def _response(data: Mapping[str, Any]) -> str | None:
+    """The response text, or None when missing or not a string."""
+    response = data.get("response")
+    return response if isinstance(response, str) else None
+
+
+def _response_problem(data: Mapping[str, Any]) -> str:
+    if "response" not in data:
+        return "$.response: required field missing"
+    return f"$.response: must be a string (the decoded model output), got {type(data['response']).__name__}"
+
+
+def _slot(line: int, instance: TraceInstance, response: str, row_id: Any) -> Slot:
+    item = {"response": response, **instance.scoring_kwargs()}
+    return Slot(line, row_id, item, instance.annotation_gt.type.strip())
+
+
+def combined_slots(lines: Iterable[Line]) -> Iterator[Slot]:
+    """Slots for lines that each hold an instance and its ``response``."""
+    for line in lines:
+        if line.error is not None:
+            yield Slot(line.number, None, error=line.error)
+            continue
+        data = line.value
+        row_id = _row_id(data)
+        if not isinstance(data, Mapping):
+            yield Slot(line.number, None, error=f"line {line.number}: $: a line must be a JSON object, got {type(data).__name__}")
+            continue
+        response = _response(data)
+        if response is None:
+            yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}")
+            continue
+        instance = build({k: v for k, v in data.items() if k != "response"})
+        if isinstance(instance, str):
+            yield Slot(line.number, row_id, error=f"line {line.number}: invalid instance: {instance}")
+            continue
+        yield _slot(line.number, instance, response, row_id)
+
+
+@attrs.define
+class InstanceIndex:
+    """Instances by id (or the reason an id cannot be used), and lines that had no usable id."""
+
+    source: str
+    by_id: dict[str, tuple[int, TraceInstance | str]] = attrs.field(factory=dict)
+    problems: list[str] = attrs.field(factory=list)
+
+    @classmethod
+    def load(cls, lines: Iterable[Line], source: str) -> InstanceIndex:
+        index = cls(source)
+        for line in lines:
+            index._add(line)
+        return index
+
+    def _add(self, line: Line) -> None:
+        where = f"{self.source} line {line.number}"
+        if line.error is not None:
+            self.problems.append(f"{self.source}: {line.error}")
+            return
+        row_id = _row_id(line.value)
+        if not isinstance(row_id, str):
+            self.problems.append(f"{where}: $.id: an instance needs a string id to be joined with responses")
+            return
+        if row_id in self.by_id:
+            first = self.by_id[row_id][0]
+            message = f"duplicate id {row_id!r} in {self.source} (lines {first} and {line.number})"
+            self.problems.append(f"{where}: {message}")
+            self.by_id[row_id] = (first, message)
+            return
+        self.by_id[row_id] = (line.number, build(line.value))
+
+    def invalid_ids(self) -> int:
+        return sum(isinstance(entry, str) for _, entry in self.by_id.values())
+
+
+def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
+    """Slots for response lines, each joined by ``id`` to an instance of ``index``."""
+    for line in lines:
+        if line.error is not None:
+            yield Slot(line.number, None, error=line.error)
+            continue
+        data = line.value
+        n = line.number
+        if not isinstance(data, Mapping):
+            yield Slot(n, None, error=f"line {n}: $: a response line must be a JSON object, got {type(data).__name__}")
+            continue
+        row_id = data.get("id")
+        response = _response(data)
+        if not isinstance(row_id, str):
+            yield Slot(n, row_id, error=f"line {n}: $.id: a response needs the string id of its instance")
+        elif response is None:
+            yield Slot(n, row_id, error=f"line {n}: {_response_problem(data)}")
+        elif row_id not in index.by_id:
+            yield Slot(n, row_id, error=f"line {n}: no instance with id {row_id!r} in {index.source}")
+        else:
+            instance_line, instance = index.by_id[row_id]
+            if isinstance(instance, str):
+                yield Slot(n, row_id, error=f"line {n}: instance {row_id!r} ({index.source} line {instance_line}) is invalid: {instance}")
+            else:
+                yield _slot(n, instance, response, row_id)

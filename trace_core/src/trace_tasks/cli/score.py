@@ -1,0 +1,156 @@
+"""``trace-tasks score``: score stored rollouts, one JSON line of scores per input line.
+
+Input is streamed in chunks through :func:`trace_tasks.score_trace_batch` (or a
+process pool, or Ray), so memory stays flat on inputs of any length; in the
+two-file layout only the instances index is held. Output keeps input order,
+and a line that cannot be scored becomes a line with an ``error`` field: the
+input and output line counts are always equal. A summary table goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, load_ray_scorer, score_chunks
+from trace_tasks.cli._jsonl import STDIO, dumps, open_binary, open_output, read_lines
+from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._progress import make_progress
+from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots
+from trace_tasks.cli._summary import Summary
+
+EXIT_OK, EXIT_LINE_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "score",
+        help="score stored responses (JSON Lines in, JSON Lines of scores out)",
+        description=(
+            "Score stored responses. INPUT holds instances with a 'response' field, or, with --responses, "
+            "instances joined by 'id' to a file of {\"id\", \"response\"} lines. Files may be .jsonl or "
+            ".jsonl.gz; '-' is standard input. One output line per input line, in order; a line that cannot "
+            "be scored gets an 'error' field and the exit code is 1."
+        ),
+    )
+    parser.add_argument("input", metavar="INPUT", help="instances (with 'response' unless --responses is given), or '-'")
+    parser.add_argument("--responses", metavar="FILE", help="responses joined to INPUT by id (several per instance allowed)")
+    parser.add_argument("-o", "--output", metavar="FILE", default=None, help="where to write scores (default: stdout; .gz compresses)")
+    parser.add_argument("--summary-json", metavar="FILE", help="also write the summary as JSON to FILE")
+    parser.add_argument("--workers", type=_positive_int, default=1, help="scoring processes (default %(default)s)")
+    parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or ray (needs trace-core[ray])")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
+    add_scoring_options(parser)
+    parser.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"trace-tasks score: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = scoring_options(args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if args.responses is not None and STDIO == args.input == args.responses:
+        return _fail("only one of INPUT and --responses can be standard input")
+    if args.engine == "ray":
+        try:
+            load_ray_scorer()
+        except EngineError as exc:
+            return _fail(str(exc))
+    try:
+        return _score(args, options)
+    except FileNotFoundError as exc:
+        return _fail(f"cannot open {exc.filename}: {exc.strerror}")
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_LINE_ERRORS
+    except (OSError, EOFError) as exc:  # for example a truncated .gz file
+        print(f"trace-tasks score: error: reading input failed: {exc}", file=sys.stderr)
+        return EXIT_LINE_ERRORS
+
+
+def _score(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    summary = Summary()
+    instance_problems: list[str] = []
+    if args.responses is None:
+        with open_binary(args.input) as fh, open_output(args.output) as out:
+            _write_all(combined_slots(read_lines(fh)), out, summary, args, options)
+    else:
+        with open_binary(args.input) as fh:
+            index = InstanceIndex.load(read_lines(fh), _name(args.input))
+        instance_problems = index.problems
+        with open_binary(args.responses) as fh, open_output(args.output) as out:
+            _write_all(joined_slots(read_lines(fh), index), out, summary, args, options)
+    for problem in instance_problems:
+        print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
+    if not args.quiet:
+        print(summary.table(), file=sys.stderr)
+    if args.summary_json:
+        data = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
+        with open(args.summary_json, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+    return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
+
+
+def _name(path: str) -> str:
+    return "<stdin>" if path == STDIO else path
+
+
+def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list[dict[str, Any]]]]:
+    """Groups of at most ``size`` slots, with the items among them to score."""
+    while True:
+        group = list(itertools.islice(slots, size))
+        if not group:
+            return
+        yield group, [slot.item for slot in group if slot.item is not None]
+
+
+def _write_all(slots: Iterator[Slot], out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]) -> None:
+    progress = make_progress("scoring", quiet=args.quiet)
+    chunks = _chunks(slots, chunk_size(args.engine, args.workers))
+    try:
+        for group, results in score_chunks(chunks, options=options, workers=args.workers, engine=args.engine):
+            errors_before = summary.errors
+            scored = iter(results)
+            for slot in group:
+                out.write(dumps(_record(slot, next(scored) if slot.item is not None else None, summary)))
+                out.write("\n")
+            progress.update(len(group), summary.errors - errors_before)
+    finally:
+        progress.close()
+
+
+def _record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -> dict[str, Any]:
+    """The output line of one slot, counted in the summary."""
+    head = {"id": slot.id, "line": slot.line}
+    if slot.error is not None:
+        summary.add_error()
+        return {**head, "error": slot.error}
+    assert scores is not None
+    if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
+        summary.add_error()
+        return {**head, "error": f"line {slot.line}: {scores['error']}"}
+    summary.add_scores(slot.annotation_type, scores)
+    return {**head, **scores}

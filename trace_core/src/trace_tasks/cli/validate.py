@@ -1,0 +1,86 @@
+"""``trace-tasks validate``: check instance files before training on them.
+
+Each problem is printed as ``FILE:LINE: PATH: MESSAGE`` followed by a count;
+the exit code is 1 when there is any problem. Checks: JSON, record structure
+(the records converter: unknown keys, wrong types), the contract rules of seed
+section 2, that every type resolves with the installed families (a missing
+official family names the package to install), that the target annotation
+parses with its family, that ids are unique, and, when an image size is
+given, that every coordinate lies inside the pixel frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from trace_tasks.cli._checks import Problem, instance_problems
+from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check instance files (structure, contracts, families, coordinates)",
+        description=(
+            "Check instance files (.jsonl, .jsonl.gz, or '-' for stdin): record structure, reward-contract rules, "
+            "installed families, target annotations that parse, unique ids, and coordinates inside the image "
+            "frame when image_size is given. A 'response' field (combined score input) is ignored. "
+            "Exit code 1 when any problem is found."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="instance files to check")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the final count")
+    parser.set_defaults(func=run)
+
+
+def file_problems(path: str) -> Iterator[tuple[int, Problem]]:
+    """``(line number, problem)`` for every problem of one instance file, in order."""
+    seen_ids: dict[str, int] = {}
+    with open_binary(path) as fh:
+        for line in read_lines(fh):
+            if line.error is not None:
+                yield line.number, Problem("$", line.error.split(": ", 1)[1])
+                continue
+            data = line.value
+            combined = isinstance(data, Mapping) and "response" in data
+            if combined:  # a score input line: the instance plus its response
+                data = {k: v for k, v in data.items() if k != "response"}
+            for problem in instance_problems(data):
+                yield line.number, problem
+            row_id = data.get("id") if isinstance(data, Mapping) else None
+            # Ids must be unique in an instance file; a combined file repeats them per response.
+            if isinstance(row_id, str) and not combined:
+                if row_id in seen_ids:
+                    yield line.number, Problem("$.id", f"duplicate id {row_id!r} (first on line {seen_ids[row_id]})")
+                else:
+                    seen_ids[row_id] = line.number
+
+
+def run(args: argparse.Namespace) -> int:
+    problems = 0
+    lines_with_problems = 0
+    for path in args.files:
+        name = "<stdin>" if path == STDIO else path
+        last_line = 0
+        try:
+            for number, problem in file_problems(path):
+                problems += 1
+                lines_with_problems += number != last_line
+                last_line = number
+                if not args.quiet:
+                    print(f"{name}:{number}: {problem}")
+        except FileNotFoundError as exc:
+            print(f"trace-tasks validate: error: cannot open {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        except (OSError, EOFError) as exc:
+            print(f"{name}: reading failed: {exc}")
+            problems += 1
+    files = len(args.files)
+    print(f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "
+          f"in {files} file{'s' * (files != 1)}")
+    return EXIT_PROBLEMS if problems else EXIT_OK
