@@ -1,0 +1,88 @@
+"""A toy family used by the in-process plugin tests: 1-D intervals with two reward versions.
+
+It follows the recipe of docs/plugins.md "Offering a new reward version": the
+type declares both ``interval_iou_v0`` and ``interval_iou_v1`` and
+``trace_resolve_reward_id`` names the current one. It also adds an answer type,
+so every hook in ``trace_tasks.hookspecs`` has an implementation here, and it
+records each hook call, so tests can prove each hook was exercised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from trace_tasks import (
+    AnnotationParseError,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    AnswerTypeSpec,
+    ScoringContext,
+    hookimpl,
+)
+from trace_tasks.shapes import coordinates
+
+V0 = "interval_iou_v0"
+V1 = "interval_iou_v1"
+
+Interval = tuple[float, float]
+
+
+def iou(a: Interval, b: Interval) -> float:
+    """v0: plain 1-D IoU (0 for disjoint intervals)."""
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    return inter / ((a[1] - a[0]) + (b[1] - b[0]) - inter)
+
+
+def giou01(a: Interval, b: Interval) -> float:
+    """v1: generalized IoU mapped to [0, 1], so near misses earn partial credit."""
+    hull = max(a[1], b[1]) - min(a[0], b[0])
+    union = (a[1] - a[0]) + (b[1] - b[0]) - max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    giou = iou(a, b) - (hull - union) / hull
+    return (giou + 1.0) / 2.0
+
+
+class IntervalFamily:
+    """Owns annotation type ``interval`` and answer type ``hex_color``.
+
+    ``current`` is the id ``trace_resolve_reward_id`` answers: the family, not
+    the core, decides which version new contracts get.
+    """
+
+    def __init__(self, current: str = V1) -> None:
+        self.current = current
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    @hookimpl
+    def trace_annotation_types(self) -> Sequence[AnnotationTypeSpec]:
+        self.calls.append(("trace_annotation_types", ()))
+        return [AnnotationTypeSpec("interval", (V0, V1), "a 1-D interval [lo, hi]")]
+
+    @hookimpl
+    def trace_answer_types(self) -> Sequence[AnswerTypeSpec]:
+        self.calls.append(("trace_answer_types", ()))
+        return [AnswerTypeSpec("hex_color", reads_json_strings=False, description="#rrggbb, case-insensitive")]
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        self.calls.append(("trace_resolve_reward_id", (annotation_type,)))
+        return self.current if annotation_type == "interval" else None
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> Interval:
+        self.calls.append(("trace_parse_annotation", (annotation_type,)))
+        lo, hi = coordinates(value, 2)
+        if not lo < hi:
+            raise AnnotationParseError("an interval needs lo < hi")
+        return (lo, hi)
+
+    @hookimpl
+    def trace_score_annotation(
+        self, reward_id: str, prediction: Interval, target: Interval, context: ScoringContext
+    ) -> AnnotationScore:
+        self.calls.append(("trace_score_annotation", (reward_id,)))
+        reward = iou(prediction, target) if reward_id == V0 else giou01(prediction, target)
+        return AnnotationScore(reward, {"annotation_interval_reward_version": 0.0 if reward_id == V0 else 1.0})
+
+    def hooks_called(self) -> set[str]:
+        return {name for name, _ in self.calls}
