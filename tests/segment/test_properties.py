@@ -31,8 +31,12 @@ def _reward(annotation_type: str, pred: Any, gt: Any, hl: float | None = None) -
     return result["annotation_reward"]
 
 
+#: Up to 13 x 13 segments, so the numpy matrix path (from 144 cells) is exercised too.
+many_segments = st.lists(segment, max_size=13)
+
+
 @settings(max_examples=100, deadline=None)
-@given(pred=segments, gt=segments, flips=st.lists(st.booleans(), min_size=5, max_size=5), hl=half_life)
+@given(pred=many_segments, gt=many_segments, flips=st.lists(st.booleans(), min_size=13, max_size=13), hl=half_life)
 def test_reversing_predicted_segments_never_changes_the_score(
     pred: list[Any], gt: list[Any], flips: list[bool], hl: float | None
 ) -> None:

@@ -6,8 +6,10 @@ import itertools
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
+import trace_plugins_segment.geometry as geometry
 from trace_tasks import ScoringContext
 from trace_plugins_segment.geometry import segment_distance, similarity
 
@@ -157,3 +159,53 @@ def test_segment_set_penalizes_missing_and_extra() -> None:
     result = score("segment_set", [*targets, [[900, 900], [950, 950]]], targets)
     assert result["annotation_reward"] == pytest.approx(3 / 4)
     assert [result[k] for k in DIAGNOSTICS[:3]] == [4.0, 3.0, 3.0]
+
+
+# --- the numpy matrix of large sets ---------------------------------------------
+
+
+def _large_case(size: int) -> tuple[list[Seg], list[Seg]]:
+    rng = np.random.default_rng(99)
+    targets = rng.uniform(0, 3000, size=(size, 2, 2))
+    # Shuffled, endpoints moved by about half a half-life, and every other one reversed.
+    preds = targets[rng.permutation(size)] + rng.normal(0, 16, size=(size, 2, 2))
+    preds[::2] = preds[::2, ::-1]
+    return preds.tolist(), targets.tolist()
+
+
+def _flat(segments: Sequence[Seg]) -> list[tuple[float, float, float, float]]:
+    return [(*s[0], *s[1]) for s in segments]
+
+
+def test_large_sets_numpy_path_equals_pure_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    preds, targets = _large_case(300)
+    assert isinstance(geometry.similarity_matrix(_flat(preds), _flat(targets), CTX), np.ndarray)
+    vectorized = score("segment_set", preds, targets)
+    # Reversal invariance holds on the vectorized path too.
+    assert score("segment_set", [s[::-1] for s in preds], targets) == vectorized
+
+    monkeypatch.setattr(geometry, "NUMPY_MIN_CELLS", 10**9)
+    assert isinstance(geometry.similarity_matrix(_flat(preds), _flat(targets), CTX), list)
+    pure = score("segment_set", preds, targets)
+
+    assert vectorized == pure
+    assert vectorized["annotation_assigned_count"] == 300.0
+    assert 0.5 < pure["annotation_reward"] < 1.0
+
+
+def test_numpy_matrix_matches_scalar_similarity_cellwise() -> None:
+    preds, targets = _large_case(40)
+    a, b = _flat(preds), _flat(targets)
+    matrix = geometry.similarity_matrix(a, b, CTX)
+    assert isinstance(matrix, np.ndarray)
+    expected = np.array([[geometry.similarity(p, g, CTX) for g in b] for p in a])
+    np.testing.assert_allclose(matrix, expected, rtol=1e-13, atol=1e-300)
+
+
+def test_numpy_matrix_turns_overflow_into_zero() -> None:
+    a = [(1e308, 1e308, -1e308, 0.0)] * 13 + [(0.0, 0.0, 5.0, 5.0)]
+    b = [(-1e308, -1e308, 1e308, 1e308)] * 13 + [(5.0, 5.0, 0.0, 0.0)]
+    matrix = geometry.similarity_matrix(a, b, CTX)
+    assert isinstance(matrix, np.ndarray)
+    assert np.isfinite(matrix).all()
+    assert matrix[0, 0] == 0.0 and matrix[13, 13] == 1.0

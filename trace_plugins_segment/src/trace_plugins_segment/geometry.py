@@ -11,11 +11,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from trace_tasks.distance import soft_similarity
+import numpy as np
+
+from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.shapes import AnnotationParseError, coordinates
 from trace_tasks.specs import ScoringContext
 
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
+
+#: Below this many cells a Python double loop beats numpy's per-call overhead.
+NUMPY_MIN_CELLS = 144
 
 
 def parse_segment(value: Any) -> Segment:
@@ -38,6 +43,25 @@ def similarity(a: Segment, b: Segment, ctx: ScoringContext) -> float:
     return soft_similarity(segment_distance(a, b), ctx.half_life_px)
 
 
-def similarity_matrix(preds: Sequence[Segment], gts: Sequence[Segment], ctx: ScoringContext) -> list[list[float]]:
-    """Pairwise similarity (rows: predictions); segment sets are small in practice."""
-    return [[similarity(p, g, ctx) for g in gts] for p in preds]
+def similarity_matrix(preds: Sequence[Segment], gts: Sequence[Segment], ctx: ScoringContext) -> Any:
+    """Pairwise similarity (rows: predictions), float64; numpy only for large sets.
+
+    Used to choose the assignment; the reported total is re-summed with
+    :func:`similarity`, so the two paths cannot disagree on the reward.
+    """
+    if len(preds) * len(gts) < NUMPY_MIN_CELLS:
+        return [[similarity(p, g, ctx) for g in gts] for p in preds]
+    p = np.asarray(preds, dtype=np.float64)[:, None, :]
+    g = np.asarray(gts, dtype=np.float64)[None, :, :]
+    with np.errstate(all="ignore"):
+        same = np.maximum(
+            np.hypot(p[..., 0] - g[..., 0], p[..., 1] - g[..., 1]),
+            np.hypot(p[..., 2] - g[..., 2], p[..., 3] - g[..., 3]),
+        )
+        swapped = np.maximum(
+            np.hypot(p[..., 0] - g[..., 2], p[..., 1] - g[..., 3]),
+            np.hypot(p[..., 2] - g[..., 0], p[..., 3] - g[..., 1]),
+        )
+        r = np.minimum(same, swapped) / ctx.half_life_px
+        out = np.exp(-LN2 * r * r)
+    return np.where(np.isfinite(out), out, 0.0)
