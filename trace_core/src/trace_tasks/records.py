@@ -145,6 +145,14 @@ def _check_contract(instance: TraceInstance) -> None:
         raise RecordError(message, path="$.reward_contract")
 
 
+def _format_exception(exc: BaseException, type_: Any) -> str:
+    # cattrs' default says only "invalid value for type"; keep our hooks' own reasons
+    # (a contract that disagrees, unknown contract keys, a non-string type name).
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
 def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, record: str | None = None) -> TraceInstance:
     """Structure and validate one instance dict; ``RecordError`` names the path and record."""
     if not isinstance(data, Mapping):
@@ -152,7 +160,7 @@ def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, r
     try:
         instance = converter.structure(dict(data), cls)
     except cattrs.BaseValidationError as exc:
-        messages = cattrs.transform_error(exc, path="$")
+        messages = cattrs.transform_error(exc, path="$", format_exception=_format_exception)
         raise RecordError("; ".join(messages), record=record) from exc
     except (ValueError, TypeError) as exc:
         raise RecordError(str(exc), path="$", record=record) from exc
