@@ -161,9 +161,10 @@ def match_set(preds: Sequence[Any], gts: Sequence[Any], prim: Primitive, ctx: Sc
         return Matched(sim(preds[0], gts[0], ctx), 1, 1)
     # The matrix (possibly vectorized) only chooses the pairs; the total is summed
     # with the scalar similarity so every code path gives bit-identical rewards.
-    total = 0.0
-    for i, j in assign_pairs(prim.matrix(preds, gts, ctx)):
-        total += sim(preds[i], gts[j], ctx)
+    # fsum is exact before its one rounding, so the order of the items (a set has
+    # none) cannot change the last bit of the reward.
+    pairs = assign_pairs(prim.matrix(preds, gts, ctx))
+    total = math.fsum(sim(preds[i], gts[j], ctx) for i, j in pairs)
     return Matched(total, min(n, m), max(n, m))
 
 
