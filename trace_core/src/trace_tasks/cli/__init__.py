@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from trace_tasks import __version__
 
 #: Subcommand modules, in the order ``--help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "plugins", "serve")
+SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "explain", "plugins", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
