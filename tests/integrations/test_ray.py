@@ -1,0 +1,88 @@
+"""Ray Data scoring and the ``--engine ray`` backend, on a real local Ray (2 CPUs, no dashboard)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the [ray] extra is part of the dev environment; skipped only without it")
+
+from trace_tasks import score_trace_batch  # noqa: E402
+from trace_tasks.integrations._common import stable_keys  # noqa: E402
+from trace_tasks.integrations.ray import score_dataset, score_rows_with_ray  # noqa: E402
+
+from .helpers import INSTANCES, RESPONSES, pairs  # noqa: E402
+
+REPEAT = 60  # 55 (response, instance) pairs x 60 = 3,300 rows
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _rows() -> list[tuple[str, dict]]:
+    return pairs() * REPEAT
+
+
+def _batch_items(rows: list[tuple[str, dict]]) -> list[dict]:
+    fields = ("answer_gt", "annotation_gt", "reward_contract", "image_size")
+    return [{"response": r, **{k: i.get(k) for k in fields}} for r, i in rows]
+
+
+def test_score_dataset_equals_score_trace_batch(local_ray: None) -> None:
+    rows = _rows()
+    records = [
+        {
+            "id": n,
+            "response": r,
+            "answer_gt": json.dumps(i["answer_gt"]),
+            "annotation_gt": json.dumps(i["annotation_gt"]),
+            "reward_contract": json.dumps(i["reward_contract"]),
+            "image_size": json.dumps(i.get("image_size")),
+        }
+        for n, (r, i) in enumerate(rows)
+    ]
+    ds = ray.data.from_items(records, override_num_blocks=2)
+    scored = score_dataset(ds, instance_columns=("answer_gt", "annotation_gt", "reward_contract", "image_size"), format_weight=0.1)
+    out = sorted(scored.take_all(), key=lambda row: row["id"])
+    expected = score_trace_batch(_batch_items(rows), format_weight=0.1)
+    assert len(out) == len(rows)
+    for got, want in zip(out, expected):
+        assert got["error"] is None
+        assert {k: got[k] for k in stable_keys()} == {k: want[k] for k in stable_keys()}
+    assert sum(row["overall"] > 0 for row in out) >= REPEAT * 4  # real rewards, not a column of zeros
+
+
+def test_whole_instance_column_with_native_nesting_and_a_bad_row(local_ray: None) -> None:
+    # One column holding instance structs: Arrow turns their lists into numpy arrays.
+    inst = INSTANCES[0]
+    records = [{"response": RESPONSES[0], "instance": inst} for _ in range(50)]
+    ds = ray.data.from_items(records)
+    out = score_dataset(ds, instance_columns="instance", prefix="trace_").take_all()
+    want = score_trace_batch([{"response": RESPONSES[0], **inst}])[0]
+    assert all(row["trace_overall"] == want["overall"] and row["trace_error"] is None for row in out)
+
+    bad = ray.data.from_items([{"response": "7", "instance": json.dumps({"answer_gt": {"type": "integer", "value": 7}})}])
+    (row,) = score_dataset(bad, instance_columns="instance").take_all()
+    assert row["overall"] == 0.0 and "lacks" in row["error"]
+
+
+def test_score_rows_with_ray_equals_score_trace_batch(local_ray: None) -> None:
+    items = _batch_items(_rows())
+    items[7] = {**items[7], "answer_weight": -1}  # one caller mistake: isolated as an error entry
+    got = score_rows_with_ray(items, chunksize=700, trace_reward_mode="answer_and_annotation")
+    assert got == score_trace_batch(items, trace_reward_mode="answer_and_annotation")
+    assert "error" in got[7] and "answer_weight" in got[7]["error"]
+    assert ray.is_initialized()  # a Ray it did not start is left running
+
+
+def test_invalid_options_raise_before_scoring(local_ray: None) -> None:
+    with pytest.raises(ValueError, match="format_weight"):
+        score_rows_with_ray([], format_weight=5)
+    with pytest.raises(ValueError, match="unknown scorer option"):
+        score_dataset(ray.data.from_items([{"response": ""}]), mode="answer")
