@@ -3,6 +3,12 @@
 Sources are tried in order: ``image_size``, ``image_sizes``, ``metadata``,
 ``extra_info``; the first valid size wins (SPEC.md "Options"). A size is valid
 when both sides are non-boolean, finite numbers > 0.
+
+The search is bounded: at most ``_MAX_DEPTH`` levels and ``_MAX_VISITS`` values
+per source, so a self-referencing mapping or a list that repeats one sub-list
+(a small object that unfolds into an exponential tree) costs microseconds; and
+only strings of at most ``_MAX_LITERAL_SIZE_CHARS`` go to the slow Python-literal
+reader (JSON is read at any length), so junk strings cost no more than JSON.
 """
 
 from __future__ import annotations
@@ -11,12 +17,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.literals import load_json_or_literal
+from trace_tasks.literals import load_json, load_literal
 
 NESTED_KEYS = ("source_image_size", "image_size", "image_sizes", "canvas_size", "img_size")
 WIDTH_KEYS = ("width", "w", "image_width", "canvas_width")
 HEIGHT_KEYS = ("height", "h", "image_height", "canvas_height")
 _MAX_DEPTH = 8
+#: Values inspected per source (a fresh budget for each source).
+_MAX_VISITS = 256
+#: Longest string handed to the literal reader (a size literal is a few characters).
+_MAX_LITERAL_SIZE_CHARS = 4096
 
 Size = tuple[float, float]
 
@@ -46,17 +56,26 @@ def _first_present(mapping: Mapping[Any, Any], keys: tuple[str, ...]) -> float |
     return None
 
 
-def size_from(value: Any, depth: int = 0) -> Size | None:
-    """The first valid ``(width, height)`` found in ``value``, or None."""
-    if value is None or depth > _MAX_DEPTH:
+def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Size | None:
+    """The first valid ``(width, height)`` found in ``value``, or None.
+
+    ``budget`` is a one-item list counting the values still allowed to be
+    inspected (shared across recursive calls); None starts a fresh budget.
+    """
+    if budget is None:
+        budget = [_MAX_VISITS]
+    if value is None or depth > _MAX_DEPTH or budget[0] <= 0:
         return None
+    budget[0] -= 1
     if isinstance(value, str):
-        parsed, ok = load_json_or_literal(value)
-        return size_from(parsed, depth + 1) if ok and not isinstance(parsed, str) else None
+        parsed, ok = load_json(value)
+        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS:
+            parsed, ok = load_literal(value)
+        return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
     if isinstance(value, Mapping):
         for key in NESTED_KEYS:
             if key in value:
-                found = size_from(value[key], depth + 1)
+                found = size_from(value[key], depth + 1, budget)
                 if found is not None:
                     return found
         w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
@@ -67,7 +86,7 @@ def size_from(value: Any, depth: int = 0) -> Size | None:
             return pair
         for item in value[:64]:
             if isinstance(item, (list, tuple, Mapping)):
-                found = size_from(item, depth + 1)
+                found = size_from(item, depth + 1, budget)
                 if found is not None:
                     return found
     return None
