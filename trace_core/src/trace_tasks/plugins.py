@@ -195,7 +195,23 @@ def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.Ent
 
 def _impls_by_plugin(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Callable[..., Any]]:
     hook = getattr(pm.hook, hook_name)
-    return {pm.get_name(impl.plugin): impl.function for impl in hook.get_hookimpls()}
+    spec_names = tuple(hook.spec.argnames)
+    return {pm.get_name(impl.plugin): _accepting_spec_kwargs(impl, spec_names) for impl in hook.get_hookimpls()}
+
+
+def _accepting_spec_kwargs(impl: Any, spec_names: tuple[str, ...]) -> Callable[..., Any]:
+    """The implementation, callable with every spec argument by keyword.
+
+    pluggy lets an implementation name only some of the spec's arguments; since
+    the core calls implementations directly (not through pluggy), drop the
+    others here. Without this, ``def trace_parse_annotation(value)`` would fail
+    with a TypeError on every response, silently counted as a parse failure.
+    """
+    fn = impl.function
+    names = tuple(impl.argnames)
+    if set(names) == set(spec_names):
+        return fn  # the usual case: no wrapper on the hot path
+    return lambda **kwargs: fn(**{name: kwargs[name] for name in names})
 
 
 def _call_each(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
