@@ -96,3 +96,27 @@ def test_large_set_matches_a_shuffled_copy_of_itself(sets) -> None:
     overflowing = sum(1 for k in range(N) if k % 10 == 0)
     tiny = sum(1 for k in range(N) if k % 10 == 1)  # areas underflow: IoU 0 as well
     assert result["annotation_reward"] == (N - overflowing - tiny) / N
+
+
+def test_past_the_assignment_limit_is_a_parse_failure_not_an_exception(caplog) -> None:
+    from trace_tasks.limits import MAX_MATRIX_CELLS
+
+    gts = [[k, 0, k + 1, 1] for k in range(1000)]
+    preds = gts + [[-5, -5, -4, -4]] * (MAX_MATRIX_CELLS // 1000 + 1 - 1000)
+    assert len(preds) * len(gts) > MAX_MATRIX_CELLS
+    result = score("bbox_set", preds, gts)
+    assert result["annotation_parse_ok"] == 0.0
+    assert result["annotation_reward"] == 0.0
+    assert result["answer_reward"] == 1.0
+    # Hostile model output, not a plugin failure: nothing is logged as an error.
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def test_past_the_collection_limit_is_a_parse_failure() -> None:
+    from trace_tasks.limits import MAX_COLLECTION_ITEMS
+
+    too_many = [[0, 0, 1, 1]] * (MAX_COLLECTION_ITEMS + 1)
+    for annotation_type in ("bbox_set", "bbox_sequence"):
+        result = score(annotation_type, too_many, [[0, 0, 1, 1]])
+        assert result["annotation_parse_ok"] == 0.0
+        assert result["annotation_reward"] == 0.0

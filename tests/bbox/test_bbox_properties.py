@@ -18,7 +18,7 @@ from trace_plugins_bbox.geometry import iou, parse_box
 from .helpers import score, score_response
 
 TYPES = ["bbox", "bbox_set", "bbox_sequence", "bbox_map", "bbox_set_map"]
-PROPERTY = settings(deadline=None, max_examples=150)
+PROPERTY = settings(deadline=None, max_examples=100)
 
 # Realistic pixel boxes: integer or float corners, widths bounded away from 0 so a
 # box's area is a normal float (a box 1e-200 wide has area 0 and IoU 0 by rule).
