@@ -50,6 +50,7 @@ class RecordError(TraceTasksError, ValueError):
     """An instance record is malformed; the message gives the path of the problem."""
 
     def __init__(self, message: str, *, path: str = "", record: str | None = None) -> None:
+        self.message = message
         self.path = path
         self.record = record
         where = f"{record}: " if record else ""

@@ -104,15 +104,6 @@ def _strict_str(value: Any, _: type) -> str:
 converter.register_structure_hook(str, _strict_str)
 converter.register_unstructure_hook(RewardContract, lambda c: c.to_dict())
 
-
-def _strict_str(value: Any, _: type) -> str:
-    # cattrs would turn 5 into "5"; a type name or id that is not a string is a data error.
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-converter.register_structure_hook(str, _strict_str)
 converter.register_unstructure_hook(RewardContractSide, lambda s: s.to_dict())
 
 
@@ -161,13 +152,14 @@ def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, r
         instance = converter.structure(dict(data), cls)
     except cattrs.BaseValidationError as exc:
         messages = cattrs.transform_error(exc, path="$", format_exception=_format_exception)
-        raise RecordError("; ".join(messages), record=record) from exc
+        first_path = messages[0].rpartition(" @ ")[2] if messages else "$"
+        raise RecordError("; ".join(messages), path=first_path, record=record) from exc
     except (ValueError, TypeError) as exc:
         raise RecordError(str(exc), path="$", record=record) from exc
     try:
         _check_contract(instance)
     except RecordError as exc:
-        raise RecordError(str(exc), record=record) from exc
+        raise RecordError(exc.message, path=exc.path, record=record) from exc
     return instance
 
 
