@@ -1,0 +1,140 @@
+"""docs/plugins.md stays true to the code (in the manner of datasette's plugin-hook doc tests).
+
+Every hook spec is documented with its exact signature and firstresult flag;
+every field of the records plugins use is in the record's table; the loading
+environment variables and plugin errors are named.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+import trace_tasks
+from trace_tasks import hookspecs, plugins, shapes
+from trace_tasks.markers import PROJECT_NAME
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+SPEC_ATTR = f"{PROJECT_NAME}_spec"  # set by pluggy's HookspecMarker on each spec
+
+
+def hook_specs() -> dict[str, Any]:
+    """Every function marked as a hook spec in ``trace_tasks.hookspecs``."""
+    return {
+        name: fn
+        for name, fn in vars(hookspecs).items()
+        if inspect.isfunction(fn) and getattr(fn, SPEC_ATTR, None) is not None
+    }
+
+
+def _annotation_text(annotation: Any) -> str:
+    # hookspecs uses ``from __future__ import annotations``: annotations are source strings.
+    return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+
+def signature_text(name: str) -> str:
+    """``def name(arg: type, ...) -> type`` built from ``inspect.signature`` of the spec."""
+    sig = inspect.signature(hook_specs()[name])
+    params = ", ".join(f"{p.name}: {_annotation_text(p.annotation)}" for p in sig.parameters.values())
+    return f"def {name}({params}) -> {_annotation_text(sig.return_annotation)}"
+
+
+def section(doc: str, heading: str) -> str:
+    """The text under ``heading`` up to the next heading of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    start = doc.index(heading + "\n")
+    end_match = re.compile(r"^#{1,%d} " % level, re.M).search(doc, start + len(heading) + 1)
+    return doc[start : end_match.start() if end_match else len(doc)]
+
+
+@pytest.fixture(scope="module")
+def doc() -> str:
+    return DOC_PATH.read_text(encoding="utf-8")
+
+
+def test_there_are_hook_specs_to_check() -> None:
+    assert set(hook_specs()) == {
+        "trace_annotation_types",
+        "trace_answer_types",
+        "trace_resolve_reward_id",
+        "trace_parse_annotation",
+        "trace_score_annotation",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(hook_specs()))
+def test_every_hook_is_documented_with_its_exact_signature(doc: str, name: str) -> None:
+    text = section(doc, f"### {name}")
+    assert signature_text(name) in text, f"docs/plugins.md must show: {signature_text(name)}"
+
+
+@pytest.mark.parametrize("name", sorted(hook_specs()))
+def test_every_hook_documents_its_firstresult_flag(doc: str, name: str) -> None:
+    firstresult = bool(getattr(hook_specs()[name], SPEC_ATTR).get("firstresult"))
+    text = section(doc, f"### {name}")
+    assert f"**firstresult:** {'yes' if firstresult else 'no'}" in text
+    row = next(line for line in doc.splitlines() if line.startswith(f"| `{name}` |"))
+    assert row.rstrip(" |").split("|")[-1].strip().startswith("**yes**" if firstresult else "no")
+
+
+def test_no_hook_is_documented_that_does_not_exist(doc: str) -> None:
+    documented = set(re.findall(r"^### (trace_\w+)$", doc, re.M))
+    assert documented == set(hook_specs())
+
+
+@pytest.mark.parametrize(
+    "record",
+    [trace_tasks.AnnotationTypeSpec, trace_tasks.AnswerTypeSpec, trace_tasks.ScoringContext,
+     trace_tasks.AnnotationScore, shapes.Primitive],
+    ids=lambda r: r.__name__,
+)
+def test_every_record_field_is_in_the_records_table(doc: str, record: type) -> None:
+    heading = "### `trace_tasks.shapes.Primitive`" if record is shapes.Primitive else f"### `{record.__name__}`"
+    text = section(doc, heading)
+    documented = re.findall(r"^\| `(\w+)` \|", text, re.M)
+    assert documented == [field.name for field in attrs.fields(record)]
+
+
+def test_parse_error_and_shapes_are_documented(doc: str) -> None:
+    assert "### `AnnotationParseError`" in doc
+    assert trace_tasks.AnnotationParseError is shapes.AnnotationParseError
+    for shape in shapes.SHAPES:
+        assert f'`"{shape}"`' in doc
+
+
+def test_loading_environment_variables_are_documented(doc: str) -> None:
+    text = section(doc, "## How loading works")
+    for variable in (plugins.ALLOW_ENV, plugins.BLOCK_ENV):
+        assert f"`{variable}`" in text
+    assert f"`{plugins.ENTRY_POINT_GROUP}`" in doc
+
+
+@pytest.mark.parametrize(
+    "error",
+    [trace_tasks.PluginLoadError, trace_tasks.PluginConflictError, trace_tasks.PluginValidationError,
+     trace_tasks.MissingFamilyError, trace_tasks.UnknownRewardIdError],
+    ids=lambda e: e.__name__,
+)
+def test_plugin_errors_are_documented(doc: str, error: type) -> None:
+    assert issubclass(error, trace_tasks.TraceTasksError)
+    assert f"`{error.__name__}`" in section(doc, "## How loading works")
+
+
+def test_the_guide_matches_the_circle_example(doc: str) -> None:
+    """The step-by-step guide quotes the example; keep the quotes true."""
+    example = DOC_PATH.parents[1] / "examples" / "circle_family"
+    plugin_source = (example / "src" / "trace_plugins_circle" / "plugin.py").read_text(encoding="utf-8")
+    pyproject = (example / "pyproject.toml").read_text(encoding="utf-8")
+    guide = section(doc, "## Write a family, step by step")
+    for line in ('"circle": ("scalar", "circle_soft_iou_v0"', '"circle_set": ("set", "circle_set_soft_iou_v0"',
+                 "PARSERS = {name: make_parser(shape, CIRCLE) for name, (shape, _, _) in TYPES.items()}",
+                 "SCORERS = {rid: make_scorer(shape, CIRCLE) for shape, rid, _ in TYPES.values()}"):
+        assert line in guide and line in plugin_source, line
+    for line in ('name = "trace-plugins-circle"', "[project.entry-points.trace_tasks]",
+                 'circle = "trace_plugins_circle.plugin"'):
+        assert line in guide and line in pyproject, line
