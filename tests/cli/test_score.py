@@ -200,3 +200,29 @@ def test_workers_keep_order_and_results(tmp_path: Path) -> None:
 def test_missing_input_file_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("score", str(tmp_path / "nope.jsonl"))
     assert proc.returncode == 2 and b"cannot open" in proc.stderr
+
+
+def test_ray_engine_gives_the_local_scores(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="Ray is the optional extra trace-core[ray]")
+    local = run_cli("score", str(COMBINED), "-q")
+    on_ray = run_cli("score", str(COMBINED), "-q", "--engine", "ray", timeout=300)
+    assert on_ray.returncode == 0, on_ray.stderr.decode()[-2000:]
+    assert on_ray.stdout == local.stdout
+
+
+def test_ray_engine_without_ray_is_a_clear_usage_error(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "fake" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "fake")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trace_tasks.cli", "score", str(COMBINED), "--engine", "ray", "-o", str(tmp_path / "o.jsonl")],
+        capture_output=True, env=env, timeout=120, check=False,
+    )
+    assert proc.returncode == 2
+    assert b"pip install 'trace-core[ray]'" in proc.stderr
+    assert not (tmp_path / "o.jsonl").exists()

@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--responses", metavar="FILE", help="responses joined to INPUT by id (several per instance allowed)")
     parser.add_argument("-o", "--output", metavar="FILE", default=None, help="where to write scores (default: stdout; .gz compresses)")
     parser.add_argument("--summary-json", metavar="FILE", help="also write the summary as JSON to FILE")
-    parser.add_argument("--workers", type=_positive_int, default=1, help="scoring processes (default %(default)s)")
+    parser.add_argument("--workers", type=_positive_int, default=1, metavar="N", help="scoring processes, or Ray CPUs with --engine ray (default %(default)s)")
     parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or ray (needs trace-core[ray])")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
     add_scoring_options(parser)
