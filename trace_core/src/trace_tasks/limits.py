@@ -14,8 +14,11 @@ MAX_RESPONSE_CHARS = 4 * 1024 * 1024
 #: Largest text handed to the Python-literal compatibility reader in one call.
 MAX_LITERAL_CHARS = 64 * 1024
 
-#: Largest total of text handed to the literal reader while recovering one response.
-MAX_LITERAL_BUDGET = 256 * 1024
+#: Largest total of text handed to the literal reader while scoring one response
+#: (recovery candidates and annotation strings together; each read counts at least
+#: ``literals.MIN_LITERAL_CHARGE``). At up to ~2 us per character this caps the
+#: literal reader at ~0.25 s per response.
+MAX_LITERAL_BUDGET = 128 * 1024
 
 #: Deepest bracket nesting the literal reader accepts (its parser recurses).
 MAX_LITERAL_DEPTH = 64

@@ -5,12 +5,20 @@ JSON is the contract. Some existing pipelines emit Python literals
 evaluates code (``ast.literal_eval`` only builds constants and containers) and it
 refuses oversized or deeply nested text up front, so a hostile string costs at
 most a few milliseconds. Every failure is reported as "not parsed".
+
+``ast.literal_eval`` costs up to ~2 us per character, so many strings read one
+after another (the values of a 10,000-key set-map, each a 64 KiB literal) could
+add up to seconds. :func:`literal_budget` caps the total characters the literal
+reader accepts while scoring one response; past it, strings are "not parsed".
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from trace_tasks.limits import MAX_LITERAL_CHARS, MAX_LITERAL_DEPTH
@@ -18,6 +26,26 @@ from trace_tasks.limits import MAX_LITERAL_CHARS, MAX_LITERAL_DEPTH
 _json_loads = json.JSONDecoder().decode
 _OPENERS = frozenset("([{")
 _CLOSERS = frozenset(")]}")
+#: Characters the literal reader may still accept in the current scoring call
+#: (a one-item list so nested readers share it); None: no budget in force.
+_budget: ContextVar[list[int] | None] = ContextVar("trace_tasks_literal_budget", default=None)
+#: What one call to the literal reader costs at least, in budget characters:
+#: ``ast.literal_eval`` spends ~15-30 us per call however short the text.
+MIN_LITERAL_CHARGE = 64
+
+
+@contextlib.contextmanager
+def literal_budget(remaining: list[int]) -> Iterator[None]:
+    """Within the block, literal reads draw ``max(len(text), MIN_LITERAL_CHARGE)``
+    characters from ``remaining[0]``; a read that does not fit is "not parsed".
+
+    Pass the same list to several blocks to share one budget between them.
+    """
+    token = _budget.set(remaining)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
 
 
 def load_json(text: str) -> tuple[Any, bool]:
@@ -29,7 +57,12 @@ def load_json(text: str) -> tuple[Any, bool]:
 
 
 def _nesting_depth(text: str, limit: int) -> int:
+    # Exceeds ``limit`` exactly when the bracket nesting does (0 when it cannot).
     # Counts brackets inside quotes too: an over-estimate is a safe refusal.
+    # Fast path (three C-speed counts): with at most ``limit`` openers in all,
+    # no nesting can exceed ``limit``; only bracket-heavy text walks characters.
+    if text.count("(") + text.count("[") + text.count("{") <= limit:
+        return 0
     depth = peak = 0
     for ch in text:
         if ch in _OPENERS:
@@ -47,6 +80,12 @@ def load_literal(text: str) -> tuple[Any, bool]:
     """Read a Python literal, bounded in size and nesting; failure is ``(None, False)``."""
     if len(text) > MAX_LITERAL_CHARS or "\x00" in text:
         return None, False
+    budget = _budget.get()
+    if budget is not None:
+        cost = max(len(text), MIN_LITERAL_CHARGE)
+        if cost > budget[0]:
+            return None, False
+        budget[0] -= cost
     if _nesting_depth(text, MAX_LITERAL_DEPTH) > MAX_LITERAL_DEPTH:
         return None, False
     try:

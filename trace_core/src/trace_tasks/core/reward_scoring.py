@@ -19,6 +19,8 @@ from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, think_text
 from trace_tasks.image_size import find_image_size
+from trace_tasks.limits import MAX_LITERAL_BUDGET
+from trace_tasks.literals import literal_budget
 from trace_tasks.options import ANSWER, GATED, ScoringOptions, resolve_mode, resolve_options
 from trace_tasks.plugins import OFFICIAL_TYPES, Registry, get_registry
 from trace_tasks.shapes import AnnotationParseError
@@ -113,6 +115,7 @@ def _score_annotation(
     opts: ScoringOptions,
     registry: Registry,
     size_sources: tuple[Any, ...],
+    literal_left: list[int],
 ) -> _Annotation:
     if not isinstance(annotation_gt, Mapping) or not isinstance(annotation_gt.get("type"), str):
         return _Annotation()
@@ -134,7 +137,8 @@ def _score_annotation(
     reward_entry = registry.reward_ids[entry.current_reward_id]
     try:
         target = entry.parse(annotation_type=name, value=annotation_gt["value"])
-        parsed = entry.parse(annotation_type=name, value=prediction)
+        with literal_budget(literal_left):  # model-written strings share the response's budget
+            parsed = entry.parse(annotation_type=name, value=prediction)
     except Exception:  # AnnotationParseError, or anything odd a hostile value provokes
         return result
     size = find_image_size(*size_sources)
@@ -182,11 +186,20 @@ def score_trace_response(
     )
     text = _check_response(response)
     registry = get_registry()
-    ext = extract(text, _required_keys(opts.mode))
+    # One literal-reader budget for everything the model wrote (extraction, annotation strings).
+    literal_left = [MAX_LITERAL_BUDGET]
+    with literal_budget(literal_left):
+        ext = extract(text, _required_keys(opts.mode))
     answer_reward, answer_parse_ok = _score_answer(ext, text, answer_gt, registry)
     prediction = ext.payload.get("annotation") if ext.payload is not None else None
     ann = _score_annotation(
-        prediction, annotation_gt, reward_contract, opts, registry, (image_size, image_sizes, metadata, extra_info)
+        prediction,
+        annotation_gt,
+        reward_contract,
+        opts,
+        registry,
+        (image_size, image_sizes, metadata, extra_info),
+        literal_left,
     )
 
     aw, nw, fw = opts.answer_weight, opts.annotation_weight, opts.format_weight
