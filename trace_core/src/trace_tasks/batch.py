@@ -1,17 +1,28 @@
 """Scoring many responses: ``score_trace_batch``.
 
-Input order is kept, results are deterministic, and a failure is isolated to its
-item (it becomes an ``{"error": ...}`` entry instead of stopping the batch). With
-``workers > 1`` a process pool scores large chunks (small chunks cost more in
-pickling than they save); no ``signal`` is used, so it is safe inside threads
-and Ray workers.
+Input order is kept, results are deterministic (each item is scored exactly as
+``score_trace_response`` would score it alone), and a failure is isolated to
+its item: it becomes an ``{"error": ...}`` entry instead of stopping the batch.
+
+With ``workers > 1`` the batch is cut into a few large contiguous shares (small
+chunks cost more in pickling than they save). The calling process scores the
+first share itself and ``workers - 1`` child processes score the rest, so only
+the children's shares cross a process boundary. The children are started with
+``spawn`` (forking a process that runs threads, as trainers and Ray do, can
+deadlock), warmed up once (imports, plugin registry) and kept for the next
+call, since starting them costs about a second while a trainer calls once per
+step; :func:`shutdown_batch_pools` stops them. No ``signal`` is used, so this is
+safe inside threads and Ray workers.
 """
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Union
 
 from trace_tasks.core.reward_scoring import score_trace_response
@@ -19,7 +30,13 @@ from trace_tasks.core.reward_scoring import score_trace_response
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
 
+#: Shares per child process: a few, so one slow share does not idle the others.
+CHUNKS_PER_CHILD = 2
+
 BatchResult = dict[str, Union[float, str]]
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
 def _score_one(item: Mapping[str, Any], options: Mapping[str, Any]) -> BatchResult:
@@ -33,25 +50,96 @@ def _score_chunk(chunk: Sequence[Mapping[str, Any]], options: Mapping[str, Any])
     return [_score_one(item, options) for item in chunk]
 
 
+def _warm_up() -> None:
+    """Child initializer: pay the imports and the registry build once, not in the first chunk."""
+    from trace_tasks.plugins import get_registry
+
+    get_registry()
+    import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
+
+
+def _pool(children: int) -> ProcessPoolExecutor:
+    with _pools_lock:
+        pool = _pools.get(children)
+        if pool is None:
+            context = multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(max_workers=children, mp_context=context, initializer=_warm_up)
+            _pools[children] = pool
+        return pool
+
+
+def _drop_pool(children: int, pool: ProcessPoolExecutor) -> None:
+    with _pools_lock:
+        if _pools.get(children) is pool:
+            del _pools[children]
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def shutdown_batch_pools() -> None:
+    """Stop the child processes ``score_trace_batch`` keeps between calls."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+atexit.register(shutdown_batch_pools)
+
+
+def _shares(rows: list[Mapping[str, Any]], workers: int, chunksize: int | None) -> tuple[list[Any], list[list[Any]]]:
+    """(the caller's share, the children's chunks), contiguous and in order."""
+    own = -(-len(rows) // workers)
+    rest = rows[own:]
+    size = chunksize or max(MIN_ITEMS_PER_WORKER, -(-len(rest) // ((workers - 1) * CHUNKS_PER_CHILD)))
+    return rows[:own], [rest[i : i + size] for i in range(0, len(rest), size)]
+
+
 def score_trace_batch(
     items: Iterable[Mapping[str, Any]], *, workers: int = 1, chunksize: int | None = None, **options: Any
 ) -> list[BatchResult]:
     """Score each item (the keyword arguments of ``score_trace_response``) in order.
 
     ``options`` are defaults applied to every item (an item's own keys win).
+    ``workers`` is how many processes score, this one included; batches smaller
+    than ``2 * MIN_ITEMS_PER_WORKER`` are scored in-process whatever it says.
+    ``chunksize`` overrides the size of the chunks sent to child processes.
     Returns one dict per item: the score dict, or ``{"error": "..."}``.
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if chunksize is not None and (not isinstance(chunksize, int) or isinstance(chunksize, bool) or chunksize < 1):
+        raise ValueError(f"chunksize must be a positive integer or None, got {chunksize!r}")
     rows = list(items)
     if workers == 1 or len(rows) < 2 * MIN_ITEMS_PER_WORKER:
         return _score_chunk(rows, options)
-    size = chunksize or max(MIN_ITEMS_PER_WORKER, -(-len(rows) // (workers * 4)))
-    chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
-    # spawn, not fork: forking a process that runs threads (trainers, Ray) can deadlock.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        results: list[BatchResult] = []
-        for part in pool.map(_score_chunk, chunks, [options] * len(chunks)):
-            results.extend(part)
+    own, chunks = _shares(rows, workers, chunksize)
+    children = workers - 1
+    pool = _pool(children)
+    try:
+        futures: list[Future[list[BatchResult]] | None] = [pool.submit(_score_chunk, c, options) for c in chunks]
+    except (BrokenProcessPool, RuntimeError):  # a dead or shut-down pool: start afresh next time
+        _drop_pool(children, pool)
+        futures = [None] * len(chunks)
+    results = _score_chunk(own, options)
+    for chunk, future in zip(chunks, futures):
+        results.extend(_collect(future, chunk, options, children, pool))
     return results
+
+
+def _collect(
+    future: Future[list[BatchResult]] | None,
+    chunk: list[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    children: int,
+    pool: ProcessPoolExecutor,
+) -> list[BatchResult]:
+    """A child's results; the chunk is scored here instead when the child could not."""
+    if future is not None:
+        try:
+            return future.result()
+        except BrokenProcessPool:  # a child died (killed, out of memory): forget the pool
+            _drop_pool(children, pool)
+        except Exception:  # noqa: BLE001  an item that cannot be pickled still scores in-process
+            pass
+    return _score_chunk(chunk, options)
