@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# Under `uv run`, Ray by default starts every worker through `uv run` too, packaging the
+# checkout and re-syncing the environment per worker: slow, and racy while others edit the
+# workspace. The workers here run in the same virtualenv, so use its Python directly.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is part of the dev environment; skipped only without it")
 
