@@ -90,14 +90,24 @@ def scorer_options(options: Mapping[str, Any], *, strict: bool) -> dict[str, Any
     return picked
 
 
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_plain(value: Any, _depth: int = 0) -> Any:
     """Numpy arrays and scalars (from parquet, pandas or Arrow rows) as Python lists and numbers.
 
     The scorer checks for ``int``/``float``/``list``; a ``numpy.int64`` width or an
     ``ndarray`` of boxes would otherwise read as "not a number".
     """
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:  # exact type checks first: this runs on every row
+        return value
     if _depth > 64:
         raise ValueError("ground truth is nested more than 64 levels deep")
+    if kind is list or kind is tuple:
+        return [to_plain(v, _depth + 1) for v in value]
+    if kind is dict:
+        return {k: to_plain(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return [to_plain(v, _depth + 1) for v in value.tolist()]
     if isinstance(value, np.generic):
