@@ -226,3 +226,45 @@ def test_ray_engine_without_ray_is_a_clear_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert b"pip install 'trace-core[ray]'" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_output_is_streamed_before_the_input_ends() -> None:
+    """Scores of the first chunks come out while stdin is still open: nothing waits for the whole input."""
+    import subprocess
+    import sys
+    import threading
+
+    rows = read_jsonl(COMBINED)
+    first = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(3000))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trace_tasks.cli", "score", "-", "-q"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    out_lines: list[bytes] = []
+    first_line = threading.Event()
+
+    def read_all() -> None:  # keep draining stdout so the child never blocks on a full pipe
+        for line in proc.stdout:  # type: ignore[union-attr]
+            out_lines.append(line)
+            first_line.set()
+
+    def write_without_closing() -> None:
+        proc.stdin.write(first)  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    writer = threading.Thread(target=write_without_closing, daemon=True)
+    reader.start()
+    writer.start()
+    try:
+        # A deadlock guard, not a speed check: without streaming no line would ever come.
+        assert first_line.wait(timeout=120), "no output before the end of the input"
+        assert json.loads(out_lines[0])["line"] == 1
+    finally:
+        writer.join(timeout=120)
+        proc.stdin.close()
+        reader.join(timeout=120)
+        proc.wait(timeout=120)
+    assert proc.returncode == 0
+    assert len(out_lines) == 3000
