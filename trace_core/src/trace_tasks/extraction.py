@@ -62,14 +62,28 @@ class Extraction:
 
 
 class _Parser:
-    """JSON, then the bounded literal reader, with a per-response literal budget."""
+    """JSON, then the bounded literal reader, with a per-response literal budget.
 
-    __slots__ = ("budget",)
+    The last text and its result are remembered: the final block is often also
+    the whole response and the last top-level object, and parsing a megabyte of
+    valid JSON three times is wasted work.
+    """
+
+    __slots__ = ("budget", "last_text", "last_result")
 
     def __init__(self) -> None:
         self.budget = MAX_LITERAL_BUDGET
+        self.last_text: str | None = None
+        self.last_result: tuple[Any, bool] = (None, False)
 
     def parse(self, text: str) -> tuple[Any, bool]:
+        if text == self.last_text:
+            return self.last_result
+        self.last_text = text
+        self.last_result = self._parse(text)
+        return self.last_result
+
+    def _parse(self, text: str) -> tuple[Any, bool]:
         value, ok = load_json(text)
         if ok:
             return value, True
@@ -115,11 +129,40 @@ def _string_end(text: str, open_: int) -> int:
             return k
 
 
+def _nth_from_left(text: str, ch: str, start: int, stop: int, n: int) -> int:
+    """Index of the ``n``-th ``ch`` in ``text[start:stop]`` (it must hold at least ``n``).
+
+    Binary search over C-speed ``str.count`` calls: O(log) passes instead of a
+    Python step per character, for floods of braces.
+    """
+    lo, hi = start, stop - 1  # the answer lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if text.count(ch, start, mid + 1) >= n:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _nth_from_right(text: str, ch: str, start: int, stop: int, n: int) -> int:
+    """Index of the ``n``-th ``ch`` counted backward from the end of ``text[start:stop]``."""
+    lo, hi = start, stop - 1  # the answer lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text.count(ch, mid, stop) >= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def balanced_object_start(text: str) -> int:
     """Start of the ``{`` balancing the final ``}`` of ``text`` (strings skipped), or -1.
 
     Scans backward from the end, so nothing written before the final object
-    (a stray quote or brace in the reasoning) can hide it.
+    (a stray quote or brace in the reasoning) can hide it. A run of braces with
+    no quote or other brace between them is taken in one step (``str.count``).
     """
     i = len(text)
     po = pc = pq = i
@@ -139,18 +182,25 @@ def balanced_object_start(text: str) -> int:
             if i < 0:
                 return -1
         elif i == pc:
-            depth += 1
+            # Every structural character in (lo, i] is a ``}``.
+            lo = max(po, pq)
+            depth += text.count("}", lo + 1, i + 1)
+            i = lo + 1
         else:
-            depth -= 1
-            if depth == 0:
-                return i
+            lo = max(pc, pq)
+            count = text.count("{", lo + 1, i + 1)
+            if 0 < depth <= count:
+                return _nth_from_right(text, "{", lo + 1, i + 1, depth)
+            depth -= count
+            i = lo + 1
 
 
 def top_level_objects(text: str) -> list[tuple[int, int]]:
     """Spans of balanced top-level ``{...}`` in one forward scan that skips strings.
 
     Objects nested inside other objects are not listed. An unterminated string
-    hides everything after it (as in the original scorer's recovery).
+    hides everything after it (as in the original scorer's recovery). A run of
+    braces with no quote or other brace between them is taken in one step.
     """
     spans: list[tuple[int, int]] = []
     n = len(text)
@@ -180,16 +230,22 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
                 return spans
             i = end + 1
         elif j == po:
+            # Every structural character in [j, hi) is a ``{``.
+            hi = min(pc, pq)
             if depth == 0:
                 start = j
-            depth += 1
-            i = j + 1
+            depth += text.count("{", j, hi)
+            i = hi
         else:
+            hi = min(po, pq)
             if depth:
-                depth -= 1
-                if not depth:
-                    spans.append((start, j + 1))
-            i = j + 1
+                count = text.count("}", j, hi)
+                if count >= depth:
+                    spans.append((start, _nth_from_left(text, "}", j, hi, depth) + 1))
+                    depth = 0
+                else:
+                    depth -= count
+            i = hi  # closers at depth 0 are stray and ignored
 
 
 def fenced_blocks(text: str) -> list[str]:
