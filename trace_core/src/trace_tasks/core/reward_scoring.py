@@ -98,6 +98,20 @@ def _finite(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
+_RESERVED_KEYS = frozenset({"annotation_reward", "annotation_parse_ok"})
+
+
+def _is_diagnostic_key(key: object) -> bool:
+    # A plugin reports annotation_* diagnostics only: it must never overwrite a
+    # core key (a plugin returning {"overall": 0.99} would otherwise set the reward).
+    return (
+        isinstance(key, str)
+        and key.startswith("annotation_")
+        and key not in _RESERVED_KEYS
+        and not key.startswith("annotation_type_")
+    )
+
+
 class _Annotation:
     __slots__ = ("reward", "parse_ok", "type_name", "diagnostics")
 
@@ -153,7 +167,7 @@ def _score_annotation(
     reward = _finite(score.reward)
     result.reward = min(max(reward, 0.0), 1.0)
     result.parse_ok = 1.0
-    result.diagnostics = {k: _finite(v) for k, v in score.diagnostics.items()}
+    result.diagnostics = {k: _finite(v) for k, v in score.diagnostics.items() if _is_diagnostic_key(k)}
     return result
 
 
