@@ -268,3 +268,20 @@ def test_output_is_streamed_before_the_input_ends() -> None:
         proc.wait(timeout=120)
     assert proc.returncode == 0
     assert len(out_lines) == 3000
+
+
+def test_missing_family_fails_its_lines_naming_the_package() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-segment"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trace_tasks.cli", "score", str(COMBINED), "-q"], capture_output=True, env=env, timeout=120, check=False
+    )
+    assert proc.returncode == 1
+    rows = read_jsonl(proc.stdout)
+    assert len(rows) == 108
+    failed = [r for r in rows if "error" in r]
+    assert {r["id"].rsplit("-", 1)[0] for r in failed} == {"segment", "segment_set"}
+    assert len(failed) == 18 and all("pip install trace-plugins-segment" in r["error"] for r in failed)

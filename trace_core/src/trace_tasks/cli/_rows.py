@@ -20,7 +20,7 @@ import attrs
 
 from trace_tasks.cli._checks import instance_problems
 from trace_tasks.cli._jsonl import Line
-from trace_tasks.errors import RecordError
+from trace_tasks.errors import MissingFamilyError, RecordError
 from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
 
 
@@ -35,7 +35,7 @@ class Slot:
     error: str | None = None
 
 
-def _record_message(data: Mapping[str, Any], exc: RecordError) -> str:
+def _record_message(data: Mapping[str, Any], exc: Exception) -> str:
     """All structural problems of a record, each with its path (better than the first)."""
     problems = instance_problems(data, check_values=False)
     return "; ".join(str(p) for p in problems) if problems else str(exc)
@@ -45,7 +45,7 @@ def build(data: Mapping[str, Any]) -> TraceInstance | str:
     """The instance of a record, or a message listing its problems."""
     try:
         return instance_from_dict(data, cls=TrainInstance)
-    except RecordError as exc:
+    except (RecordError, MissingFamilyError) as exc:
         return _record_message(data, exc)
 
 
