@@ -234,11 +234,14 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
             hi = min(pc, pq)
             if depth == 0:
                 start = j
-            depth += text.count("{", j, hi)
+            depth += 1 if hi == j + 1 else text.count("{", j, hi)
             i = hi
         else:
             hi = min(po, pq)
-            if depth:
+            if depth == 1:  # the common case: this brace closes the object
+                spans.append((start, j + 1))
+                depth = 0
+            elif depth:
                 count = text.count("}", j, hi)
                 if count >= depth:
                     spans.append((start, _nth_from_left(text, "}", j, hi, depth) + 1))
@@ -320,6 +323,8 @@ def _candidates(text: str) -> Iterator[str]:
 
 def recover_payload(text: str, parser: _Parser) -> Mapping[Any, Any] | None:
     """The first candidate mapping holding ``answer`` or ``annotation``, in preference order."""
+    if not _may_hold_prediction(text):  # then no candidate can: skip the scans (brace floods)
+        return None
     tried = 0
     for candidate in _candidates(text):
         if not _may_hold_prediction(candidate):
