@@ -13,7 +13,9 @@ from trace_tasks.specs import ScoringContext
 Box = tuple[float, float, float, float]
 
 #: Below this many cells a Python double loop beats numpy's per-call overhead.
-NUMPY_MIN_CELLS = 144
+#: Measured crossover of the whole set match (matrix, assignment, re-sum) at
+#: 7x7 / 6x8 items: see ``benchmarks/bench_scoring.py`` and benchmarks/README.md.
+NUMPY_MIN_CELLS = 48
 
 
 def parse_box(value: Any) -> Box:

@@ -19,7 +19,9 @@ from trace_tasks.specs import ScoringContext
 Point = tuple[float, float]
 
 #: Below this many cells a Python double loop beats numpy's per-call overhead.
-NUMPY_MIN_CELLS = 144
+#: Measured crossover of the whole set match (matrix, assignment, re-sum) at
+#: 6x6 items: see ``benchmarks/bench_scoring.py`` and benchmarks/README.md.
+NUMPY_MIN_CELLS = 36
 
 
 def parse_point(value: Any) -> Point:

@@ -20,7 +20,9 @@ from trace_tasks.specs import ScoringContext
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
 
 #: Below this many cells a Python double loop beats numpy's per-call overhead.
-NUMPY_MIN_CELLS = 144
+#: Measured crossover of the whole set match (matrix, assignment, re-sum) at
+#: 5x5 items: see ``benchmarks/bench_scoring.py`` and benchmarks/README.md.
+NUMPY_MIN_CELLS = 25
 
 
 def parse_segment(value: Any) -> Segment:
