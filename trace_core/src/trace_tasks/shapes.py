@@ -17,7 +17,8 @@ import attrs
 from trace_tasks.assignment import assign_pairs
 from trace_tasks.limits import MAX_COLLECTION_ITEMS, MAX_MATRIX_CELLS
 from trace_tasks.literals import read_annotation_string
-from trace_tasks.specs import AnnotationScore, ScoringContext
+from trace_tasks.markers import hookimpl
+from trace_tasks.specs import AnnotationScore, AnnotationTypeSpec, ScoringContext
 
 
 class AnnotationParseError(ValueError):
@@ -283,3 +284,41 @@ def pairwise(similarity: Callable[[Any, Any, ScoringContext], float]) -> Matrix:
         return [[similarity(p, g, ctx) for g in gts] for p in preds]
 
     return matrix
+
+
+class ShapeFamily:
+    """The four hook implementations of a family whose types are shapes over one primitive.
+
+    ``types`` maps each annotation type to ``(shape, reward_id)``: the collection
+    shape (one of :data:`SHAPES`) and its current versioned reward id. A family
+    module builds one and exposes its bound methods as the module's hooks, so
+    the official families share one implementation instead of four copies.
+    """
+
+    def __init__(self, primitive: Primitive, types: Mapping[str, tuple[str, str]]) -> None:
+        self.primitive = primitive
+        self.types = dict(types)
+        self.parsers = {name: make_parser(shape, primitive) for name, (shape, _) in self.types.items()}
+        self.scorers = {rid: make_scorer(shape, primitive) for shape, rid in self.types.values()}
+
+    def shape_of(self, annotation_type: str) -> str:
+        return self.types[annotation_type][0]
+
+    @hookimpl
+    def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
+        return [AnnotationTypeSpec(name, (rid,)) for name, (_, rid) in self.types.items()]
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        entry = self.types.get(annotation_type)
+        return entry[1] if entry else None
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> Any:
+        return self.parsers[annotation_type](value)
+
+    @hookimpl
+    def trace_score_annotation(
+        self, reward_id: str, prediction: Any, target: Any, context: ScoringContext
+    ) -> AnnotationScore:
+        return self.scorers[reward_id](prediction, target, context)

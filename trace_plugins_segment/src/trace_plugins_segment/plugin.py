@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
-from trace_tasks import AnnotationScore, AnnotationTypeSpec, ScoringContext, hookimpl
-from trace_tasks.shapes import Primitive, make_parser, make_scorer
+from trace_tasks import ScoringContext
+from trace_tasks.shapes import Primitive, ShapeFamily
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
 
 
@@ -31,26 +30,11 @@ TYPES = {
     "segment_set": ("set", "segment_set_soft_distance_v0"),
 }
 
-PARSERS = {name: make_parser(shape, SEGMENT) for name, (shape, _) in TYPES.items()}
-SCORERS = {rid: make_scorer(shape, SEGMENT) for shape, rid in TYPES.values()}
+family = ShapeFamily(SEGMENT, TYPES)
+PARSERS, SCORERS = family.parsers, family.scorers
 
-
-@hookimpl
-def trace_annotation_types() -> Sequence[AnnotationTypeSpec]:
-    return [AnnotationTypeSpec(name, (rid,)) for name, (_, rid) in TYPES.items()]
-
-
-@hookimpl
-def trace_resolve_reward_id(annotation_type: str) -> str | None:
-    entry = TYPES.get(annotation_type)
-    return entry[1] if entry else None
-
-
-@hookimpl
-def trace_parse_annotation(annotation_type: str, value: object) -> Any:
-    return PARSERS[annotation_type](value)
-
-
-@hookimpl
-def trace_score_annotation(reward_id: str, prediction: Any, target: Any, context: ScoringContext) -> AnnotationScore:
-    return SCORERS[reward_id](prediction, target, context)
+# This module is the plugin its entry point names; its hooks are the family's.
+trace_annotation_types = family.trace_annotation_types
+trace_resolve_reward_id = family.trace_resolve_reward_id
+trace_parse_annotation = family.trace_parse_annotation
+trace_score_annotation = family.trace_score_annotation
