@@ -55,10 +55,24 @@ class Extraction:
     format: FormatCheck
     payload: Mapping[Any, Any] | None  # the recovered mapping, None when none was found
     last_answer_tag: str | None  # content of the last <answer>...</answer>, if any
+    source: str = ""  # which candidate the payload came from ("final block", ...), "" when none
 
     @property
     def found(self) -> bool:
         return self.payload is not None
+
+    def answer(self, response: str) -> Any:
+        """The answer value that is compared: the payload's ``answer``, else an atomic answer.
+
+        Atomic answers: the last ``<answer>`` tag's content when no mapping was
+        found, else the whole stripped response (so a response ``7`` scores).
+        """
+        answer = self.payload.get("answer") if self.payload is not None else None
+        if answer is not None:
+            return answer
+        if self.payload is None and self.last_answer_tag is not None:
+            return self.last_answer_tag.strip()
+        return response.strip()
 
 
 class _Parser:
@@ -311,31 +325,38 @@ def _may_hold_prediction(text: str) -> bool:
     return "answer" in text or "annotation" in text or "\\" in text
 
 
-def _candidates(text: str) -> Iterator[str]:
+def _candidates(text: str) -> Iterator[tuple[str, str]]:
+    """``(label, text)`` of every recovery candidate, in preference order."""
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
-        yield stripped
-    for a, b in reversed(top_level_objects(text)):
-        yield text[a:b]
-    yield from reversed(fenced_blocks(text))
-    yield from reversed(answer_tags(text))
+        yield "the whole response", stripped
+    spans = top_level_objects(text)
+    for k in range(len(spans), 0, -1):
+        a, b = spans[k - 1]
+        yield f"top-level object {k} of {len(spans)} (characters {a}-{b})", text[a:b]
+    blocks = fenced_blocks(text)
+    for k in range(len(blocks), 0, -1):
+        yield f"fenced block {k} of {len(blocks)}", blocks[k - 1]
+    tags = answer_tags(text)
+    for k in range(len(tags), 0, -1):
+        yield f"<answer> tag {k} of {len(tags)}", tags[k - 1]
 
 
-def recover_payload(text: str, parser: _Parser) -> Mapping[Any, Any] | None:
-    """The first candidate mapping holding ``answer`` or ``annotation``, in preference order."""
+def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | None, str]:
+    """The first candidate mapping holding ``answer`` or ``annotation`` and its label."""
     if not _may_hold_prediction(text):  # then no candidate can: skip the scans (brace floods)
-        return None
+        return None, ""
     tried = 0
-    for candidate in _candidates(text):
+    for label, candidate in _candidates(text):
         if not _may_hold_prediction(candidate):
             continue
         tried += 1
         if tried > MAX_RECOVERY_CANDIDATES:
-            return None
+            return None, ""
         value, ok = parser.parse(candidate)
         if ok and _holds_prediction(value):
-            return value
-    return None
+            return value, label
+    return None, ""
 
 
 def extract(response: str, required_keys: frozenset[str]) -> Extraction:
@@ -343,12 +364,15 @@ def extract(response: str, required_keys: frozenset[str]) -> Extraction:
     text = response if len(response) <= MAX_RESPONSE_CHARS else response[-MAX_RESPONSE_CHARS:]
     parser = _Parser()
     fmt = check_format(text, required_keys, parser)
-    payload = fmt.payload if _holds_prediction(fmt.payload) else recover_payload(text, parser)
+    if _holds_prediction(fmt.payload):
+        payload, source = fmt.payload, "the final block"
+    else:
+        payload, source = recover_payload(text, parser)
     tag = None
     if payload is None:
         tags = answer_tags(text)
         tag = tags[-1] if tags else None
-    return Extraction(fmt, payload, tag)
+    return Extraction(fmt, payload, tag, source)
 
 
 def think_text(text: str) -> str | None:

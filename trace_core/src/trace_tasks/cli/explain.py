@@ -160,8 +160,7 @@ def _extraction(response: str, mode: str) -> list[str]:
 
 
 def _answer(response: str, instance: TraceInstance, mode: str, scores: Mapping[str, float]) -> list[str]:
-    _, payload = candidate_used(response, _keys(mode))
-    predicted = predicted_answer(response, payload, _keys(mode))
+    predicted = predicted_answer(response, _keys(mode))
     spec = get_registry().answer_types.get(instance.answer_gt.type.strip())
     reads_json = spec.reads_json_strings if spec is not None else True
     return [

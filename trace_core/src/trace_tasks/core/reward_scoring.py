@@ -69,16 +69,6 @@ def extract_trace_prediction(response: str) -> tuple[Any, Any, bool]:
     return payload.get("answer"), payload.get("annotation"), True
 
 
-def _predicted_answer(ext: Extraction, response: str) -> Any:
-    answer = ext.payload.get("answer") if ext.payload is not None else None
-    if answer is not None:
-        return answer
-    # Atomic answers: the last <answer> tag when no mapping was found, else the whole response.
-    if ext.payload is None and ext.last_answer_tag is not None:
-        return ext.last_answer_tag.strip()
-    return response.strip()
-
-
 def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Registry) -> tuple[float, float]:
     """(answer_reward, answer_parse_ok)."""
     if not isinstance(answer_gt, Mapping) or "value" not in answer_gt:
@@ -86,7 +76,7 @@ def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Regi
     answer_type = answer_gt.get("type")
     spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
     reads_json = spec.reads_json_strings if spec is not None else True
-    matched = answers_match(_predicted_answer(ext, response), answer_gt["value"], reads_json_strings=reads_json)
+    matched = answers_match(ext.answer(response), answer_gt["value"], reads_json_strings=reads_json)
     return (1.0 if matched else 0.0), 1.0
 
 
