@@ -246,6 +246,10 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
         elif j == po:
             # Every structural character in [j, hi) is a ``{``.
             hi = min(pc, pq)
+            if depth == 0 and hi == pc < n and (hi == j + 1 or text.count("{", j, hi) == 1):
+                spans.append((j, pc + 1))  # a flat object (no brace or string inside): one step
+                i = pc + 1
+                continue
             if depth == 0:
                 start = j
             depth += 1 if hi == j + 1 else text.count("{", j, hi)
