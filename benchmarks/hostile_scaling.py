@@ -1,0 +1,146 @@
+"""Cost of scoring hostile responses against their length: time per call and per MiB.
+
+Run from the repository root::
+
+    uv run python benchmarks/hostile_scaling.py            # 10 KiB, 100 KiB, 1 MiB
+    uv run python benchmarks/hostile_scaling.py --repeat 3 --sizes 10,100,1024,4096
+
+For each response shape (the kinds of output that made earlier scorers slow:
+brace and quote floods, backtick runs for a backtracking fence regex, unclosed
+tags, many candidate objects, deep nesting) the response is built at each size
+and scored with ``score_trace_response`` in answer-and-annotation mode against
+a ``bbox_set`` target. Each figure is the best of ``--repeat`` runs (the least
+disturbed by other processes). Linear cost shows as a flat time per MiB.
+This is a measurement script, not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import scipy
+
+from trace_tasks import score_trace_response
+
+KIB = 1024
+MIB = 1024 * KIB
+FINAL = '{"answer": 7, "annotation": [[0, 0, 10, 10], [20, 20, 30, 30]]}'
+CONTRACT = {
+    "reward_contract_version": "v0",
+    "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+    "annotation": {"id": "bbox_set_soft_iou_v0", "type": "bbox_set"},
+}
+ANSWER_GT = {"type": "integer", "value": 7}
+ANNOTATION_GT = {"type": "bbox_set", "value": [[0, 0, 10, 10], [20, 20, 30, 30]]}
+
+
+def _fill(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _literal_candidates(size: int) -> str:
+    # Distinct Python-literal objects holding 'answer' that fail at their end: each goes
+    # to the literal reader until its budget is spent.
+    parts, total, tag = [], 0, 0
+    while total < size:
+        part = "{'answer': %d, 'pad': [%s] x} " % (tag, "(0, 0, 10, 10), " * 250)
+        parts.append(part)
+        total += len(part)
+        tag += 1
+    return "".join(parts)[:size] + " x"
+
+
+#: name -> builder of a response of about ``size`` characters.
+SHAPES: dict[str, Callable[[int], str]] = {
+    "prose + final object": lambda n: _fill("The box is left of the cup. ", n - len(FINAL)) + FINAL,
+    "open braces {": lambda n: _fill("{", n),
+    "open braces { + 'answer'": lambda n: _fill("{", n) + " answer",
+    "close braces }": lambda n: _fill("}", n),
+    "brace pairs {} + 'answer'": lambda n: _fill("{}", n) + " answer",
+    "quotes \"": lambda n: _fill('"', n),
+    "quotes \" + 'answer'": lambda n: _fill('"', n) + " answer",
+    "quote-brace \"{ + 'answer'": lambda n: _fill('"{', n) + " answer",
+    "backticks `": lambda n: _fill("`", n),
+    "unclosed <answer>": lambda n: _fill("<answer>", n),
+    "<answer></answer> pairs": lambda n: _fill("<answer>{answer}</answer>", n),
+    "many small objects": lambda n: _fill('{"answer": 1} ', n - len(FINAL)) + FINAL,
+    "many broken objects": lambda n: _fill("{answer} ", n) + "x",
+    "literal candidates": _literal_candidates,
+    "deep nesting [": lambda n: '{"answer": ' + "[" * (n // 2) + "]" * (n // 2) + "}",
+    "deep nesting {\"a\":": lambda n: _fill('{"a":', n),
+}
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"CPU: {cpu}\n"
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"numpy {np.__version__}, scipy {scipy.__version__}, {platform.system()} {platform.machine()}"
+    )
+
+
+def best_time(response: str, repeat: int) -> float:
+    """Best of ``repeat`` timed calls (garbage collection off while timing)."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            score_trace_response(
+                response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT
+            )
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,100,1024", help="response sizes in KiB, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is kept")
+    args = parser.parse_args(argv)
+    sizes = [int(s) * KIB for s in args.sizes.split(",")]
+
+    print("Hostile response scaling: score_trace_response, answer_and_annotation, bbox_set target")
+    print(machine())
+    print(f"best of {args.repeat} runs per figure\n")
+    # Warm up imports (scipy, the plugin registry) outside the timings.
+    best_time(FINAL, 1)
+    header = f"{'shape':28s}" + "".join(f"{f'{s // KIB} KiB: ms/call  ms/MiB':>28s}" for s in sizes)
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for name, build in SHAPES.items():
+        cells = []
+        for size in sizes:
+            response = build(size)
+            seconds = best_time(response, args.repeat)
+            per_mib = seconds * MIB / len(response)
+            if size >= MIB:
+                worst = max(worst, per_mib)
+            cells.append(f"{seconds * 1e3:14.2f} {per_mib * 1e3:11.1f}")
+        print(f"{name:28s}" + "".join(f"{c:>28s}" for c in cells))
+        sys.stdout.flush()
+    if worst:
+        print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
