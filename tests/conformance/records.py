@@ -11,15 +11,13 @@ HERE = Path(__file__).parent
 
 
 def conformance_dir() -> Path:
-    """``shared/conformance`` beside the checkout (override with TRACE_TASKS_CONFORMANCE_DIR)."""
+    """The recorded calls: a copy of ``shared/conformance`` kept in ``data/`` beside this file.
+
+    Kept in the repository so the replay runs from any clone; set
+    TRACE_TASKS_CONFORMANCE_DIR to replay another set of records.
+    """
     env = os.environ.get("TRACE_TASKS_CONFORMANCE_DIR")
-    if env:
-        return Path(env)
-    root = HERE.parents[1]
-    for candidate in (root.parent / "shared" / "conformance", root / "shared" / "conformance"):
-        if candidate.is_dir():
-            return candidate
-    return root.parent / "shared" / "conformance"
+    return Path(env) if env else HERE / "data"
 
 
 _FLOATS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
