@@ -16,6 +16,8 @@ def assign_pairs(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[tuple[i
     A single row or column needs no solver: its best cell is the optimum.
     """
     if not isinstance(matrix, np.ndarray):
+        if len(matrix) == 0 or len(matrix[0]) == 0:
+            return []
         if len(matrix) == 1:
             return [(0, _argmax(matrix[0]))]
         if len(matrix[0]) == 1:

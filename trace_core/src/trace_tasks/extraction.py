@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from trace_tasks._fast import is_mapping
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
 from trace_tasks.literals import load_json, load_literal
 
@@ -314,14 +315,14 @@ def check_format(text: str, required_keys: frozenset[str], parser: _Parser | Non
     if block is None:
         return FormatCheck(False, False, False, None, None)
     value, ok = (parser or _Parser()).parse(block)
-    if not ok or not isinstance(value, Mapping):
+    if not ok or not is_mapping(value):
         return FormatCheck(True, False, False, block, None)
     schema_ok = len(value) == len(required_keys) and all(k in value for k in required_keys)
     return FormatCheck(True, True, schema_ok, block, value)
 
 
 def _holds_prediction(value: Any) -> bool:
-    return isinstance(value, Mapping) and ("answer" in value or "annotation" in value)
+    return is_mapping(value) and ("answer" in value or "annotation" in value)
 
 
 def _may_hold_prediction(text: str) -> bool:

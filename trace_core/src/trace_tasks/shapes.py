@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from trace_tasks._fast import is_mapping
 from trace_tasks.assignment import assign_pairs
 from trace_tasks.limits import MAX_COLLECTION_ITEMS, MAX_MATRIX_CELLS
 from trace_tasks.literals import read_annotation_string
@@ -38,7 +39,10 @@ class Primitive:
     ``is_item`` tells whether a raw value looks like a single item (so a set or
     sequence given one flat item can be read as a one-item collection).
     ``similarity`` returns a finite float in [0, 1]; ``matrix`` returns the
-    pairwise similarity of two item lists (rows: predictions).
+    pairwise similarity of two item lists (rows: predictions): a list of lists
+    must hold exactly ``similarity``'s values (the matched ones are summed as the
+    reward), while a numpy array only chooses the pairs (their ``similarity`` is
+    then summed), so a vectorized matrix may differ in the last bit.
     ``metric`` names the diagnostics (``iou`` or ``similarity``); ``wrapper_key``
     is a mapping key whose list value also counts as a collection (``bboxes``).
     ``extra_diagnostics`` adds per-type fields after the shape's own.
@@ -80,10 +84,23 @@ def coordinate(value: Any) -> float:
     return number
 
 
+_PLAIN_NUMBERS = frozenset((int, float))
+
+
 def coordinates(value: Any, count: int) -> tuple[float, ...]:
     """Exactly ``count`` coordinates from a list or tuple."""
     if not isinstance(value, (list, tuple)) or len(value) != count:
         raise AnnotationParseError(f"expected a list of {count} numbers")
+    if _PLAIN_NUMBERS.issuperset(map(type, value)):
+        # Fast path, all exact ints and floats (bool is not ``int`` here): C-level
+        # conversion and finiteness checks, the same values as ``coordinate``.
+        try:
+            numbers = tuple(map(float, value))
+        except OverflowError:
+            raise AnnotationParseError("coordinate too large for a float") from None
+        if all(map(math.isfinite, numbers)):
+            return numbers
+        raise AnnotationParseError("coordinate must be finite")
     return tuple(map(coordinate, value))
 
 
@@ -114,7 +131,7 @@ def _as_list(value: Any) -> list[Any]:
 def parse_collection(value: Any, prim: Primitive) -> list[Any]:
     """Parse a set or sequence of ``prim`` items (string, wrapper and single-item forms)."""
     value = _read(value)
-    if prim.wrapper_key is not None and isinstance(value, Mapping) and prim.wrapper_key in value:
+    if prim.wrapper_key is not None and is_mapping(value) and prim.wrapper_key in value:
         value = value[prim.wrapper_key]
     if prim.promote_single and prim.is_item(value):
         return [prim.parse_item(value)]
@@ -124,7 +141,7 @@ def parse_collection(value: Any, prim: Primitive) -> list[Any]:
 def parse_map(value: Any, parse_value: Callable[[Any], Any]) -> dict[str, Any]:
     """Parse a keyed map: keys stripped, non-empty, unique after stripping, case kept."""
     value = _read(value)
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise AnnotationParseError("expected a mapping of role keys")
     if len(value) > MAX_COLLECTION_ITEMS:
         raise AnnotationParseError(f"more than {MAX_COLLECTION_ITEMS} keys")
@@ -172,12 +189,17 @@ def match_set(preds: Sequence[Any], gts: Sequence[Any], prim: Primitive, ctx: Sc
     sim = prim.similarity
     if n == 1 and m == 1:
         return Matched(sim(preds[0], gts[0], ctx), 1, 1)
-    # The matrix (possibly vectorized) only chooses the pairs; the total is summed
-    # with the scalar similarity so every code path gives bit-identical rewards.
+    # A vectorized matrix only chooses the pairs; the total is always the scalar
+    # similarity's values (a Python matrix holds exactly those), so every code
+    # path gives bit-identical rewards.
     # fsum is exact before its one rounding, so the order of the items (a set has
     # none) cannot change the last bit of the reward.
-    pairs = assign_pairs(prim.matrix(preds, gts, ctx))
-    total = math.fsum(sim(preds[i], gts[j], ctx) for i, j in pairs)
+    matrix = prim.matrix(preds, gts, ctx)
+    pairs = assign_pairs(matrix)
+    if isinstance(matrix, list):  # already the scalar similarity's own values
+        total = math.fsum(matrix[i][j] for i, j in pairs)
+    else:
+        total = math.fsum(sim(preds[i], gts[j], ctx) for i, j in pairs)
     return Matched(total, min(n, m), max(n, m))
 
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks._fast import is_mapping
 from trace_tasks.answers import answers_match
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError
@@ -71,7 +72,7 @@ def extract_trace_prediction(response: str) -> tuple[Any, Any, bool]:
 
 def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Registry) -> tuple[float, float]:
     """(answer_reward, answer_parse_ok)."""
-    if not isinstance(answer_gt, Mapping) or "value" not in answer_gt:
+    if not is_mapping(answer_gt) or "value" not in answer_gt:
         return 0.0, 0.0
     answer_type = answer_gt.get("type")
     spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
@@ -121,7 +122,7 @@ def _score_annotation(
     size_sources: tuple[Any, ...],
     literal_left: list[int],
 ) -> _Annotation:
-    if not isinstance(annotation_gt, Mapping) or not isinstance(annotation_gt.get("type"), str):
+    if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
         return _Annotation()
     name = annotation_gt["type"].strip()
     entry = registry.annotation_types.get(name)
@@ -130,8 +131,8 @@ def _score_annotation(
             raise MissingFamilyError(name, OFFICIAL_TYPES[name])
         return _Annotation()
     result = _Annotation(name)
-    side = reward_contract.get("annotation") if isinstance(reward_contract, Mapping) else None
-    if not isinstance(side, Mapping):
+    side = reward_contract.get("annotation") if is_mapping(reward_contract) else None
+    if not is_mapping(side):
         return result
     declared = side.get("type")
     if declared is not None and (not isinstance(declared, str) or declared.strip() != name):
