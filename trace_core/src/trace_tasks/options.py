@@ -37,7 +37,7 @@ FORMULA_ALIASES = {
 }
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)  # a dict key per scored response: hash once
 class ScoringOptions:
     """Validated, normalized scorer options."""
 

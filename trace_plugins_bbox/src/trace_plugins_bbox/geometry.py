@@ -13,9 +13,9 @@ from trace_tasks.specs import ScoringContext
 Box = tuple[float, float, float, float]
 
 #: Below this many cells a Python double loop beats numpy's per-call overhead.
-#: Measured crossover of the whole set match (matrix, assignment, re-sum) at
-#: 7x7 / 6x8 items: see ``benchmarks/bench_scoring.py`` and benchmarks/README.md.
-NUMPY_MIN_CELLS = 48
+#: Measured crossover of the whole set match (matrix, assignment, sum): Python
+#: wins at 10x10, numpy at 16x16 (see benchmarks/README.md).
+NUMPY_MIN_CELLS = 200
 
 
 def parse_box(value: Any) -> Box:

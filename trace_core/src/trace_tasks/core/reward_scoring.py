@@ -103,6 +103,21 @@ def _is_diagnostic_key(key: object) -> bool:
     )
 
 
+_diagnostic_key_ok: dict[object, bool] = {}
+
+
+def _diagnostics(raw: Mapping[str, Any]) -> dict[str, float]:
+    """A plugin's diagnostics, finite floats, core keys refused (key checks cached)."""
+    out = {}
+    for key, value in raw.items():
+        ok = _diagnostic_key_ok.get(key) if isinstance(key, str) else False
+        if ok is None:
+            ok = _diagnostic_key_ok[key] = _is_diagnostic_key(key)
+        if ok:
+            out[key] = _finite(value)
+    return out
+
+
 class _Annotation:
     __slots__ = ("reward", "parse_ok", "type_name", "diagnostics")
 
@@ -146,7 +161,7 @@ def _score_annotation(
             parsed = entry.parse(annotation_type=name, value=prediction)
     except Exception:  # AnnotationParseError, or anything odd a hostile value provokes
         return result
-    size = find_image_size(*size_sources)
+    size = find_image_size(*size_sources) if any(source is not None for source in size_sources) else None
     context = ScoringContext(half_life_px(size, opts.point_half_life_px), size)
     try:
         score = reward_entry.score(reward_id=reward_entry.reward_id, prediction=parsed, target=target, context=context)
@@ -158,8 +173,56 @@ def _score_annotation(
     reward = _finite(score.reward)
     result.reward = min(max(reward, 0.0), 1.0)
     result.parse_ok = 1.0
-    result.diagnostics = {k: _finite(v) for k, v in score.diagnostics.items() if _is_diagnostic_key(k)}
+    result.diagnostics = _diagnostics(score.diagnostics)
     return result
+
+
+_templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
+
+
+def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float], dict[str, str]]:
+    """The result dict of ``opts`` in SPEC.md order with every per-response value at 0.
+
+    Built once per options and registry, so a call copies it and sets a dozen
+    values instead of building forty keys.
+    """
+    cached = _templates.get(opts)
+    if cached is not None and cached[0] is registry:
+        return cached[1], cached[2]
+    answer_mode = opts.mode == ANSWER
+    gated = opts.formula == GATED
+    template = dict.fromkeys(
+        ("overall", "format", "accuracy", "answer_reward", "annotation_reward",
+         "task_reward_raw", "task_reward_effective", "task_reward_gated"),
+        0.0,
+    )  # fmt: skip
+    template.update(
+        {
+            "format_weight": opts.format_weight,
+            "trace_reward_mode_answer": 1.0 if answer_mode else 0.0,
+            "trace_reward_mode_answer_only": 1.0 if answer_mode else 0.0,
+            "trace_reward_mode_answer_and_annotation": 0.0 if answer_mode else 1.0,
+            "trace_answer_scoring_exact_json": 1.0,
+            "trace_annotation_reward_formula_gated": 1.0 if gated else 0.0,
+            "trace_annotation_reward_formula_additive": 0.0 if gated else 1.0,
+            "trace_answer_weight": opts.answer_weight,
+            "trace_annotation_weight": opts.annotation_weight,
+        }
+    )
+    template.update(
+        dict.fromkeys(
+            ("format_structure_ok", "format_json_ok", "format_schema_ok", "answer_parse_ok",
+             "annotation_parse_ok", "json_found", "zero_reward"),
+            0.0,
+        )  # fmt: skip
+    )
+    template["trace_reward"] = 1.0
+    type_keys = dict(registry.type_indicator_keys)
+    template.update(dict.fromkeys(type_keys.values(), 0.0))
+    if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
+        _templates.clear()
+    _templates[opts] = (registry, template, type_keys)
+    return template, type_keys
 
 
 def score_trace_response(
@@ -207,47 +270,32 @@ def score_trace_response(
         literal_left,
     )
 
-    aw, nw, fw = opts.answer_weight, opts.annotation_weight, opts.format_weight
-    answer_mode = opts.mode == ANSWER
-    gated = opts.formula == GATED
-    if answer_mode:
+    fw = opts.format_weight
+    if opts.mode == ANSWER:
         task = answer_reward
-    elif gated:
-        task = answer_reward * (aw + nw * ann.reward)
+    elif opts.formula == GATED:
+        task = answer_reward * (opts.answer_weight + opts.annotation_weight * ann.reward)
     else:
-        task = aw * answer_reward + nw * ann.reward
+        task = opts.answer_weight * answer_reward + opts.annotation_weight * ann.reward
     fmt = ext.format
-    format_score = fmt.format
-    overall = (1.0 - fw) * task + fw * format_score
+    format_score = 1.0 if fmt.schema_ok else 0.0
 
-    result = {
-        "overall": overall,
-        "format": format_score,
-        "accuracy": answer_reward,
-        "answer_reward": answer_reward,
-        "annotation_reward": ann.reward,
-        "task_reward_raw": task,
-        "task_reward_effective": task,
-        "task_reward_gated": task,
-        "format_weight": fw,
-        "trace_reward_mode_answer": 1.0 if answer_mode else 0.0,
-        "trace_reward_mode_answer_only": 1.0 if answer_mode else 0.0,
-        "trace_reward_mode_answer_and_annotation": 0.0 if answer_mode else 1.0,
-        "trace_answer_scoring_exact_json": 1.0,
-        "trace_annotation_reward_formula_gated": 1.0 if gated else 0.0,
-        "trace_annotation_reward_formula_additive": 0.0 if gated else 1.0,
-        "trace_answer_weight": aw,
-        "trace_annotation_weight": nw,
-        "format_structure_ok": 1.0 if fmt.structure_ok else 0.0,
-        "format_json_ok": 1.0 if fmt.json_ok else 0.0,
-        "format_schema_ok": 1.0 if fmt.schema_ok else 0.0,
-        "answer_parse_ok": answer_parse_ok,
-        "annotation_parse_ok": ann.parse_ok,
-        "json_found": 1.0 if ext.found else 0.0,
-        "zero_reward": 1.0 if task == 0.0 else 0.0,
-        "trace_reward": 1.0,
-    }
-    for type_name, key in registry.type_indicator_keys:
-        result[key] = 1.0 if type_name == ann.type_name else 0.0
-    result.update(ann.diagnostics)
+    template, type_keys = _template(opts, registry)
+    result = template.copy()  # every key in its place; only what this response changes is set
+    result["overall"] = (1.0 - fw) * task + fw * format_score
+    result["format"] = format_score
+    result["accuracy"] = result["answer_reward"] = answer_reward
+    result["annotation_reward"] = ann.reward
+    result["task_reward_raw"] = result["task_reward_effective"] = result["task_reward_gated"] = task
+    result["format_structure_ok"] = 1.0 if fmt.structure_ok else 0.0
+    result["format_json_ok"] = 1.0 if fmt.json_ok else 0.0
+    result["format_schema_ok"] = format_score
+    result["answer_parse_ok"] = answer_parse_ok
+    result["annotation_parse_ok"] = ann.parse_ok
+    result["json_found"] = 1.0 if ext.payload is not None else 0.0
+    result["zero_reward"] = 1.0 if task == 0.0 else 0.0
+    if ann.type_name is not None:
+        result[type_keys[ann.type_name]] = 1.0
+    if ann.diagnostics:
+        result.update(ann.diagnostics)
     return result
