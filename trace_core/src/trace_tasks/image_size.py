@@ -14,8 +14,11 @@ reader (JSON is read at any length), so junk strings cost no more than JSON.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from trace_tasks.literals import load_json, load_literal
 
@@ -32,7 +35,9 @@ Size = tuple[float, float]
 
 
 def _side(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # numbers.Real admits numpy scalars (np.int64 is no int), as rows from
+    # pandas or parquet carry them; booleans (numpy's too) are never sizes.
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         return None
     try:
         side = float(value)
@@ -80,6 +85,11 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
                     return found
         w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
         return (w, h) if w is not None and h is not None else None
+    if isinstance(value, np.ndarray):
+        # A size column read through pandas/pyarrow arrives as an array.
+        value = value.tolist() if value.ndim <= 2 and value.size <= 2 * _MAX_VISITS else None
+        if value is None:
+            return None
     if isinstance(value, (list, tuple)):
         pair = _pair(value)
         if pair is not None:
