@@ -13,3 +13,21 @@ def is_mapping(value: Any) -> bool:
     asks this of every instance field and parsed object.
     """
     return type(value) is dict or isinstance(value, Mapping)
+
+
+def from_numpy(value: Any) -> Any:
+    """A numpy array or scalar as plain Python values; anything else unchanged.
+
+    Datasets read through pandas, pyarrow or parquet hand ground truth over as
+    numpy arrays and scalars (``np.int64(7)`` is not an ``int``); without this
+    they would silently never match. Object arrays are converted element-wise.
+    """
+    import numpy as np  # already imported by every caller; kept local to keep this module light
+
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return [from_numpy(v) for v in value]
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

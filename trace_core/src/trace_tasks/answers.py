@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trace_tasks._fast import from_numpy
 from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.literals import load_json
 from trace_tasks.markers import hookimpl
@@ -116,6 +117,9 @@ def canonical(value: Any, depth: int = 0) -> Any:
         return ("__bytes__", value)
     if value is Ellipsis:
         return ("__ellipsis__",)
+    plain = from_numpy(value)  # a ground truth read through pandas or parquet
+    if plain is not value:
+        return canonical(plain, depth)
     return _NoMatch()
 
 

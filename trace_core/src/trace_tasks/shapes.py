@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks._fast import is_mapping
+from trace_tasks._fast import from_numpy, is_mapping
 from trace_tasks.assignment import assign_pairs
 from trace_tasks.limits import MAX_COLLECTION_ITEMS, MAX_MATRIX_CELLS
 from trace_tasks.literals import read_annotation_string
@@ -73,6 +73,7 @@ def coordinate(value: Any) -> float:
             return float(value)  # always finite when it fits
         except OverflowError:
             raise AnnotationParseError("coordinate too large for a float") from None
+    value = from_numpy(value)  # np.int64 and friends: plain numbers first
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnnotationParseError(f"coordinate must be a number, got {type(value).__name__}")
     try:
@@ -89,6 +90,8 @@ _PLAIN_NUMBERS = frozenset((int, float))
 
 def coordinates(value: Any, count: int) -> tuple[float, ...]:
     """Exactly ``count`` coordinates from a list or tuple."""
+    if not isinstance(value, (list, tuple)):
+        value = from_numpy(value)  # a target read from parquet: an array of numbers
     if not isinstance(value, (list, tuple)) or len(value) != count:
         raise AnnotationParseError(f"expected a list of {count} numbers")
     if _PLAIN_NUMBERS.issuperset(map(type, value)):
@@ -117,10 +120,11 @@ def _read(value: Any) -> Any:
         if not ok:
             raise AnnotationParseError("annotation string is neither JSON nor a literal")
         return parsed
-    return value
+    return from_numpy(value)
 
 
 def _as_list(value: Any) -> list[Any]:
+    value = from_numpy(value)
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_COLLECTION_ITEMS:
             raise AnnotationParseError(f"more than {MAX_COLLECTION_ITEMS} items")

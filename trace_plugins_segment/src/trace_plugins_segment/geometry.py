@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trace_tasks.distance import LN2, soft_similarity
-from trace_tasks.shapes import AnnotationParseError, coordinates
+from trace_tasks.shapes import AnnotationParseError, coordinates, from_numpy
 from trace_tasks.specs import ScoringContext
 
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
@@ -27,6 +27,7 @@ NUMPY_MIN_CELLS = 25
 
 def parse_segment(value: Any) -> Segment:
     """Two ``[x, y]`` endpoints of finite, non-boolean numbers."""
+    value = from_numpy(value)  # a target read from parquet may be an array
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise AnnotationParseError("a segment is [[x0, y0], [x1, y1]]")
     x0, y0 = coordinates(value[0], 2)
