@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from trace_tasks.limits import MAX_RESPONSE_CHARS
+
 from .helpers import NOTHING, UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
 
 MIB = 1 << 20
@@ -20,6 +22,11 @@ RECOVERED = expect(found=1.0, structure=0.0, json_ok=0.0, schema=0.0, annotation
 
 def _fill(unit: str) -> str:
     return unit * (MIB // len(unit))
+
+
+def _fill_beside(unit: str, kept: str) -> str:
+    """Nearly a megabyte of ``unit`` that still leaves ``kept`` inside the scanned window."""
+    return unit * ((MAX_RESPONSE_CHARS - len(kept) - 1024) // len(unit))
 
 
 MEGABYTE_CASES = [
@@ -52,8 +59,10 @@ MEGABYTE_CASES = [
         found=1.0, structure=1.0, json_ok=1.0, schema=0.0, annotation_ok=0.0), 0.0),
     ("many_fenced_blocks", _fill('```\n{"answer": 1}\n```\n') + FINAL, WELL_FORMED, 1.0),
     # Recovery (not format) when the final block is broken.
-    ("final_then_open_braces", FINAL + _fill("{"), RECOVERED, 1.0),
-    ("tagged_answer_then_junk", "<answer>" + FINAL + "</answer>" + _fill("}"), RECOVERED, 1.0),
+    ("final_then_open_braces", FINAL + _fill_beside("{", FINAL), RECOVERED, 1.0),
+    ("tagged_answer_then_junk", "<answer>" + FINAL + "</answer>" + _fill_beside("}", FINAL), RECOVERED, 1.0),
+    # Past the window (MAX_RESPONSE_CHARS from the end) an object is not seen: docs/limits.md.
+    ("final_before_the_window", FINAL + "{" * MAX_RESPONSE_CHARS, NOTHING, 0.0),
     ("final_in_tag_after_unclosed_tags", _fill("<answer>") + "<answer>" + FINAL + "</answer>", RECOVERED, 1.0),
 ]
 
@@ -72,14 +81,14 @@ def test_megabyte_response(response: str, expected: dict[str, float], answer_rew
 @pytest.mark.megabyte
 def test_megabyte_tag_answer_is_atomic() -> None:
     # A closed tag, then a megabyte of unclosed ones and no mapping: the closed tag's content answers.
-    result = score("<answer> 7 </answer>" + _fill("<answer>"), mode="answer")
+    result = score("<answer> 7 </answer>" + _fill_beside("<answer>", "<answer> 7 </answer>"), mode="answer")
     assert result["answer_reward"] == 1.0
     assert result["json_found"] == 0.0
 
 
 @pytest.mark.megabyte
 def test_megabyte_string_answer() -> None:
-    value = "x" * MIB
+    value = "x" * (MAX_RESPONSE_CHARS - 64)  # the whole object inside the scanned window
     result = score('{"answer": "' + value + '"}', answer=value.upper(), answer_type="string", mode="answer")
     assert result["answer_reward"] == 1.0
     assert result["format"] == 1.0

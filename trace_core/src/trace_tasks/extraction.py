@@ -330,21 +330,26 @@ def _may_hold_prediction(text: str) -> bool:
     return "answer" in text or "annotation" in text or "\\" in text
 
 
-def _candidates(text: str) -> Iterator[tuple[str, str]]:
-    """``(label, text)`` of every recovery candidate, in preference order."""
+def _candidates(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """``(kind, k, n, text)`` of every recovery candidate, in preference order.
+
+    ``k`` of ``n`` numbers the candidate within its kind; the label is built only
+    for the candidate that is used (a brace flood has hundreds of thousands).
+    """
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
-        yield "the whole response", stripped
+        yield "the whole response", 1, 1, stripped
     spans = top_level_objects(text)
-    for k in range(len(spans), 0, -1):
+    n = len(spans)
+    for k in range(n, 0, -1):
         a, b = spans[k - 1]
-        yield f"top-level object {k} of {len(spans)} (characters {a}-{b})", text[a:b]
+        yield "top-level object", k, n, text[a:b]
     blocks = fenced_blocks(text)
     for k in range(len(blocks), 0, -1):
-        yield f"fenced block {k} of {len(blocks)}", blocks[k - 1]
+        yield "fenced block", k, len(blocks), blocks[k - 1]
     tags = answer_tags(text)
     for k in range(len(tags), 0, -1):
-        yield f"<answer> tag {k} of {len(tags)}", tags[k - 1]
+        yield "<answer> tag", k, len(tags), tags[k - 1]
 
 
 def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | None, str]:
@@ -352,7 +357,7 @@ def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | Non
     if not _may_hold_prediction(text):  # then no candidate can: skip the scans (brace floods)
         return None, ""
     tried = 0
-    for label, candidate in _candidates(text):
+    for kind, k, n, candidate in _candidates(text):
         if not _may_hold_prediction(candidate):
             continue
         tried += 1
@@ -360,7 +365,7 @@ def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | Non
             return None, ""
         value, ok = parser.parse(candidate)
         if ok and _holds_prediction(value):
-            return value, label
+            return value, (kind if n == 1 and kind == "the whole response" else f"{kind} {k} of {n}")
     return None, ""
 
 
