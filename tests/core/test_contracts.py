@@ -28,23 +28,11 @@ from trace_tasks import (
     validate_reward_contract_payload,
 )
 
+from ..support.seed_table import SEED_TABLE
 from .helpers import LEADING_KEYS, contract
 
 #: Seed section 3, exactly.
-RESOLVER_TABLE = {
-    "bbox": "bbox_soft_iou_v0",
-    "bbox_set": "bbox_set_soft_iou_v0",
-    "bbox_sequence": "bbox_sequence_soft_iou_v0",
-    "bbox_map": "bbox_map_soft_iou_v0",
-    "bbox_set_map": "bbox_set_map_soft_iou_v0",
-    "point": "point_soft_distance_v0",
-    "point_set": "point_set_soft_distance_v0",
-    "point_sequence": "point_sequence_soft_distance_v0",
-    "segment": "segment_soft_distance_v0",
-    "segment_set": "segment_set_soft_distance_v0",
-    "point_map": "point_map_soft_distance_v0",
-    "point_set_map": "point_set_map_soft_distance_v0",
-}
+RESOLVER_TABLE = SEED_TABLE
 
 
 def valid_payload() -> dict[str, Any]:

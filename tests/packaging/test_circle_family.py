@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .expected import SEED_TABLE
+from ..support.seed_table import SEED_TABLE
 
 pytestmark = pytest.mark.packaging
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import Venv
-from .expected import FAMILY, SAMPLES, SEED_TABLE
+from ..support.seed_table import FAMILY, SAMPLES, SEED_TABLE
 
 pytestmark = pytest.mark.packaging
 

@@ -19,7 +19,7 @@ import pytest
 
 from trace_tasks.cli import main
 
-from ..packaging.expected import FAMILY, SEED_TABLE
+from ..support.seed_table import FAMILY, SEED_TABLE
 from .interval_family import V0, V1, IntervalFamily
 
 OFFICIAL = sorted(set(FAMILY.values()))
