@@ -8,6 +8,8 @@ found through the ``trace_tasks`` entry-point group; see ``docs/plugins.md``.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 from trace_tasks.batch import score_trace_batch
 from trace_tasks.core.reward_contracts import (
     ANSWER_REWARD_CONTRACT_ID,
@@ -36,7 +38,10 @@ from trace_tasks.plugins import get_registry
 from trace_tasks.shapes import AnnotationParseError
 from trace_tasks.specs import AnnotationScore, AnnotationTypeSpec, AnswerTypeSpec, ScoringContext
 
-__version__ = "0.1.0"
+try:
+    __version__ = importlib.metadata.version("trace-core")
+except importlib.metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",
