@@ -210,7 +210,7 @@ def no_families(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def bbox_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only trace-plugins-bbox installed."""
-    registry = plugins.build_registry([("bbox", trace_plugins_bbox.plugin)], load_entry_points=False)
+    registry = plugins.build_registry([("bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
     monkeypatch.setattr(plugins, "_registry", registry)
 
 

@@ -71,7 +71,7 @@ def test_invalid_options_raise_even_with_a_hostile_response(options: dict[str, A
 @pytest.fixture
 def bbox_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry with only the bbox family, as after ``pip install trace-plugins-bbox`` alone."""
-    registry = plugins.build_registry([("trace_plugins_bbox", trace_plugins_bbox.plugin)], load_entry_points=False)
+    registry = plugins.build_registry([("trace_plugins_bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
     monkeypatch.setattr(plugins, "_registry", registry)
 
 

@@ -45,4 +45,4 @@ def circle_plugin(monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.syspath_prepend(str(CIRCLE_SRC))
     import trace_plugins_circle.plugin as plugin
 
-    return plugin
+    return plugin.family  # what its entry point names

@@ -69,7 +69,9 @@ class IntervalFamily:
         return self.current if annotation_type == "interval" else None
 
     @hookimpl
-    def trace_parse_annotation(self, annotation_type: str, value: object) -> Interval:
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> Interval | None:
+        if annotation_type != "interval":
+            return None  # not ours: through pm.hook, the owner answers
         self.calls.append(("trace_parse_annotation", (annotation_type,)))
         lo, hi = coordinates(value, 2)
         if not lo < hi:
@@ -79,7 +81,9 @@ class IntervalFamily:
     @hookimpl
     def trace_score_annotation(
         self, reward_id: str, prediction: Interval, target: Interval, context: ScoringContext
-    ) -> AnnotationScore:
+    ) -> AnnotationScore | None:
+        if reward_id not in (V0, V1):
+            return None
         self.calls.append(("trace_score_annotation", (reward_id,)))
         reward = iou(prediction, target) if reward_id == V0 else giou01(prediction, target)
         return AnnotationScore(reward, {"annotation_interval_reward_version": 0.0 if reward_id == V0 else 1.0})

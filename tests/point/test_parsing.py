@@ -8,7 +8,9 @@ import pytest
 
 from trace_tasks import AnnotationParseError
 from trace_plugins_point.geometry import parse_point
-from trace_plugins_point.plugin import PARSERS
+from trace_plugins_point.plugin import family
+
+PARSERS = family.parsers
 
 from .helpers import expected_similarity, score, score_text
 

@@ -8,7 +8,9 @@ import pytest
 
 from trace_tasks import AnnotationParseError
 from trace_plugins_segment.geometry import parse_segment
-from trace_plugins_segment.plugin import PARSERS
+from trace_plugins_segment.plugin import family
+
+PARSERS = family.parsers
 
 from .helpers import score, score_text
 

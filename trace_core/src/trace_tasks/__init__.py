@@ -25,18 +25,28 @@ from trace_tasks.core.reward_scoring import (
     score_trace_response,
 )
 from trace_tasks.errors import (
+    AnnotationParseError,
     MissingFamilyError,
     PluginConflictError,
     PluginLoadError,
     PluginValidationError,
     RecordError,
+    RewardPinError,
     TraceTasksError,
     UnknownRewardIdError,
 )
 from trace_tasks.markers import hookimpl
-from trace_tasks.plugins import get_registry
-from trace_tasks.shapes import AnnotationParseError
-from trace_tasks.specs import AnnotationScore, AnnotationTypeSpec, AnswerTypeSpec, ScoringContext
+from trace_tasks.plugins import get_registry, pin_reward_id, pinned_reward_ids, unpin_reward_id
+from trace_tasks.specs import (
+    AnnotationExplanation,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    AnswerTypeSpec,
+    ExplainedItem,
+    MatchedPair,
+    RewardIdSpec,
+    ScoringContext,
+)
 
 try:
     __version__ = importlib.metadata.version("trace-core")
@@ -46,15 +56,20 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",
     "REWARD_CONTRACT_VERSION",
+    "AnnotationExplanation",
     "AnnotationParseError",
     "AnnotationScore",
     "AnnotationTypeSpec",
     "AnswerTypeSpec",
+    "ExplainedItem",
+    "MatchedPair",
     "MissingFamilyError",
     "PluginConflictError",
     "PluginLoadError",
     "PluginValidationError",
     "RecordError",
+    "RewardIdSpec",
+    "RewardPinError",
     "RewardContract",
     "ScoringContext",
     "TraceTasksError",
@@ -63,9 +78,12 @@ __all__ = [
     "extract_trace_prediction",
     "get_registry",
     "hookimpl",
+    "pin_reward_id",
+    "pinned_reward_ids",
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
     "score_trace_batch",
     "score_trace_response",
+    "unpin_reward_id",
     "validate_reward_contract_payload",
 ]

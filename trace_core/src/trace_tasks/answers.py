@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trace_tasks._fast import from_numpy
+from trace_tasks.numpy_values import from_numpy
 from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.literals import load_json
 from trace_tasks.markers import hookimpl

@@ -14,6 +14,16 @@ class TraceTasksError(Exception):
     """Base class of every error trace_tasks raises on purpose."""
 
 
+class AnnotationParseError(ValueError):
+    """Raised by a parse hook when a value does not have the declared shape.
+
+    Not a :class:`TraceTasksError`: it describes a value (usually model output),
+    and the scorer turns it into ``annotation_parse_ok == 0``, never an exception
+    for the caller. Raised while scoring, it means a limit was hit (too large an
+    assignment): the response fails, nothing is logged.
+    """
+
+
 class PluginLoadError(TraceTasksError):
     """A plugin's entry point could not be imported or registered.
 
@@ -44,6 +54,10 @@ class MissingFamilyError(TraceTasksError, ImportError):
 
 class UnknownRewardIdError(TraceTasksError, ValueError):
     """A reward id that no installed family offers, or that is not current."""
+
+
+class RewardPinError(TraceTasksError, ValueError):
+    """A user's pin (``TRACE_TASKS_REWARD_IDS`` or ``pin_reward_id``) names no usable reward id."""
 
 
 class RecordError(TraceTasksError, ValueError):

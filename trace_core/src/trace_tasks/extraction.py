@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks._fast import is_mapping
+from trace_tasks.numpy_values import is_mapping
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
 from trace_tasks.literals import load_json, load_literal
 

@@ -1,13 +1,25 @@
-"""Hook specifications of trace_tasks.
+"""Hook specifications of trace_tasks (the plugin contract, version 2).
 
-A plugin is a module (or object) exposing functions marked with
+A plugin is a module or object exposing functions marked with
 ``trace_tasks.hookimpl`` and named like the specs below; it is found through an
-entry point in the ``trace_tasks`` group. Families are indexed **once**, when the
-registry is first built: per response, the core calls the owning plugin's
-implementation directly through a dict lookup, never by walking every plugin.
+entry point in the ``trace_tasks`` group (the value may name a module or an
+object in it, ``pkg.plugin:family``).
 
-The annotation types and reward ids a plugin declares are owned by that plugin;
-two plugins claiming the same type or id is an error (see ``errors.py``).
+Ownership, in one paragraph: an annotation type has exactly one **owner**, the
+plugin that declares it in ``trace_annotation_types``; the owner parses values
+of the type, draws them, and names the type's *default* reward id. A reward id
+is declared by whichever plugin scores it, for any type (its own types through
+``AnnotationTypeSpec.reward_ids``, anyone's through ``trace_reward_ids``), and
+its scorer receives the owner's parsed values. Which id is *current* is the
+owner's default unless the user pins another (``TRACE_TASKS_REWARD_IDS`` or
+:func:`trace_tasks.pin_reward_id`); installing a plugin never changes it.
+
+Every hook is a real pluggy hook: ``registry.manager.hook.<name>(...)`` returns
+the responsible plugin's answer, because every other plugin returns ``None``
+(the per-call hooks are ``firstresult``). The registry asks the collecting and
+resolving hooks once, when it is built, checks the answers, and keeps direct
+references to each responsible implementation, so scoring a response is a dict
+lookup and one call, never a broadcast.
 """
 
 from __future__ import annotations
@@ -16,24 +28,40 @@ from collections.abc import Sequence
 
 import pluggy
 
-from trace_tasks.specs import AnnotationScore, AnnotationTypeSpec, AnswerTypeSpec, ScoringContext
-
+from trace_tasks.drawing import Drawable
 from trace_tasks.markers import PROJECT_NAME
+from trace_tasks.specs import (
+    AnnotationExplanation,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    AnswerTypeSpec,
+    RewardIdSpec,
+    ScoringContext,
+)
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
 
 @hookspec
 def trace_annotation_types() -> Sequence[AnnotationTypeSpec]:
-    """Declare the annotation types this plugin owns and the reward ids it offers.
+    """Declare the annotation types this plugin owns, with the reward ids it scores for them.
 
-    Called once by the registry when plugins are loaded, on every plugin; the
-    results of all plugins are collected. Return a sequence of
-    :class:`~trace_tasks.specs.AnnotationTypeSpec` (an empty one, or no
-    implementation, when the plugin owns no annotation type).
+    Called by the registry once, when it is built, on every plugin; all results
+    are collected. Two plugins declaring one type is a load error. An owner must
+    implement ``trace_parse_annotation`` and ``trace_resolve_reward_id``, and
+    ``trace_score_annotation`` for the ids it lists.
+    """
 
-    A plugin that declares a type must also implement ``trace_parse_annotation``;
-    one that declares a reward id must implement ``trace_score_annotation``.
+
+@hookspec
+def trace_reward_ids() -> Sequence[RewardIdSpec]:
+    """Declare reward versions this plugin scores for types it may not own.
+
+    Called by the registry once, on every plugin; all results are collected.
+    This is how a third party adds ``bbox_giou_v1`` for ``bbox``. A reward id
+    declared twice (here or in ``trace_annotation_types``) is a load error; an
+    id for a type no installed plugin owns is listed by ``trace-tasks plugins``
+    as a problem and cannot be pinned.
     """
 
 
@@ -48,39 +76,66 @@ def trace_answer_types() -> Sequence[AnswerTypeSpec]:
 
 @hookspec(firstresult=True)
 def trace_resolve_reward_id(annotation_type: str) -> str | None:
-    """Return the current versioned reward id for ``annotation_type``.
+    """Return the **default** reward id of ``annotation_type`` if this plugin owns it, else ``None``.
 
-    Called once per declared annotation type when the registry is built (the
-    answer is cached; contracts are then resolved by dict lookup). The first
-    non-``None`` result wins, so a plugin answers only for the types it owns and
-    returns ``None`` for the rest. The id returned must be one the type's owner
-    declared in ``trace_annotation_types``; the builder never falls back to the
-    "latest" version on its own.
+    Called by the registry once per type when it is built, on each plugin
+    separately: a non-owner returning anything but ``None`` is a load error,
+    so no plugin can change another's current id. The id must be declared for
+    the type. The registry caches the answer; the user's pin, if any, then
+    takes precedence (the hook does not know about pins).
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def trace_parse_annotation(annotation_type: str, value: object) -> object:
-    """Turn a raw annotation value (model output or ``annotation_gt.value``) into a typed value.
+    """Turn a raw value (model output or ``annotation_gt.value``) into the type's parsed value.
 
-    Called per response, directly on the plugin that owns ``annotation_type``
-    (not broadcast). ``value`` is whatever JSON or the literal reader produced:
-    any type, possibly hostile. Return the typed value the plugin's score hook
-    understands; raise :class:`trace_tasks.AnnotationParseError` when the value
-    does not have the declared shape. Any other exception is also treated as a
-    parse failure, but is a bug in the plugin.
+    Called per response on the type's owner only (the registry keeps a direct
+    reference), twice: target and prediction. ``value`` is whatever JSON or the
+    literal reader produced: any type, possibly hostile. Return the parsed value
+    (never ``None``) documented for the type; raise
+    :class:`trace_tasks.AnnotationParseError` when the value does not have the
+    declared shape (any other exception also fails the response, but is a bug).
+    Return ``None`` for a type you do not own.
     """
 
 
-@hookspec
+@hookspec(firstresult=True)
 def trace_score_annotation(
     reward_id: str, prediction: object, target: object, context: ScoringContext
-) -> AnnotationScore:
+) -> AnnotationScore | None:
     """Score a parsed prediction against a parsed target under ``reward_id``.
 
-    Called per response, directly on the plugin that owns ``reward_id``, with two
-    values returned by that plugin's ``trace_parse_annotation``. Return an
-    :class:`~trace_tasks.specs.AnnotationScore`: a finite reward in [0, 1] and the
-    type's numeric diagnostics, in reporting order (the core adds them to the
-    result dict as they are).
+    Called per response on the plugin that declared ``reward_id`` (a direct
+    reference), with two values returned by the type owner's parse hook.
+    Return an :class:`~trace_tasks.specs.AnnotationScore`: a finite reward in
+    [0, 1] and finite ``annotation_*`` diagnostics in reporting order. Anything
+    else is a plugin bug: the response counts as an annotation failure and a
+    WARNING names the plugin once. Return ``None`` for an id you do not score.
+    """
+
+
+@hookspec(firstresult=True)
+def trace_explain_annotation(
+    reward_id: str, prediction: object, target: object, context: ScoringContext
+) -> AnnotationExplanation | None:
+    """Explain a score: the assignment the scorer used, its pairs, unmatched items and keys.
+
+    Optional capability, called by tools (``trace-tasks explain``, frame
+    checks, reports) on the plugin that declared ``reward_id``, never while
+    scoring. ``prediction`` is ``None`` when nothing parsed (every target item
+    is then unmatched). Its ``score`` must equal what ``trace_score_annotation``
+    returns for the same values. Return ``None`` for an id you do not score.
+    """
+
+
+@hookspec(firstresult=True)
+def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawable] | None:
+    """Turn one parsed item of ``annotation_type`` into drawables in pixel coordinates.
+
+    Optional capability, called by tools on the type's owner with an item of an
+    :class:`~trace_tasks.specs.AnnotationExplanation` (for a scalar type, the
+    parsed value itself). Returns boxes, points, polylines, polygons, circles or
+    labels from :mod:`trace_tasks.drawing`. Return ``None`` for a type you do
+    not own.
     """

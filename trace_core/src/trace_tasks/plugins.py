@@ -11,6 +11,10 @@ Environment variables, read when the registry is built:
 * ``TRACE_TASKS_PLUGINS``: comma-separated allow-list of entry-point names or
   distributions to load (set but empty: load none).
 * ``TRACE_TASKS_DISABLE_PLUGINS``: comma-separated block-list.
+* ``TRACE_TASKS_REWARD_IDS``: the user's pins, ``type=reward_id`` pairs
+  separated by commas (``bbox=bbox_giou_v1``): which registered id is current
+  for a type instead of its owner's default. :func:`pin_reward_id` does the
+  same in-process and wins over the variable for the same type.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import importlib.metadata as metadata
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import pluggy
@@ -31,15 +35,17 @@ from trace_tasks.errors import (
     PluginConflictError,
     PluginLoadError,
     PluginValidationError,
+    RewardPinError,
     UnknownRewardIdError,
     suggest,
 )
 from trace_tasks.markers import PROJECT_NAME
-from trace_tasks.specs import AnnotationTypeSpec, AnswerTypeSpec
+from trace_tasks.specs import AnnotationTypeSpec, AnswerTypeSpec, RewardIdSpec
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 ALLOW_ENV = "TRACE_TASKS_PLUGINS"
 BLOCK_ENV = "TRACE_TASKS_DISABLE_PLUGINS"
+PINS_ENV = "TRACE_TASKS_REWARD_IDS"
 BUILTIN_PLUGIN_NAME = "trace_tasks.builtin"
 
 #: The official annotation types, in the order the result dict reports them, and
@@ -79,24 +85,36 @@ class PluginInfo:
 
 @attrs.frozen(slots=True)
 class AnnotationTypeEntry:
-    """One annotation type as the registry indexes it."""
+    """One annotation type as the registry indexes it.
+
+    ``reward_ids`` are every id declared for the type (the owner's first, then
+    other plugins'); ``pinned_by`` says where the user's pin came from
+    (``TRACE_TASKS_REWARD_IDS`` or ``pin_reward_id()``), ``None`` when the
+    owner's default is current. ``draw`` is the owner's drawing hook, if any.
+    """
 
     name: str
     plugin: str
     reward_ids: tuple[str, ...]
     current_reward_id: str
     parse: Callable[..., Any]
+    default_reward_id: str = ""
+    pinned_by: str | None = None
+    spec: AnnotationTypeSpec | None = None
+    draw: Callable[..., Any] | None = None
 
 
 @attrs.frozen(slots=True)
 class RewardEntry:
-    """One reward id: which type it scores, whether it is current, who scores it."""
+    """One reward id: which type it scores, whether it is current, who scores (and explains) it."""
 
     reward_id: str
     annotation_type: str
     plugin: str
     current: bool
     score: Callable[..., Any]
+    explain: Callable[..., Any] | None = None
+    description: str = ""
 
 
 @attrs.frozen(slots=True)
@@ -110,6 +128,8 @@ class Registry:
     answer_types: Mapping[str, AnswerTypeSpec]
     #: ``annotation_type_<name>`` result keys, official order first.
     type_indicator_keys: tuple[tuple[str, str], ...]
+    #: Reward ids declared for a type no installed plugin owns: unusable until the owner is installed.
+    orphan_reward_ids: Mapping[str, RewardEntry] = attrs.field(factory=dict)
 
     def annotation_type(self, name: str) -> AnnotationTypeEntry:
         """The entry for ``name``; raises for a missing official family or an unknown type."""
@@ -117,29 +137,49 @@ class Registry:
         if entry is not None:
             return entry
         raise_for_unknown_type(name, self.annotation_types)
-        raise AssertionError("unreachable")
 
     def current_reward_id(self, annotation_type: str) -> str:
         return self.annotation_type(annotation_type).current_reward_id
 
-    def check_reward_id(self, reward_id: str) -> RewardEntry:
-        """The entry of a current reward id; raises with near matches otherwise."""
+    def not_current_message(self, reward_id: str) -> str | None:
+        """Why ``reward_id`` cannot score now, or ``None`` when it is current for its type."""
         entry = self.reward_ids.get(reward_id)
         if entry is None:
-            raise UnknownRewardIdError(
+            orphan = self.orphan_reward_ids.get(reward_id)
+            if orphan is not None:
+                return (
+                    f"reward id {reward_id!r} scores annotation type {orphan.annotation_type!r}, "
+                    f"which no installed family owns{_install_hint(orphan.annotation_type)}"
+                )
+            return (
                 f"unknown annotation reward id {reward_id!r}{suggest(reward_id, self.reward_ids)}; "
                 f"installed: {', '.join(sorted(self.reward_ids)) or 'none'}"
             )
-        if not entry.current:
-            current = self.annotation_types[entry.annotation_type].current_reward_id
-            raise UnknownRewardIdError(
-                f"reward id {reward_id!r} is not current for annotation type {entry.annotation_type!r}: "
-                f"the current id is {current!r}"
-            )
-        return entry
+        if entry.current:
+            return None
+        type_entry = self.annotation_types[entry.annotation_type]
+        why = f"pinned by {type_entry.pinned_by}" if type_entry.pinned_by else "the owner's default"
+        return (
+            f"reward id {reward_id!r} is registered for annotation type {entry.annotation_type!r} but not current: "
+            f"the current id is {type_entry.current_reward_id!r} ({why}); to score {reward_id!r}, pin it: "
+            f"{PINS_ENV}={entry.annotation_type}={reward_id} or "
+            f"trace_tasks.pin_reward_id({entry.annotation_type!r}, {reward_id!r})"
+        )
+
+    def check_reward_id(self, reward_id: str) -> RewardEntry:
+        """The entry of a current reward id; raises with near matches or the pin to set otherwise."""
+        message = self.not_current_message(reward_id)
+        if message is not None:
+            raise UnknownRewardIdError(message)
+        return self.reward_ids[reward_id]
 
 
-def raise_for_unknown_type(name: str, known: Iterable[str]) -> None:
+def _install_hint(annotation_type: str) -> str:
+    distribution = OFFICIAL_TYPES.get(annotation_type)
+    return f" (pip install {distribution})" if distribution else ""
+
+
+def raise_for_unknown_type(name: str, known: Iterable[str]) -> NoReturn:
     """Raise ``MissingFamilyError`` for an official type, ``ValueError`` otherwise."""
     distribution = OFFICIAL_TYPES.get(name)
     if distribution is not None:
@@ -171,6 +211,60 @@ def _describe(ep: metadata.EntryPoint) -> str:
     return f"entry point {ep.name!r} ({ep.value}){dist}"
 
 
+class _Who:
+    """Names plugins in error messages: the plugin and the distribution that installed it."""
+
+    def __init__(self, sources: Mapping[str, metadata.EntryPoint]) -> None:
+        self.sources = sources
+
+    def __call__(self, plugin: str) -> str:
+        ep = self.sources.get(plugin)
+        if ep is not None and ep.dist is not None:
+            return f"plugin {plugin!r} (distribution {ep.dist.name} {ep.dist.version})"
+        if plugin == BUILTIN_PLUGIN_NAME:
+            return "trace-core's built-in plugin"
+        return f"plugin {plugin!r} (registered in-process)"
+
+    def disable_hint(self, plugin: str) -> str:
+        if plugin in self.sources:
+            return f"; uninstall one, or set {BLOCK_ENV}={plugin} to disable the second"
+        return "; unregister one of them"
+
+
+_SPEC_NAMES = tuple(name for name in dir(hookspecs) if name.startswith("trace_"))
+
+
+def _unmarked_hooks(pm: pluggy.PluginManager, plugin: object, where: str) -> None:
+    """Refuse functions that look like hooks but are not registered as ones.
+
+    pluggy silently ignores a function without ``@hookimpl`` and a misspelled
+    unmarked one, so the plugin would load and then never be asked.
+    """
+    registered = {caller.name for caller in pm.get_hookcallers(plugin) or ()}
+    for name in dir(plugin):
+        if not name.startswith("trace_") or name in registered or not callable(getattr(plugin, name, None)):
+            continue
+        if name in _SPEC_NAMES:
+            raise PluginValidationError(f"{where} defines {name} but it is not marked @trace_tasks.hookimpl")
+        hint = suggest(name, _SPEC_NAMES)
+        if hint:
+            raise PluginValidationError(f"{where} defines {name}, which is not a trace_tasks hook{hint}")
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str, where: str) -> None:
+    try:
+        pm.register(plugin, name=name)
+    except ValueError as exc:
+        raise PluginConflictError(f"plugin name {name!r} is already registered") from exc
+    except pluggy.PluginValidationError as exc:
+        raise PluginValidationError(f"{where} is not a valid trace_tasks plugin: {exc}") from exc
+    _unmarked_hooks(pm, plugin, where)
+    if not pm.get_hookcallers(plugin):
+        # An entry point naming a module whose hooks live on an object in it
+        # (``pkg.plugin`` instead of ``pkg.plugin:family``) would load and do nothing.
+        raise PluginValidationError(f"{where} implements no trace_tasks hook (does the entry point name the right object?)")
+
+
 def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint]) -> None:
     allow, block = _env_list(ALLOW_ENV), _env_list(BLOCK_ENV)
     for ep in _entry_points():
@@ -180,16 +274,16 @@ def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.Ent
             # pluggy would silently skip the second one: refuse instead.
             raise PluginConflictError(
                 f"two plugins use the entry-point name {ep.name!r}: {_describe(sources[ep.name])} and {_describe(ep)}; "
-                "uninstall one of them"
+                f"uninstall one of them, or disable both with {BLOCK_ENV}={ep.name}"
             )
         try:
             plugin = ep.load()
         except Exception as exc:
-            raise PluginLoadError(f"could not import {_describe(ep)}: {type(exc).__name__}: {exc}") from exc
-        try:
-            pm.register(plugin, name=ep.name)
-        except pluggy.PluginValidationError as exc:
-            raise PluginValidationError(f"{_describe(ep)} is not a valid trace_tasks plugin: {exc}") from exc
+            raise PluginLoadError(
+                f"could not import {_describe(ep)}: {type(exc).__name__}: {exc} "
+                f"(set {BLOCK_ENV}={ep.name} to run without it)"
+            ) from exc
+        _register(pm, plugin, ep.name, _describe(ep))
         sources[ep.name] = ep
 
 
@@ -214,18 +308,41 @@ def _accepting_spec_kwargs(impl: Any, spec_names: tuple[str, ...]) -> Callable[.
     return lambda **kwargs: fn(**{name: kwargs[name] for name in names})
 
 
-def _call_each(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Any]]:
-    """Call a collecting hook on every plugin, keeping who returned what."""
+def _call_each(pm: pluggy.PluginManager, hook_name: str, record: type) -> list[tuple[str, Any]]:
+    """Call a collecting hook on every plugin: ``(plugin, record)`` pairs, records type-checked."""
     out = []
     for name, fn in _impls_by_plugin(pm, hook_name).items():
-        out.append((name, fn() or ()))
+        for item in fn() or ():
+            if not isinstance(item, record):
+                raise PluginValidationError(f"plugin {name!r} returned {item!r} from {hook_name}; expected {record.__name__}")
+            out.append((name, item))
     return out
 
 
+def parse_pins(raw: str | None) -> dict[str, str]:
+    """``TRACE_TASKS_REWARD_IDS`` as ``{annotation type: reward id}``; raises on a malformed entry."""
+    pins: dict[str, str] = {}
+    for part in (raw or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, rid = part.partition("=")
+        if not sep or not name.strip() or not rid.strip():
+            raise RewardPinError(f"{PINS_ENV}: {part.strip()!r} is not TYPE=REWARD_ID (example: bbox=bbox_giou_v1)")
+        pins[name.strip()] = rid.strip()
+    return pins
+
+
 def build_registry(
-    extra_plugins: Iterable[tuple[str, object]] = (), *, load_entry_points: bool = True
+    extra_plugins: Iterable[tuple[str, object]] = (),
+    *,
+    load_entry_points: bool = True,
+    pins: Mapping[str, str] | None = None,
 ) -> Registry:
-    """Load plugins and index them. ``extra_plugins`` are ``(name, plugin)`` pairs registered in-process."""
+    """Load plugins and index them.
+
+    ``extra_plugins`` are ``(name, plugin)`` pairs registered in-process;
+    ``pins`` are in-process pins, applied over ``TRACE_TASKS_REWARD_IDS``.
+    """
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     pm.register(BuiltinAnswerTypes(), name=BUILTIN_PLUGIN_NAME)
@@ -233,69 +350,158 @@ def build_registry(
     if load_entry_points:
         _load_entry_points(pm, sources)
     for name, plugin in extra_plugins:
-        try:
-            pm.register(plugin, name=name)
-        except ValueError as exc:
-            raise PluginConflictError(f"plugin name {name!r} is already registered") from exc
-        except pluggy.PluginValidationError as exc:
-            raise PluginValidationError(f"plugin {name!r} is not a valid trace_tasks plugin: {exc}") from exc
+        _register(pm, plugin, name, f"plugin {name!r}")
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         owner = pm.get_name(exc.plugin) if exc.plugin is not None else "?"
         where = _describe(sources[owner]) if owner in sources else f"plugin {owner!r}"
-        raise PluginValidationError(f"{where} implements a hook that matches no trace_tasks hook spec: {exc}") from exc
-    return _index(pm, sources)
+        hint = next((suggest(h, _SPEC_NAMES) for h in dir(exc.plugin) if h.startswith("trace_") and h not in _SPEC_NAMES), "")
+        raise PluginValidationError(f"{where} implements a hook that matches no trace_tasks hook spec: {exc}{hint}") from exc
+    all_pins = {pin: (rid, PINS_ENV) for pin, rid in parse_pins(os.environ.get(PINS_ENV)).items()}
+    all_pins.update({pin: (rid, "pin_reward_id()") for pin, rid in (pins or {}).items()})
+    return _index(pm, sources, all_pins)
 
 
-def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint]) -> Registry:
+def _owned_types(pm: pluggy.PluginManager, who: _Who) -> dict[str, tuple[str, AnnotationTypeSpec]]:
+    owners: dict[str, tuple[str, AnnotationTypeSpec]] = {}
+    for plugin, spec in _call_each(pm, "trace_annotation_types", AnnotationTypeSpec):
+        if spec.name in owners:
+            first = owners[spec.name][0]
+            raise PluginConflictError(
+                f"annotation type {spec.name!r} is owned by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+            )
+        owners[spec.name] = (plugin, spec)
+    return owners
+
+
+def _declared_ids(
+    pm: pluggy.PluginManager, owners: Mapping[str, tuple[str, AnnotationTypeSpec]], who: _Who
+) -> dict[str, tuple[str, str, str]]:
+    """reward id -> (declaring plugin, annotation type, description), owners' ids first."""
+    declared: dict[str, tuple[str, str, str]] = {}
+
+    def add(plugin: str, rid: str, annotation_type: str, description: str) -> None:
+        if rid in declared:
+            first = declared[rid][0]
+            raise PluginConflictError(
+                f"reward id {rid!r} is declared by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+            )
+        declared[rid] = (plugin, annotation_type, description)
+
+    for name, (plugin, spec) in owners.items():
+        for rid in spec.reward_ids:
+            add(plugin, rid, name, spec.description)
+    for plugin, item in _call_each(pm, "trace_reward_ids", RewardIdSpec):
+        add(plugin, item.reward_id, item.annotation_type, item.description)
+    return declared
+
+
+def _defaults(
+    pm: pluggy.PluginManager,
+    owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
+    declared: Mapping[str, tuple[str, str, str]],
+    who: _Who,
+) -> dict[str, str]:
+    """Each type's default id, asked of every plugin separately so a non-owner cannot answer."""
+    resolvers = _impls_by_plugin(pm, "trace_resolve_reward_id")
+    defaults: dict[str, str] = {}
+    for name, (owner, spec) in owners.items():
+        for plugin, resolve in resolvers.items():
+            answer = resolve(annotation_type=name)
+            if plugin == owner:
+                defaults[name] = answer
+            elif answer is not None:
+                raise PluginValidationError(
+                    f"{who(plugin)} answers trace_resolve_reward_id for annotation type {name!r}, which {who(owner)} "
+                    f"owns: only a type's owner names its default id (it must return None for other types); "
+                    f"a user who wants {answer!r} pins it with {PINS_ENV}={name}={answer}"
+                )
+        default = defaults.get(name)
+        if default is None:
+            raise PluginValidationError(f"{who(owner)} declares annotation type {name!r} but resolves no default reward id for it")
+        if default not in spec.reward_ids:
+            raise PluginValidationError(
+                f"the default reward id {default!r} that {who(owner)} resolves for {name!r} is not one it declares: {spec.reward_ids}"
+            )
+    return defaults
+
+
+def _apply_pins(
+    pins: Mapping[str, tuple[str, str]],
+    owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
+    declared: Mapping[str, tuple[str, str, str]],
+    defaults: dict[str, str],
+) -> dict[str, str]:
+    """The current id of each type, with the user's pins checked and applied; returns ``type -> pin source``."""
+    pinned_by: dict[str, str] = {}
+    for name, (rid, source) in pins.items():
+        if name not in owners:
+            raise RewardPinError(
+                f"{source} pins annotation type {name!r}, which no installed family owns"
+                f"{_install_hint(name) or suggest(name, owners)}"
+            )
+        offered = [r for r, (_, t, _) in declared.items() if t == name]
+        if rid not in offered:
+            elsewhere = declared.get(rid)
+            why = f"it scores {elsewhere[1]!r}" if elsewhere else f"no installed plugin declares it{suggest(rid, offered)}"
+            raise RewardPinError(
+                f"{source} pins {name}={rid}, but {why}; ids registered for {name!r}: {', '.join(offered)}"
+            )
+        defaults[name] = rid
+        pinned_by[name] = PINS_ENV if source == PINS_ENV else "trace_tasks.pin_reward_id()"
+    return pinned_by
+
+
+def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pins: Mapping[str, tuple[str, str]]) -> Registry:
+    who = _Who(sources)
     parsers = _impls_by_plugin(pm, "trace_parse_annotation")
     scorers = _impls_by_plugin(pm, "trace_score_annotation")
+    explainers = _impls_by_plugin(pm, "trace_explain_annotation")
+    drawers = _impls_by_plugin(pm, "trace_draw_annotation")
 
-    type_specs: dict[str, tuple[str, AnnotationTypeSpec]] = {}
-    id_owner: dict[str, tuple[str, str]] = {}
-    for plugin, specs in _call_each(pm, "trace_annotation_types"):
-        for spec in specs:
-            if not isinstance(spec, AnnotationTypeSpec):
-                raise PluginValidationError(f"plugin {plugin!r} returned {spec!r} from trace_annotation_types")
-            if spec.name in type_specs:
-                raise PluginConflictError(
-                    f"annotation type {spec.name!r} is claimed by both {type_specs[spec.name][0]!r} and {plugin!r}"
-                )
-            type_specs[spec.name] = (plugin, spec)
-            for rid in spec.reward_ids:
-                if rid in id_owner:
-                    raise PluginConflictError(f"reward id {rid!r} is claimed by both {id_owner[rid][0]!r} and {plugin!r}")
-                id_owner[rid] = (plugin, spec.name)
-            if plugin not in parsers:
-                raise PluginValidationError(f"plugin {plugin!r} declares {spec.name!r} but no trace_parse_annotation")
-            if plugin not in scorers:
-                raise PluginValidationError(f"plugin {plugin!r} declares {spec.name!r} but no trace_score_annotation")
+    owners = _owned_types(pm, who)
+    for name, (plugin, _) in owners.items():
+        if plugin not in parsers:
+            raise PluginValidationError(f"{who(plugin)} declares annotation type {name!r} but no trace_parse_annotation")
+    declared = _declared_ids(pm, owners, who)
+    for rid, (plugin, _, _) in declared.items():
+        if plugin not in scorers:
+            raise PluginValidationError(f"{who(plugin)} declares reward id {rid!r} but no trace_score_annotation")
+    current = _defaults(pm, owners, declared, who)
+    defaults = dict(current)
+    pinned_by = _apply_pins(pins, owners, declared, current)
 
-    annotation_types: dict[str, AnnotationTypeEntry] = {}
     reward_ids: dict[str, RewardEntry] = {}
-    for name, (plugin, spec) in type_specs.items():
-        current = pm.hook.trace_resolve_reward_id(annotation_type=name)
-        if current is None:
-            raise PluginValidationError(f"no plugin resolves a current reward id for annotation type {name!r} ({plugin!r})")
-        if current not in spec.reward_ids:
-            raise PluginValidationError(
-                f"the current reward id {current!r} resolved for {name!r} is not one {plugin!r} declares: {spec.reward_ids}"
-            )
-        annotation_types[name] = AnnotationTypeEntry(name, plugin, spec.reward_ids, current, parsers[plugin])
-        for rid in spec.reward_ids:
-            reward_ids[rid] = RewardEntry(rid, name, plugin, rid == current, scorers[plugin])
+    orphans: dict[str, RewardEntry] = {}
+    for rid, (plugin, name, description) in declared.items():
+        entry = RewardEntry(rid, name, plugin, current.get(name) == rid, scorers[plugin], explainers.get(plugin), description)
+        (reward_ids if name in owners else orphans)[rid] = entry
+    annotation_types = {
+        name: AnnotationTypeEntry(
+            name=name,
+            plugin=plugin,
+            reward_ids=tuple(r for r, e in reward_ids.items() if e.annotation_type == name),
+            current_reward_id=current[name],
+            parse=parsers[plugin],
+            default_reward_id=defaults[name],
+            pinned_by=pinned_by.get(name),
+            spec=spec,
+            draw=drawers.get(plugin),
+        )
+        for name, (plugin, spec) in owners.items()
+    }
 
     answer_types: dict[str, AnswerTypeSpec] = {}
     answer_owner: dict[str, str] = {}
-    for plugin, specs in _call_each(pm, "trace_answer_types"):
-        for spec in specs:
-            if not isinstance(spec, AnswerTypeSpec):
-                raise PluginValidationError(f"plugin {plugin!r} returned {spec!r} from trace_answer_types")
-            if spec.name in answer_types:
-                raise PluginConflictError(f"answer type {spec.name!r} is claimed by both {answer_owner[spec.name]!r} and {plugin!r}")
-            answer_types[spec.name] = spec
-            answer_owner[spec.name] = plugin
+    for plugin, spec in _call_each(pm, "trace_answer_types", AnswerTypeSpec):
+        if spec.name in answer_types:
+            first = answer_owner[spec.name]
+            raise PluginConflictError(
+                f"answer type {spec.name!r} is claimed by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+            )
+        answer_types[spec.name] = spec
+        answer_owner[spec.name] = plugin
 
     ordered = [t for t in OFFICIAL_TYPES if t in annotation_types]
     ordered += sorted(t for t in annotation_types if t not in OFFICIAL_TYPES)
@@ -311,18 +517,19 @@ def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint]) ->
                 distribution=dist.name if dist is not None else None,
                 version=dist.version if dist is not None else None,
                 entry_point=f"{ep.name} = {ep.value}" if ep is not None else None,
-                annotation_types=tuple(t for t, (p, _) in type_specs.items() if p == name),
-                reward_ids=tuple(r for r, (p, _) in id_owner.items() if p == name),
+                annotation_types=tuple(t for t, (p, _) in owners.items() if p == name),
+                reward_ids=tuple(r for r, (p, _, _) in declared.items() if p == name),
                 answer_types=tuple(a for a, p in answer_owner.items() if p == name),
                 hooks=tuple(sorted(h.name for h in pm.get_hookcallers(plugin_obj) or ())),
             )
         )
-    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators)
+    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans)
 
 
 _lock = threading.Lock()
 _registry: Registry | None = None
 _extra: list[tuple[str, object]] = []
+_pins: dict[str, str] = {}
 
 
 def get_registry() -> Registry:
@@ -332,7 +539,7 @@ def get_registry() -> Registry:
     if registry is None:
         with _lock:
             if _registry is None:
-                _registry = build_registry(_extra)
+                _registry = build_registry(_extra, pins=_pins)
             registry = _registry
     return registry
 
@@ -344,7 +551,7 @@ def register_plugin(plugin: object, name: str) -> None:
         if any(n == name for n, _ in _extra):
             raise PluginConflictError(f"plugin name {name!r} is already registered")
         candidate = [*_extra, (name, plugin)]
-        registry = build_registry(candidate)  # validate now, so a bad plugin fails here
+        registry = build_registry(candidate, pins=_pins)  # validate now, so a bad plugin fails here
         _extra.append((name, plugin))
         _registry = registry
 
@@ -357,8 +564,40 @@ def unregister_plugin(name: str) -> None:
         _registry = None
 
 
+def pin_reward_id(annotation_type: str, reward_id: str) -> None:
+    """Make ``reward_id`` the current id of ``annotation_type`` in this process.
+
+    The user's choice, never a plugin's: it wins over the owner's default and
+    over ``TRACE_TASKS_REWARD_IDS`` for the same type. Checked at once: an id
+    not registered for the type raises :class:`~trace_tasks.errors.RewardPinError`
+    and changes nothing. Contracts resolved afterwards carry the pinned id;
+    contracts carrying another id of the type stop scoring (and stop validating).
+    """
+    global _registry
+    with _lock:
+        candidate = {**_pins, annotation_type: reward_id}
+        registry = build_registry(_extra, pins=candidate)
+        _pins.clear()
+        _pins.update(candidate)
+        _registry = registry
+
+
+def unpin_reward_id(annotation_type: str) -> None:
+    """Undo :func:`pin_reward_id` for ``annotation_type`` (the variable's pin, if any, applies again)."""
+    global _registry
+    with _lock:
+        _pins.pop(annotation_type, None)
+        _registry = None
+
+
+def pinned_reward_ids() -> dict[str, str]:
+    """The pins in force, from ``TRACE_TASKS_REWARD_IDS`` and :func:`pin_reward_id`: ``{type: reward id}``."""
+    registry = get_registry()
+    return {name: entry.current_reward_id for name, entry in registry.annotation_types.items() if entry.pinned_by}
+
+
 def reset_registry() -> None:
-    """Forget the cached registry (after installing a family in a running process)."""
+    """Forget the cached registry (after installing a family, or changing the environment variables)."""
     global _registry
     with _lock:
         _registry = None

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
+
+#: The collection shapes a type may declare (``AnnotationTypeSpec.shape``); "" is any other.
+SHAPES = ("scalar", "set", "sequence", "map", "set_map")
 
 
 def _non_empty(instance: object, attribute: attrs.Attribute, value: str) -> None:
@@ -16,17 +20,33 @@ def _ids(value: object) -> tuple[str, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
 
+def _shape(instance: object, attribute: attrs.Attribute, value: str) -> None:
+    if value not in SHAPES and value != "":
+        raise ValueError(f"shape must be one of {SHAPES} or '', got {value!r}")
+
+
 @attrs.frozen(slots=True)
 class AnnotationTypeSpec:
-    """One annotation type a family owns, with every reward id it offers for it.
+    """One annotation type a plugin **owns**: it parses values of the type and names its default reward id.
 
-    ``reward_ids`` lists all versions the family still offers (``bbox_soft_iou_v0``,
-    later ``bbox_soft_iou_v1``); ``trace_resolve_reward_id`` says which is current.
+    ``reward_ids`` lists the versions the owner scores itself (at least one; the
+    default among them is what ``trace_resolve_reward_id`` answers). Versions
+    other plugins add for the type are declared with ``trace_reward_ids``.
+
+    The rest documents the type and feeds ``trace_tasks.testing``: ``shape`` is
+    the collection shape (one of :data:`SHAPES`, or "" for anything else; a set
+    is checked for permutation invariance, a sequence for order sensitivity),
+    ``examples`` are raw values (as JSON would give them) that must parse, and
+    ``parsed_value`` says in words what Python value the parse hook returns,
+    the contract third-party scorers of the type rely on.
     """
 
     name: str = attrs.field(validator=_non_empty)
     reward_ids: tuple[str, ...] = attrs.field(converter=_ids)
     description: str = ""
+    shape: str = attrs.field(default="", validator=_shape)
+    examples: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    parsed_value: str = ""
 
     @reward_ids.validator
     def _check_ids(self, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
@@ -34,6 +54,21 @@ class AnnotationTypeSpec:
             raise ValueError(f"annotation type {self.name!r} declares no reward ids")
         for rid in value:
             _non_empty(self, attribute, rid)
+
+
+@attrs.frozen(slots=True)
+class RewardIdSpec:
+    """A reward version a plugin scores for an annotation type, which another plugin may own.
+
+    Returned by ``trace_reward_ids``: this is how a third party adds
+    ``bbox_giou_v1`` for ``bbox`` without touching the bbox family. The scorer
+    receives the values the type's owner parsed. Declaring an id never makes it
+    current: only the owner's default or the user's pin does.
+    """
+
+    reward_id: str = attrs.field(validator=_non_empty)
+    annotation_type: str = attrs.field(validator=_non_empty)
+    description: str = ""
 
 
 @attrs.frozen(slots=True)
@@ -70,3 +105,48 @@ class AnnotationScore:
 
     reward: float
     diagnostics: Mapping[str, float] = attrs.field(factory=dict)
+
+
+@attrs.frozen(slots=True)
+class ExplainedItem:
+    """One item of a parsed value as an explanation reports it.
+
+    ``label`` names it (``#0``, ``left``, ``left#1``; "" for a scalar type's
+    value) and ``value`` is the item as the owner parsed it, which the owner's
+    ``trace_draw_annotation`` accepts.
+    """
+
+    label: str
+    value: Any
+
+
+@attrs.frozen(slots=True)
+class MatchedPair:
+    """A predicted item, the target it was assigned to, and their similarity (IoU, soft distance...)."""
+
+    prediction: ExplainedItem
+    target: ExplainedItem
+    similarity: float
+
+
+@attrs.frozen(slots=True)
+class AnnotationExplanation:
+    """How a reward was reached: the score and the assignment the scorer actually used.
+
+    Returned by ``trace_explain_annotation``. ``method`` says how items were
+    paired ("one pair", "Hungarian assignment", "index-aligned", "by key",
+    "by key, then Hungarian assignment"), ``metric`` what a pair's similarity
+    is (``iou``, ``similarity``...), and ``formula`` the arithmetic of the
+    reward in words (``(0.76 + 0.34) / max(2, 3)``). Unmatched items on either
+    side and missing or extra map keys are listed apart.
+    """
+
+    score: AnnotationScore
+    method: str
+    metric: str
+    pairs: tuple[MatchedPair, ...] = ()
+    unmatched_predictions: tuple[ExplainedItem, ...] = ()
+    unmatched_targets: tuple[ExplainedItem, ...] = ()
+    missing_keys: tuple[str, ...] = ()
+    extra_keys: tuple[str, ...] = ()
+    formula: str = ""

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.shapes import AnnotationParseError, coordinates, is_flat
+from trace_tasks.coordinates import coordinates, is_flat
+from trace_tasks.errors import AnnotationParseError
 from trace_tasks.specs import ScoringContext
 
 Box = tuple[float, float, float, float]

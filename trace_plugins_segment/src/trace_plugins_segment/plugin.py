@@ -1,10 +1,14 @@
-"""The trace_tasks plugin of the segment family: ``segment`` and ``segment_set``."""
+"""The trace_tasks plugin of the segment family: ``segment`` and ``segment_set``.
+
+The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from trace_tasks import ScoringContext
+from trace_tasks.drawing import Polyline
 from trace_tasks.shapes import Primitive, ShapeFamily
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
 
@@ -22,19 +26,15 @@ SEGMENT = Primitive(
     metric="similarity",
     promote_single=False,  # a lone segment is not a one-item segment_set
     extra_diagnostics=_half_life,
+    draw=lambda s: [Polyline([(s[0], s[1]), (s[2], s[3])])],
+    examples=([[10, 10], [200, 40]], [[50, 300], [50, 120]]),
+    parsed_item="tuple (x0, y0, x1, y1) of floats, the two endpoints in the order given",
 )
 
-#: annotation type -> (collection shape, current reward id)
-TYPES = {
-    "segment": ("scalar", "segment_soft_distance_v0"),
-    "segment_set": ("set", "segment_set_soft_distance_v0"),
-}
-
-family = ShapeFamily(SEGMENT, TYPES)
-PARSERS, SCORERS = family.parsers, family.scorers
-
-# This module is the plugin its entry point names; its hooks are the family's.
-trace_annotation_types = family.trace_annotation_types
-trace_resolve_reward_id = family.trace_resolve_reward_id
-trace_parse_annotation = family.trace_parse_annotation
-trace_score_annotation = family.trace_score_annotation
+family = ShapeFamily(
+    SEGMENT,
+    {
+        "segment": ("scalar", "segment_soft_distance_v0"),
+        "segment_set": ("set", "segment_set_soft_distance_v0"),
+    },
+)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trace_tasks.shapes import AnnotationParseError, coordinates, is_flat
+from trace_tasks.coordinates import coordinates, is_flat
+from trace_tasks.errors import AnnotationParseError
 
 Circle = tuple[float, float, float]
 

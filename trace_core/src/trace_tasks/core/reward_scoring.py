@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks._fast import is_mapping
+from trace_tasks.numpy_values import from_numpy, is_mapping
 from trace_tasks.answers import answers_match
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError
@@ -24,8 +24,8 @@ from trace_tasks.limits import MAX_LITERAL_BUDGET
 from trace_tasks.literals import literal_budget
 from trace_tasks.options import ANSWER, GATED, ScoringOptions, resolve_mode, resolve_options
 from trace_tasks.plugins import OFFICIAL_TYPES, Registry, get_registry
-from trace_tasks.shapes import AnnotationParseError
-from trace_tasks.specs import ScoringContext
+from trace_tasks.errors import AnnotationParseError
+from trace_tasks.specs import AnnotationScore, ScoringContext
 
 __all__ = ["evaluate_trace_response_format", "extract_trace_prediction", "score_trace_response"]
 
@@ -81,14 +81,6 @@ def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Regi
     return (1.0 if matched else 0.0), 1.0
 
 
-def _finite(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-    return number if math.isfinite(number) else 0.0
-
-
 _RESERVED_KEYS = frozenset({"annotation_reward", "annotation_parse_ok"})
 
 
@@ -104,18 +96,74 @@ def _is_diagnostic_key(key: object) -> bool:
 
 
 _diagnostic_key_ok: dict[object, bool] = {}
+_reported: set[tuple[str, str]] = set()
 
 
-def _diagnostics(raw: Mapping[str, Any]) -> dict[str, float]:
-    """A plugin's diagnostics, finite floats, core keys refused (key checks cached)."""
+class PluginBug(Exception):
+    """A score hook broke the contract of ``trace_score_annotation``; ``kind`` names how."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def report_plugin_bug(plugin: str, reward_id: str, kind: str, detail: str, exc_info: Any = None) -> None:
+    """Log a plugin's broken result at WARNING, once per plugin and kind (a run scores millions)."""
+    if (plugin, kind) in _reported:
+        return
+    _reported.add((plugin, kind))
+    log.warning(
+        "trace_tasks: plugin %r scoring %r: %s; the response counts as an annotation failure "
+        "(logged once per plugin and kind of problem)",
+        plugin, reward_id, detail, exc_info=exc_info,
+    )  # fmt: skip
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or ``None`` (booleans and non-numbers are not numbers here)."""
+    if type(value) is float:
+        return value if value - value == 0.0 else None  # NaN and infinities fail
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        value = from_numpy(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[str, float]]:
+    """The reward and diagnostics of a score hook's result, or :class:`PluginBug` when it breaks the contract.
+
+    A valid result is an :class:`AnnotationScore` holding a finite reward in
+    [0, 1] and a mapping of finite numbers. Keys that would overwrite a core
+    key are dropped (and reported), not fatal.
+    """
+    if not isinstance(score, AnnotationScore):
+        raise PluginBug("result", f"returned {type(score).__name__} instead of an AnnotationScore")
+    reward = _number(score.reward)
+    if reward is None:
+        raise PluginBug("reward", f"reward {score.reward!r} is not a finite number")
+    if not 0.0 <= reward <= 1.0:
+        raise PluginBug("range", f"reward {reward!r} is outside [0, 1]")
+    raw = score.diagnostics
+    if not is_mapping(raw):
+        raise PluginBug("diagnostics", f"diagnostics are a {type(raw).__name__}, not a mapping")
     out = {}
     for key, value in raw.items():
         ok = _diagnostic_key_ok.get(key) if isinstance(key, str) else False
         if ok is None:
             ok = _diagnostic_key_ok[key] = _is_diagnostic_key(key)
-        if ok:
-            out[key] = _finite(value)
-    return out
+        if not ok:
+            report_plugin_bug(plugin, reward_id, "key", f"diagnostic key {key!r} is not an annotation_* key of its own; dropped")
+            continue
+        number = _number(value)
+        if number is None:
+            raise PluginBug("diagnostic value", f"diagnostic {key!r} is {value!r}, not a finite number")
+        out[key] = number
+    return reward, out
 
 
 class _Annotation:
@@ -163,17 +211,19 @@ def _score_annotation(
         return result
     size = find_image_size(*size_sources) if any(source is not None for source in size_sources) else None
     context = ScoringContext(half_life_px(size, opts.point_half_life_px), size)
+    plugin, reward_id = reward_entry.plugin, reward_entry.reward_id
     try:
-        score = reward_entry.score(reward_id=reward_entry.reward_id, prediction=parsed, target=target, context=context)
+        score = reward_entry.score(reward_id=reward_id, prediction=parsed, target=target, context=context)
+        result.reward, result.diagnostics = checked_score(score, plugin, reward_id)
     except AnnotationParseError:  # a limit hit while scoring (too large an assignment): the model's doing
         return result
-    except Exception:
-        log.exception("trace_tasks: plugin %r failed to score %r; counted as a parse failure", entry.plugin, name)
+    except PluginBug as bug:
+        report_plugin_bug(plugin, reward_id, bug.kind, str(bug).partition(": ")[2])
         return result
-    reward = _finite(score.reward)
-    result.reward = min(max(reward, 0.0), 1.0)
+    except Exception as exc:  # a crash in the plugin: its bug, never the caller's exception
+        report_plugin_bug(plugin, reward_id, "exception", f"raised {type(exc).__name__}: {exc}", exc_info=True)
+        return result
     result.parse_ok = 1.0
-    result.diagnostics = _diagnostics(score.diagnostics)
     return result
 
 

@@ -1,4 +1,4 @@
-"""Cheap type checks for the per-response hot path."""
+"""Plain Python values from numpy ones, and the cheap mapping test the hot path uses."""
 
 from __future__ import annotations
 

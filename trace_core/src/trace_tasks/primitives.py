@@ -1,0 +1,64 @@
+"""What a family says about one geometric item: the input of the collection shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from trace_tasks.drawing import Drawable
+from trace_tasks.specs import ScoringContext
+
+Matrix = Callable[[Sequence[Any], Sequence[Any], ScoringContext], Sequence[Sequence[float]]]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Primitive:
+    """One geometric primitive (a box, a point, a segment...).
+
+    ``parse_item`` raises :class:`~trace_tasks.errors.AnnotationParseError` on a
+    bad item; ``is_item`` tells whether a raw value looks like a single item (so
+    a set or sequence given one flat item can be read as a one-item
+    collection). Both may be left out by a plugin that only adds a reward
+    version to a type someone else parses (:class:`~trace_tasks.shapes.ShapeRewards`).
+
+    ``similarity`` returns a finite float in [0, 1]; ``matrix`` returns the
+    pairwise similarity of two item lists (rows: predictions). A list of lists
+    must hold exactly ``similarity``'s values: its matched cells are summed as
+    the reward, which saves a second similarity pass on the hot path (the
+    family test kit checks the equality). A numpy array only chooses the pairs
+    and their ``similarity`` is summed instead, so a vectorized matrix cannot
+    change the last bit of a reward.
+
+    ``metric`` names the diagnostics (``iou`` or ``similarity``); ``wrapper_key``
+    is a mapping key whose list value also counts as a collection (``bboxes``);
+    ``extra_diagnostics`` adds per-type fields after the shape's own.
+
+    For tools and the family test kit: ``draw`` turns one parsed item into
+    drawables (pixel coordinates); ``examples`` are raw items that parse (give
+    two distinct ones, so sets can be permuted); ``parsed_item`` says in words
+    what ``parse_item`` returns.
+    """
+
+    name: str
+    similarity: Callable[[Any, Any, ScoringContext], float]
+    matrix: Matrix
+    metric: str
+    parse_item: Callable[[Any], Any] | None = None
+    is_item: Callable[[Any], bool] | None = None
+    wrapper_key: str | None = None
+    promote_single: bool = True
+    extra_diagnostics: Callable[[ScoringContext], Mapping[str, float]] | None = None
+    draw: Callable[[Any], Sequence[Drawable]] | None = None
+    examples: tuple[Any, ...] = ()
+    parsed_item: str = ""
+
+
+def pairwise(similarity: Callable[[Any, Any, ScoringContext], float]) -> Matrix:
+    """A pure-Python similarity matrix from a pair function (fine for small sets)."""
+
+    def matrix(preds: Sequence[Any], gts: Sequence[Any], ctx: ScoringContext) -> list[list[float]]:
+        return [[similarity(p, g, ctx) for g in gts] for p in preds]
+
+    return matrix
