@@ -33,10 +33,11 @@ def test_every_problem_is_reported_with_file_line_and_path(tmp_path: Path) -> No
     name = str(path)
     expected = [
         f"{name}:1: $.annotation_gt.value: x=700 is outside the image frame [0, 640]",
-        f"{name}:2: $.reward_contract: reward_contract.annotation.type must match annotation_gt.type",
+        f"{name}:2: $.reward_contract.annotation.type: reward_contract.annotation.type must match annotation_gt.type",
+        f"{name}:2: $.reward_contract.annotation.id: reward_contract.annotation.id must match the resolved contract",
         f"{name}:3: $.answer_gt.type: unknown answer type 'integr' (did you mean 'integer'?)",
-        f"{name}:3: $.reward_contract: reward_contract.answer.type must match answer_gt.type",
-        f"{name}:5: $.reward_contract: reward_contract.annotation.id must be one of",
+        f"{name}:3: $.reward_contract.answer.type: reward_contract.answer.type must match answer_gt.type",
+        f"{name}:5: $.reward_contract.annotation.id: unknown annotation reward id 'bbox_soft_iou_v1'",
         f"{name}:6: $.annotation_gt.value['b']: x=900 is outside the image frame [0, 640]",
         f"{name}:6: $.annotation_gt.value['b']: y=-3 is outside the image frame [0, 480]",
         f"{name}:7: $.annotation_gt.value: does not parse as bbox: zero-area box",

@@ -35,6 +35,7 @@ from trace_tasks.errors import (
     TraceTasksError,
     UnknownRewardIdError,
 )
+from trace_tasks.instances import CompiledInstance, InstanceCache, InstanceError, Problem, compile_instance, instance_problems
 from trace_tasks.markers import hookimpl
 from trace_tasks.plugins import get_registry, pin_reward_id, pinned_reward_ids, unpin_reward_id
 from trace_tasks.specs import (
@@ -61,6 +62,12 @@ __all__ = [
     "AnnotationScore",
     "AnnotationTypeSpec",
     "AnswerTypeSpec",
+    "CompiledInstance",
+    "InstanceCache",
+    "InstanceError",
+    "Problem",
+    "compile_instance",
+    "instance_problems",
     "ExplainedItem",
     "MatchedPair",
     "MissingFamilyError",

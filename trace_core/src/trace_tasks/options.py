@@ -90,15 +90,27 @@ def _real(value: Any, name: str) -> float:
     return number
 
 
+#: The largest ``point_half_life_px`` accepted. At this half-life a point off by a
+#: whole 8K image's diagonal (~8,800 px) still scores 0.58; anything larger
+#: makes every prediction on any real image a near-perfect hit (``1e308`` scores
+#: every point 1.0), which is a configuration mistake, never a policy.
+MAX_POINT_HALF_LIFE_PX = 10_000.0
+
+
 def _half_life(value: Any) -> float | None:
     if value is None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"Trace point_half_life_px must be a positive number, got {value!r}: {exc}") from exc
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int too large for a float
+        raise ValueError(f"Trace point_half_life_px must be a positive finite number, got {value!r}: {exc}") from exc
     if not math.isfinite(number) or number <= 0:
         raise ValueError(f"Trace point_half_life_px must be positive and finite, got {value!r}")
+    if number > MAX_POINT_HALF_LIFE_PX:
+        raise ValueError(
+            f"Trace point_half_life_px must be at most {MAX_POINT_HALF_LIFE_PX:g} px, got {value!r}: "
+            "a larger half-life scores every predicted point on any real image as a hit"
+        )
     return number
 
 

@@ -21,6 +21,7 @@ import cattrs
 from trace_tasks.core.reward_contracts import (
     RewardContract,
     RewardContractSide,
+    contract_problems,
     resolve_reward_contract,
     validate_reward_contract_payload,
 )
@@ -110,9 +111,11 @@ converter.register_unstructure_hook(RewardContractSide, lambda s: s.to_dict())
 def _structure_contract(value: Any, _: type) -> RewardContract:
     if not isinstance(value, Mapping):
         raise ValueError("reward_contract must be an object")
-    message = validate_reward_contract_payload(value)
-    if message:
-        raise ValueError(message)
+    # The rules that need no instance types; the id against annotation_gt.type is
+    # checked once the instance is built (_check_contract), with the better message.
+    problems = contract_problems(value, first_only=True)
+    if problems and problems[0].rule != "resolved_id":
+        raise ValueError(problems[0].message)
     extra = set(value) - {"reward_contract_version", "answer", "annotation"}
     if extra:
         raise ValueError(f"reward_contract has unknown keys {sorted(extra)}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -78,11 +78,17 @@ class AnswerTypeSpec:
     ``reads_json_strings``: a string prediction that is a JSON literal (other than
     ``null``) is read as that literal before comparison. True for every built-in
     type except ``string``, whose answers are compared as written.
+
+    ``check_value``: checks a ground-truth value (``answer_gt.value``) when an
+    instance is validated; returns what is wrong with it (a message saying what
+    to write instead) or ``None`` when the value is a usable target. ``None``
+    (the default) accepts any value.
     """
 
     name: str = attrs.field(validator=_non_empty)
     reads_json_strings: bool = True
     description: str = ""
+    check_value: Callable[[Any], str | None] | None = None
 
 
 @attrs.frozen(slots=True)

@@ -1,12 +1,13 @@
 """``trace-tasks validate``: check instance files before training on them.
 
 Each problem is printed as ``FILE:LINE: PATH: MESSAGE`` followed by a count;
-the exit code is 1 when there is any problem. Checks: JSON, record structure
-(the records converter: unknown keys, wrong types), the contract rules of seed
-section 2, that every type resolves with the installed families (a missing
-official family names the package to install), that the target annotation
-parses with its family, that ids are unique, and, when an image size is
-given, that every coordinate lies inside the pixel frame.
+the exit code is 1 when there is any problem. The checks of one instance are
+:func:`trace_tasks.instances.instance_problems`, the same validation the scorer
+tools use (structure, contract rules, installed families, the answer value,
+the target parse, the image size). On top, for a file: ids are unique, and,
+when an image size is given, every item of the target lies inside the pixel
+frame (asked of the owning family through :func:`trace_tasks.frames.frame_report`;
+a family that cannot say gets a note, not a problem).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from trace_tasks.cli._checks import Problem, instance_problems
 from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+from trace_tasks.frames import frame_report
+from trace_tasks.instances import Problem, instance_report
+from trace_tasks.plugins import get_registry
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -38,8 +41,29 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def file_problems(path: str) -> Iterator[tuple[int, Problem]]:
-    """``(line number, problem)`` for every problem of one instance file, in order."""
+def frame_problems(report: Any, notes: dict[str, str] | None = None) -> list[Problem]:
+    """Items of a parsed target outside the image frame; a family that cannot tell adds a note instead."""
+    if not report.parsed or report.image_size is None or report.annotation_type is None:
+        return []
+    try:
+        frame = frame_report(get_registry(), report.annotation_type, report.target, report.image_size)
+    except Exception as exc:  # a family's explain or draw capability failing is its bug, not the data's
+        frame = None
+        note = f"the {report.annotation_type!r} family failed to describe its geometry ({type(exc).__name__}: {exc}); image frame not checked"
+    else:
+        note = frame.note
+    if frame is None or not frame.checked:
+        if notes is not None:
+            notes.setdefault(report.annotation_type, note)
+        return []
+    return [Problem(path, message) for path, message in frame.problems]
+
+
+def file_problems(path: str, notes: dict[str, str] | None = None) -> Iterator[tuple[int, Problem]]:
+    """``(line number, problem)`` for every problem of one instance file, in order.
+
+    ``notes`` collects, per annotation type, why its image frame could not be checked.
+    """
     seen_ids: dict[str, int] = {}
     with open_binary(path) as fh:
         for line in read_lines(fh):
@@ -50,7 +74,8 @@ def file_problems(path: str) -> Iterator[tuple[int, Problem]]:
             combined = isinstance(data, Mapping) and "response" in data
             if combined:  # a score input line: the instance plus its response
                 data = {k: v for k, v in data.items() if k != "response"}
-            for problem in instance_problems(data):
+            report = instance_report(data)
+            for problem in (*report.problems, *frame_problems(report, notes)):
                 yield line.number, problem
             row_id = data.get("id") if isinstance(data, Mapping) else None
             # Ids must be unique in an instance file; a combined file repeats them per response.
@@ -64,11 +89,12 @@ def file_problems(path: str) -> Iterator[tuple[int, Problem]]:
 def run(args: argparse.Namespace) -> int:
     problems = 0
     lines_with_problems = 0
+    notes: dict[str, str] = {}
     for path in args.files:
         name = "<stdin>" if path == STDIO else path
         last_line = 0
         try:
-            for number, problem in file_problems(path):
+            for number, problem in file_problems(path, notes):
                 problems += 1
                 lines_with_problems += number != last_line
                 last_line = number
@@ -80,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, EOFError) as exc:
             print(f"{name}: reading failed: {exc}")
             problems += 1
+    if not args.quiet:
+        for note in notes.values():
+            print(f"note: {note}")
     files = len(args.files)
     print(f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "
           f"in {files} file{'s' * (files != 1)}")

@@ -27,6 +27,8 @@ __all__ = [
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
     "validate_reward_contract_payload",
+    "ContractProblem",
+    "contract_problems",
 ]
 
 
@@ -91,15 +93,156 @@ def resolve_reward_contract(*, answer_type: str, annotation_type: str) -> Reward
     )
 
 
-def _side_problem(payload: Mapping[str, Any], side: str) -> str | None:
+@attrs.frozen(slots=True)
+class ContractProblem:
+    """One broken rule of a contract payload.
+
+    ``path`` is where it is (``$.reward_contract.annotation.id``); ``message`` is
+    the documented message :func:`validate_reward_contract_payload` returns;
+    ``detail`` says what was found and what to write instead (instance validation
+    reports it).
+    """
+
+    rule: str
+    path: str
+    message: str
+    detail: str = ""
+
+    @property
+    def explained(self) -> str:
+        return self.detail or self.message
+
+
+_ROOT = "$.reward_contract"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _side_problems(payload: Mapping[str, Any], side: str, first_only: bool) -> list[ContractProblem]:
     value = payload.get(side)
+    path = f"{_ROOT}.{side}"
     if not isinstance(value, Mapping):
-        return f"reward_contract.{side} must be an object with keys {{id, type}}"
+        got = "it is missing" if side not in payload else f"got {_shown(value)}"
+        message = f"reward_contract.{side} must be an object with keys {{id, type}}"
+        return [ContractProblem(side, path, message, f"{message}; {got}")]
+    problems = []
     for key in ("id", "type"):
         item = value.get(key)
         if not isinstance(item, str) or not item.strip():
-            return f"reward_contract.{side}.{key} must be a non-empty string"
-    return None
+            message = f"reward_contract.{side}.{key} must be a non-empty string"
+            got = "it is missing" if key not in value else f"got {_shown(item)}"
+            problems.append(ContractProblem(side, f"{path}.{key}", message, f"{message}; {got}"))
+            if first_only:
+                break
+    return problems
+
+
+def contract_problems(
+    payload: Any,
+    *,
+    answer_type: str | None = None,
+    annotation_type: str | None = None,
+    first_only: bool = False,
+) -> list[ContractProblem]:
+    """Every rule of seed section 2 that ``payload`` breaks, in the documented order.
+
+    ``first_only`` stops at the first problem; then a payload naming an official
+    type whose family is not installed raises
+    :class:`~trace_tasks.errors.MissingFamilyError` (as
+    :func:`validate_reward_contract_payload` does). Otherwise every problem is
+    collected and a missing family is a ``family`` problem. Rule 4 checks the id
+    against ``annotation_type`` when given, else against the payload's own
+    ``annotation.type``.
+    """
+    if not isinstance(payload, Mapping):
+        return [ContractProblem("object", _ROOT, "reward_contract must be an object", f"reward_contract must be an object, got {_shown(payload)}")]
+    problems: list[ContractProblem] = []
+
+    def add(problem: ContractProblem) -> bool:
+        problems.append(problem)
+        return first_only
+
+    version = payload.get("reward_contract_version")
+    if version != REWARD_CONTRACT_VERSION:
+        message = f"reward_contract_version must be {REWARD_CONTRACT_VERSION!r}"
+        got = "it is missing" if "reward_contract_version" not in payload else f"got {_shown(version)}"
+        if add(ContractProblem("version", f"{_ROOT}.reward_contract_version", message, f"{message}; {got}")):
+            return problems
+    answer_side = _side_problems(payload, "answer", first_only)
+    if answer_side:
+        problems += answer_side
+        if first_only:
+            return problems
+    answer = payload["answer"] if not answer_side else None
+    if answer is not None and answer["id"] != ANSWER_REWARD_CONTRACT_ID:
+        message = f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
+        if add(ContractProblem("answer_id", f"{_ROOT}.answer.id", message, f"{message} (every answer type is scored by it); got {_shown(answer['id'])}")):
+            return problems
+    annotation_side = _side_problems(payload, "annotation", first_only)
+    if annotation_side:
+        problems += annotation_side
+        if first_only:
+            return problems
+    registry = get_registry()
+    annotation = payload["annotation"] if not annotation_side else None
+    declared = annotation["type"].strip() if annotation is not None else None
+    if declared is not None and declared not in registry.annotation_types and declared in OFFICIAL_TYPES:
+        error = MissingFamilyError(declared, OFFICIAL_TYPES[declared])
+        if first_only:
+            raise error
+        problems.append(ContractProblem("family", f"{_ROOT}.annotation.type", str(error)))
+        annotation = None  # its id cannot be checked without the family
+    rid = annotation["id"] if annotation is not None else None
+    id_current = True
+    if rid is not None:
+        current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
+        if rid not in current_ids:
+            id_current = False
+            message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
+            detail = registry.not_current_message(rid) or message
+            check_type = str(annotation_type).strip() if annotation_type is not None else declared
+            entry = registry.annotation_types.get(check_type) if check_type else None
+            if entry is not None:
+                detail += f"; the current id for annotation type {check_type!r} is {entry.current_reward_id!r}"
+            if add(ContractProblem("current", f"{_ROOT}.annotation.id", message, detail)):
+                return problems
+    if answer is not None and answer_type is not None and answer["type"].strip() != str(answer_type).strip():
+        message = "reward_contract.answer.type must match answer_gt.type"
+        detail = f"{message}: the contract says {answer['type']!r}, answer_gt.type is {str(answer_type).strip()!r}"
+        if add(ContractProblem("answer_type", f"{_ROOT}.answer.type", message, detail)):
+            return problems
+    if annotation is None:
+        return problems
+    if annotation_type is not None:
+        if declared is not None and declared != str(annotation_type).strip():
+            message = "reward_contract.annotation.type must match annotation_gt.type"
+            detail = f"{message}: the contract says {declared!r}, annotation_gt.type is {str(annotation_type).strip()!r}"
+            if add(ContractProblem("annotation_type", f"{_ROOT}.annotation.type", message, detail)):
+                return problems
+        check_type, against = annotation_type, "annotation_gt.type"
+    elif declared is not None:
+        check_type, against = declared, "reward_contract.annotation.type"
+    else:
+        return problems
+    try:
+        resolved = resolve_annotation_reward_contract_id(check_type)
+    except MissingFamilyError:
+        if first_only:
+            raise
+        return problems  # the family problem is reported where the type is
+    except ValueError as exc:
+        add(ContractProblem("type_unknown", f"{_ROOT}.annotation.type", str(exc)))
+        return problems
+    if id_current and rid != resolved:
+        message = f"reward_contract.annotation.id must match the resolved contract for {against} ({resolved})"
+        detail = f"{message}: {rid!r} scores another type; write {resolved!r}"
+        add(ContractProblem("resolved_id", f"{_ROOT}.annotation.id", message, detail))
+    return problems
 
 
 def validate_reward_contract_payload(
@@ -110,38 +253,8 @@ def validate_reward_contract_payload(
     Returns a human-readable message for the first problem, or ``None`` when the
     payload is valid. ``answer_type`` and ``annotation_type`` are the instance's
     ``answer_gt.type`` and ``annotation_gt.type``; when given, the contract must
-    agree with them and its annotation id must be the one resolved for that type.
+    agree with them. The annotation id must be the one resolved for
+    ``annotation_type``, or, without it, for the payload's own ``annotation.type``.
     """
-    if not isinstance(payload, Mapping):
-        return "reward_contract must be an object"
-    if payload.get("reward_contract_version") != REWARD_CONTRACT_VERSION:
-        return f"reward_contract_version must be {REWARD_CONTRACT_VERSION!r}"
-    problem = _side_problem(payload, "answer")
-    if problem:
-        return problem
-    if payload["answer"]["id"] != ANSWER_REWARD_CONTRACT_ID:
-        return f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
-    problem = _side_problem(payload, "annotation")
-    if problem:
-        return problem
-    registry = get_registry()
-    declared = payload["annotation"]["type"].strip()
-    if declared not in registry.annotation_types and declared in OFFICIAL_TYPES:
-        raise MissingFamilyError(declared, OFFICIAL_TYPES[declared])
-    current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
-    if payload["annotation"]["id"] not in current_ids:
-        return "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
-    if answer_type is not None and payload["answer"]["type"].strip() != str(answer_type).strip():
-        return "reward_contract.answer.type must match answer_gt.type"
-    if annotation_type is not None:
-        if declared != str(annotation_type).strip():
-            return "reward_contract.annotation.type must match annotation_gt.type"
-        try:
-            resolved = resolve_annotation_reward_contract_id(annotation_type)
-        except MissingFamilyError:
-            raise
-        except ValueError as exc:
-            return str(exc)
-        if payload["annotation"]["id"] != resolved:
-            return f"reward_contract.annotation.id must match the resolved contract for annotation_gt.type ({resolved})"
-    return None
+    problems = contract_problems(payload, answer_type=answer_type, annotation_type=annotation_type, first_only=True)
+    return problems[0].message if problems else None

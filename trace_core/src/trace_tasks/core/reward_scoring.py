@@ -5,17 +5,29 @@ Rewards"). Per call it validates options (cached), extracts the final object
 once, matches the answer exactly after typed normalization, gates and scores
 the annotation through the owning family (one dict lookup), and composes the
 flat result dict. It never raises on model output.
+
+It is the lenient, low-level scorer: ground truth it cannot use gives zero
+rewards and diagnostic flags, never an exception. Data-facing tools validate
+instances first and score compiled ones (:mod:`trace_tasks.instances`); both
+paths share the pieces below, so a compiled instance scores exactly as this
+function does:
+
+* :func:`extract_response`: the extraction of one response, under the
+  response's literal-reader budget;
+* :func:`parse_prediction` and :func:`score_parsed`: a predicted annotation
+  against a target the owner already parsed (with the plugin-bug handling);
+* :func:`compose_result`: the flat result dict.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trace_tasks.numpy_values import from_numpy, is_mapping
-from trace_tasks.answers import answers_match
+from trace_tasks.answers import answer_target, matches_answer_target
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, think_text
@@ -23,7 +35,7 @@ from trace_tasks.image_size import find_image_size
 from trace_tasks.limits import MAX_LITERAL_BUDGET
 from trace_tasks.literals import literal_budget
 from trace_tasks.options import ANSWER, GATED, ScoringOptions, resolve_mode, resolve_options
-from trace_tasks.plugins import OFFICIAL_TYPES, Registry, get_registry
+from trace_tasks.plugins import OFFICIAL_TYPES, Registry, RewardEntry, get_registry
 from trace_tasks.errors import AnnotationParseError
 from trace_tasks.specs import AnnotationScore, ScoringContext
 
@@ -77,8 +89,8 @@ def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Regi
     answer_type = answer_gt.get("type")
     spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
     reads_json = spec.reads_json_strings if spec is not None else True
-    matched = answers_match(ext.answer(response), answer_gt["value"], reads_json_strings=reads_json)
-    return (1.0 if matched else 0.0), 1.0
+    target = answer_target(answer_gt["value"], reads_json_strings=reads_json)
+    return (1.0 if matches_answer_target(ext.answer(response), target, reads_json_strings=reads_json) else 0.0), 1.0
 
 
 _RESERVED_KEYS = frozenset({"annotation_reward", "annotation_parse_ok"})
@@ -166,7 +178,9 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
     return reward, out
 
 
-class _Annotation:
+class AnnotationResult:
+    """The annotation part of one scored response (reward, parse flag, type one-hot, diagnostics)."""
+
     __slots__ = ("reward", "parse_ok", "type_name", "diagnostics")
 
     def __init__(self, type_name: str | None = None) -> None:
@@ -176,41 +190,24 @@ class _Annotation:
         self.diagnostics: Mapping[str, float] = {}
 
 
-def _score_annotation(
-    prediction: Any,
-    annotation_gt: Any,
-    reward_contract: Any,
-    opts: ScoringOptions,
-    registry: Registry,
-    size_sources: tuple[Any, ...],
-    literal_left: list[int],
-) -> _Annotation:
-    if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
-        return _Annotation()
-    name = annotation_gt["type"].strip()
-    entry = registry.annotation_types.get(name)
-    if entry is None:
-        if name in OFFICIAL_TYPES and opts.mode != ANSWER:
-            raise MissingFamilyError(name, OFFICIAL_TYPES[name])
-        return _Annotation()
-    result = _Annotation(name)
-    side = reward_contract.get("annotation") if is_mapping(reward_contract) else None
-    if not is_mapping(side):
-        return result
-    declared = side.get("type")
-    if declared is not None and (not isinstance(declared, str) or declared.strip() != name):
-        return result
-    if side.get("id") != entry.current_reward_id or prediction is None or "value" not in annotation_gt:
-        return result
-    reward_entry = registry.reward_ids[entry.current_reward_id]
+#: What :func:`parse_prediction` returns for a prediction that does not parse.
+UNPARSED: Any = object()
+
+
+def parse_prediction(parse: Callable[..., Any], type_name: str, prediction: Any, literal_left: list[int]) -> Any:
+    """The owner's parse of a predicted annotation, or :data:`UNPARSED`.
+
+    Model-written strings share the response's literal-reader budget.
+    """
     try:
-        target = entry.parse(annotation_type=name, value=annotation_gt["value"])
-        with literal_budget(literal_left):  # model-written strings share the response's budget
-            parsed = entry.parse(annotation_type=name, value=prediction)
+        with literal_budget(literal_left):
+            return parse(annotation_type=type_name, value=prediction)
     except Exception:  # AnnotationParseError, or anything odd a hostile value provokes
-        return result
-    size = find_image_size(*size_sources) if any(source is not None for source in size_sources) else None
-    context = ScoringContext(half_life_px(size, opts.point_half_life_px), size)
+        return UNPARSED
+
+
+def score_parsed(result: AnnotationResult, reward_entry: RewardEntry, parsed: Any, target: Any, context: ScoringContext) -> AnnotationResult:
+    """Score a parsed prediction against a parsed target into ``result``; plugin bugs fail the response."""
     plugin, reward_id = reward_entry.plugin, reward_entry.reward_id
     try:
         score = reward_entry.score(reward_id=reward_id, prediction=parsed, target=target, context=context)
@@ -225,6 +222,45 @@ def _score_annotation(
         return result
     result.parse_ok = 1.0
     return result
+
+
+def _score_annotation(
+    prediction: Any,
+    annotation_gt: Any,
+    reward_contract: Any,
+    opts: ScoringOptions,
+    registry: Registry,
+    size_sources: tuple[Any, ...],
+    literal_left: list[int],
+) -> AnnotationResult:
+    if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
+        return AnnotationResult()
+    name = annotation_gt["type"].strip()
+    entry = registry.annotation_types.get(name)
+    if entry is None:
+        if name in OFFICIAL_TYPES and opts.mode != ANSWER:
+            raise MissingFamilyError(name, OFFICIAL_TYPES[name])
+        return AnnotationResult()
+    result = AnnotationResult(name)
+    side = reward_contract.get("annotation") if is_mapping(reward_contract) else None
+    if not is_mapping(side):
+        return result
+    declared = side.get("type")
+    if declared is not None and (not isinstance(declared, str) or declared.strip() != name):
+        return result
+    if side.get("id") != entry.current_reward_id or prediction is None or "value" not in annotation_gt:
+        return result
+    parse = entry.parse
+    try:
+        target = parse(annotation_type=name, value=annotation_gt["value"])
+    except Exception:  # the target does not parse: lenient, no reward (validation reports it)
+        return result
+    parsed = parse_prediction(parse, name, prediction, literal_left)
+    if parsed is UNPARSED:
+        return result
+    size = find_image_size(*size_sources) if any(source is not None for source in size_sources) else None
+    context = ScoringContext(half_life_px(size, opts.point_half_life_px), size)
+    return score_parsed(result, registry.reward_ids[entry.current_reward_id], parsed, target, context)
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -304,10 +340,8 @@ def score_trace_response(
     )
     text = _check_response(response)
     registry = get_registry()
-    # One literal-reader budget for everything the model wrote (extraction, annotation strings).
     literal_left = [MAX_LITERAL_BUDGET]
-    with literal_budget(literal_left):
-        ext = extract(text, _required_keys(opts.mode))
+    ext = extract_response(text, opts, literal_left)
     answer_reward, answer_parse_ok = _score_answer(ext, text, answer_gt, registry)
     prediction = ext.payload.get("annotation") if ext.payload is not None else None
     ann = _score_annotation(
@@ -319,7 +353,22 @@ def score_trace_response(
         (image_size, image_sizes, metadata, extra_info),
         literal_left,
     )
+    return compose_result(opts, registry, ext, answer_reward, answer_parse_ok, ann)
 
+
+def extract_response(text: str, opts: ScoringOptions, literal_left: list[int]) -> Extraction:
+    """The extraction of one response; ``literal_left`` is the response's literal-reader budget.
+
+    One budget covers everything the model wrote (extraction, annotation strings).
+    """
+    with literal_budget(literal_left):
+        return extract(text, _required_keys(opts.mode))
+
+
+def compose_result(
+    opts: ScoringOptions, registry: Registry, ext: Extraction, answer_reward: float, answer_parse_ok: float, ann: AnnotationResult
+) -> dict[str, float]:
+    """The flat result dict (SPEC.md "The result dict") of one scored response."""
     fw = opts.format_weight
     if opts.mode == ANSWER:
         task = answer_reward
