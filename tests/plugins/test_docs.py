@@ -2,13 +2,16 @@
 
 Every hook spec is documented with its exact signature and firstresult flag;
 every field of the records plugins use is in the record's table; the loading
-environment variables and plugin errors are named.
+environment variables and plugin errors are named; the parsed-value table is
+what the installed families declare; every Python block runs, or is an
+excerpt (first line ``# excerpt: PATH``) whose lines stand in that file.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,10 @@ import pytest
 import trace_tasks
 from trace_tasks import hookspecs, plugins, shapes
 from trace_tasks.markers import PROJECT_NAME
+from trace_tasks.plugins import OFFICIAL_TYPES, get_registry, reset_registry
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+REPO = Path(__file__).resolve().parents[2]
+DOC_PATH = REPO / "docs" / "plugins.md"
 SPEC_ATTR = f"{PROJECT_NAME}_spec"  # set by pluggy's HookspecMarker on each spec
 
 
@@ -60,10 +65,13 @@ def doc() -> str:
 def test_there_are_hook_specs_to_check() -> None:
     assert set(hook_specs()) == {
         "trace_annotation_types",
+        "trace_reward_ids",
         "trace_answer_types",
         "trace_resolve_reward_id",
         "trace_parse_annotation",
         "trace_score_annotation",
+        "trace_explain_annotation",
+        "trace_draw_annotation",
     }
 
 
@@ -89,8 +97,8 @@ def test_no_hook_is_documented_that_does_not_exist(doc: str) -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [trace_tasks.AnnotationTypeSpec, trace_tasks.AnswerTypeSpec, trace_tasks.ScoringContext,
-     trace_tasks.AnnotationScore, shapes.Primitive],
+    [trace_tasks.AnnotationTypeSpec, trace_tasks.RewardIdSpec, trace_tasks.AnswerTypeSpec,
+     trace_tasks.ScoringContext, trace_tasks.AnnotationScore, trace_tasks.AnnotationExplanation, shapes.Primitive],
     ids=lambda r: r.__name__,
 )
 def test_every_record_field_is_in_the_records_table(doc: str, record: type) -> None:
@@ -102,14 +110,14 @@ def test_every_record_field_is_in_the_records_table(doc: str, record: type) -> N
 
 def test_parse_error_and_shapes_are_documented(doc: str) -> None:
     assert "### `AnnotationParseError`" in doc
-    assert trace_tasks.AnnotationParseError is shapes.AnnotationParseError
+    assert trace_tasks.AnnotationParseError is shapes.AnnotationParseError is trace_tasks.errors.AnnotationParseError
     for shape in shapes.SHAPES:
         assert f'`"{shape}"`' in doc
 
 
 def test_loading_environment_variables_are_documented(doc: str) -> None:
     text = section(doc, "## How loading works")
-    for variable in (plugins.ALLOW_ENV, plugins.BLOCK_ENV):
+    for variable in (plugins.ALLOW_ENV, plugins.BLOCK_ENV, plugins.PINS_ENV):
         assert f"`{variable}`" in text
     assert f"`{plugins.ENTRY_POINT_GROUP}`" in doc
 
@@ -117,7 +125,7 @@ def test_loading_environment_variables_are_documented(doc: str) -> None:
 @pytest.mark.parametrize(
     "error",
     [trace_tasks.PluginLoadError, trace_tasks.PluginConflictError, trace_tasks.PluginValidationError,
-     trace_tasks.MissingFamilyError, trace_tasks.UnknownRewardIdError],
+     trace_tasks.MissingFamilyError, trace_tasks.UnknownRewardIdError, trace_tasks.RewardPinError],
     ids=lambda e: e.__name__,
 )
 def test_plugin_errors_are_documented(doc: str, error: type) -> None:
@@ -126,15 +134,69 @@ def test_plugin_errors_are_documented(doc: str, error: type) -> None:
 
 
 def test_the_guide_matches_the_circle_example(doc: str) -> None:
-    """The step-by-step guide quotes the example; keep the quotes true."""
-    example = DOC_PATH.parents[1] / "examples" / "circle_family"
-    plugin_source = (example / "src" / "trace_plugins_circle" / "plugin.py").read_text(encoding="utf-8")
-    pyproject = (example / "pyproject.toml").read_text(encoding="utf-8")
+    """The step-by-step guide quotes the example's pyproject; keep the quotes true."""
+    pyproject = (REPO / "examples" / "circle_family" / "pyproject.toml").read_text(encoding="utf-8")
     guide = section(doc, "## Write a family, step by step")
-    for line in ('"circle": ("scalar", "circle_soft_iou_v0"', '"circle_set": ("set", "circle_set_soft_iou_v0"',
-                 "PARSERS = {name: make_parser(shape, CIRCLE) for name, (shape, _, _) in TYPES.items()}",
-                 "SCORERS = {rid: make_scorer(shape, CIRCLE) for shape, rid, _ in TYPES.values()}"):
-        assert line in guide and line in plugin_source, line
     for line in ('name = "trace-plugins-circle"', "[project.entry-points.trace_tasks]",
-                 'circle = "trace_plugins_circle.plugin"'):
+                 'circle = "trace_plugins_circle.plugin:family"', 'dependencies = ["trace-core>=0.1,<0.2"]'):
         assert line in guide and line in pyproject, line
+
+
+def _python_blocks(doc: str) -> list[str]:
+    return [textwrap.dedent(block) for block in re.findall(r"^ *```python\n(.*?)^ *```", doc, re.M | re.S)]
+
+
+def test_excerpts_stand_in_the_files_they_name(doc: str) -> None:
+    excerpts = [b for b in _python_blocks(doc) if b.startswith("# excerpt: ")]
+    assert excerpts, "the guide quotes the circle example"
+    for block in excerpts:
+        first, _, body = block.partition("\n")
+        source = (REPO / first.removeprefix("# excerpt: ").strip()).read_text(encoding="utf-8")
+        source_lines = {line.strip() for line in source.splitlines()}
+        for line in body.splitlines():
+            assert not line.strip() or line.strip() in source_lines, f"{first}: {line!r} is not in the file"
+
+
+def test_runnable_blocks_run(doc: str) -> None:
+    """Every other Python block runs, in order, in one namespace (as a reader would paste them)."""
+    blocks = [b for b in _python_blocks(doc) if not b.startswith("# excerpt: ") and not b.startswith("def trace_")]
+    assert len(blocks) >= 3
+    namespace: dict[str, Any] = {"__name__": "docs_plugins"}
+    try:
+        for number, block in enumerate(blocks, start=1):
+            exec(compile(block, f"{DOC_PATH} (runnable block {number})", "exec"), namespace)
+    finally:
+        for name in list(plugins._pins):
+            plugins.unpin_reward_id(name)
+        for name, _ in list(plugins._extra):
+            if name.startswith("giou_doc"):
+                plugins.unregister_plugin(name)
+        reset_registry()
+
+
+def test_parsed_value_table_is_what_the_families_declare(doc: str) -> None:
+    text = section(doc, "## Parsed values of the official types")
+    rows = dict(re.findall(r"^\| `(\w+)` \| \w+ \| (.+?) \|$", text, re.M))
+    registry = get_registry()
+    assert set(rows) == set(OFFICIAL_TYPES)
+    for name, described in rows.items():
+        spec = registry.annotation_types[name].spec
+        assert spec is not None and spec.parsed_value == described, name
+
+
+@pytest.mark.parametrize("name", sorted(OFFICIAL_TYPES))
+def test_parsed_values_have_the_documented_python_shape(name: str) -> None:
+    """The table's words, checked on each declared example: tuples of floats in lists and dicts."""
+    registry = get_registry()
+    entry = registry.annotation_types[name]
+    assert entry.spec is not None and entry.spec.examples
+    for example in entry.spec.examples:
+        parsed = entry.parse(annotation_type=name, value=example)
+        items = {"scalar": lambda v: [v], "set": list, "sequence": list, "map": lambda v: list(v.values()),
+                 "set_map": lambda v: [i for vs in v.values() for i in vs]}[entry.spec.shape](parsed)
+        if entry.spec.shape in ("map", "set_map"):
+            assert isinstance(parsed, dict) and all(isinstance(k, str) and k == k.strip() for k in parsed)
+        elif entry.spec.shape in ("set", "sequence"):
+            assert isinstance(parsed, list)
+        for item in items:
+            assert isinstance(item, tuple) and all(type(v) is float for v in item), (name, item)

@@ -17,6 +17,12 @@ def _reported(**options: object) -> float:
     return score("point", TARGET, TARGET, **options)["annotation_point_half_life_px"]
 
 
+def test_documented_640x480_half_life_is_exactly_28() -> None:
+    """docs/contracts.md quotes 28 px for 640x480: exactly, not 28.000000000000004."""
+    assert half_life_px((640.0, 480.0)) == 28.0
+    assert _reported(image_size=[640, 480]) == 28.0
+
+
 @pytest.mark.parametrize(
     ("image_size", "expected"),
     [

@@ -11,7 +11,9 @@ import math
 
 LN2 = math.log(2.0)
 DEFAULT_HALF_LIFE_PX = 32.0
-HALF_LIFE_FRACTION = 0.035
+#: 0.035 as the exact fraction 35 / 1000: the product is rounded once, so a
+#: 640x480 image (diagonal 800) gets exactly 28.0 px, not 0.035 * 800 = 28.000000000000004.
+HALF_LIFE_PER_MILLE = 35
 HALF_LIFE_MIN_PX = 20.0
 HALF_LIFE_MAX_PX = 80.0
 
@@ -23,7 +25,7 @@ def half_life_px(image_size: tuple[float, float] | None, explicit: float | None 
     if image_size is None:
         return DEFAULT_HALF_LIFE_PX
     diagonal = math.hypot(image_size[0], image_size[1])
-    return min(max(HALF_LIFE_FRACTION * diagonal, HALF_LIFE_MIN_PX), HALF_LIFE_MAX_PX)
+    return min(max(diagonal * HALF_LIFE_PER_MILLE / 1000, HALF_LIFE_MIN_PX), HALF_LIFE_MAX_PX)
 
 
 def soft_similarity(distance: float, half_life: float) -> float:
@@ -33,7 +35,3 @@ def soft_similarity(distance: float, half_life: float) -> float:
         return 0.0
     return math.exp(-LN2 * ratio * ratio)
 
-
-def point_distance(x0: float, y0: float, x1: float, y1: float) -> float:
-    """Euclidean distance, overflow-safe (inf instead of an exception)."""
-    return math.hypot(x1 - x0, y1 - y0)
