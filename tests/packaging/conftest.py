@@ -30,6 +30,7 @@ SOURCES: Mapping[str, str] = {
     "trace-plugins-point": "trace_plugins_point",
     "trace-plugins-segment": "trace_plugins_segment",
     "trace-plugins-circle": "examples/circle_family",
+    "trace-plugins-bbox-giou": "examples/giou_bbox",
 }
 
 #: Generous bounds so a wedged build or install fails the test instead of hanging CI.

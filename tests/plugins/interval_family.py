@@ -2,9 +2,14 @@
 
 It follows the recipe of docs/plugins.md "Offering a new reward version": the
 type declares both ``interval_iou_v0`` and ``interval_iou_v1`` and
-``trace_resolve_reward_id`` names the current one. It also adds an answer type,
-so every hook in ``trace_tasks.hookspecs`` has an implementation here, and it
-records each hook call, so tests can prove each hook was exercised.
+``trace_resolve_reward_id`` names the owner's default (``current``; a user pin
+can still choose the other). It also adds an answer type, may declare extra
+reward ids through ``trace_reward_ids``, explains its scores and draws an
+interval, so every hook in ``trace_tasks.hookspecs`` has an implementation
+here, and it records each hook call, so tests can prove each hook was exercised.
+
+:class:`DefaultHijacker` is the plugin contract v2 forbids: it owns nothing but
+answers ``trace_resolve_reward_id`` for ``interval``.
 """
 
 from __future__ import annotations
@@ -13,13 +18,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from trace_tasks import (
+    AnnotationExplanation,
     AnnotationParseError,
     AnnotationScore,
     AnnotationTypeSpec,
     AnswerTypeSpec,
+    ExplainedItem,
+    MatchedPair,
+    RewardIdSpec,
     ScoringContext,
     hookimpl,
 )
+from trace_tasks.drawing import Drawable, Polyline
 from trace_tasks.shapes import coordinates
 
 V0 = "interval_iou_v0"
@@ -45,18 +55,30 @@ def giou01(a: Interval, b: Interval) -> float:
 class IntervalFamily:
     """Owns annotation type ``interval`` and answer type ``hex_color``.
 
-    ``current`` is the id ``trace_resolve_reward_id`` answers: the family, not
-    the core, decides which version new contracts get.
+    ``current`` is the id ``trace_resolve_reward_id`` answers: the owner's
+    default, which new contracts get unless the user pins another id.
+    ``extra_ids`` are returned from ``trace_reward_ids`` (none by default).
     """
 
-    def __init__(self, current: str = V1) -> None:
+    def __init__(self, current: str = V1, extra_ids: Sequence[RewardIdSpec] = ()) -> None:
         self.current = current
+        self.extra_ids = list(extra_ids)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
 
     @hookimpl
     def trace_annotation_types(self) -> Sequence[AnnotationTypeSpec]:
         self.calls.append(("trace_annotation_types", ()))
-        return [AnnotationTypeSpec("interval", (V0, V1), "a 1-D interval [lo, hi]")]
+        return [
+            AnnotationTypeSpec(
+                "interval", (V0, V1), "a 1-D interval [lo, hi]", shape="scalar",
+                examples=([0, 10], [2.5, 4]), parsed_value="tuple (lo, hi) of floats with lo < hi",
+            )
+        ]  # fmt: skip
+
+    @hookimpl
+    def trace_reward_ids(self) -> Sequence[RewardIdSpec]:
+        self.calls.append(("trace_reward_ids", ()))
+        return list(self.extra_ids)
 
     @hookimpl
     def trace_answer_types(self) -> Sequence[AnswerTypeSpec]:
@@ -85,8 +107,46 @@ class IntervalFamily:
         if reward_id not in (V0, V1):
             return None
         self.calls.append(("trace_score_annotation", (reward_id,)))
-        reward = iou(prediction, target) if reward_id == V0 else giou01(prediction, target)
-        return AnnotationScore(reward, {"annotation_interval_reward_version": 0.0 if reward_id == V0 else 1.0})
+        return _score(reward_id, prediction, target)
+
+    @hookimpl
+    def trace_explain_annotation(
+        self, reward_id: str, prediction: Interval | None, target: Interval, context: ScoringContext
+    ) -> AnnotationExplanation | None:
+        if reward_id not in (V0, V1):
+            return None
+        self.calls.append(("trace_explain_annotation", (reward_id,)))
+        if prediction is None:
+            return AnnotationExplanation(
+                AnnotationScore(0.0, {}), "one pair", "iou", unmatched_targets=(ExplainedItem("", target),),
+                formula="no parsed prediction: 0",
+            )  # fmt: skip
+        score = _score(reward_id, prediction, target)
+        pair = MatchedPair(ExplainedItem("", prediction), ExplainedItem("", target), score.reward)
+        return AnnotationExplanation(score, "one pair", "iou" if reward_id == V0 else "giou01", (pair,))
+
+    @hookimpl
+    def trace_draw_annotation(self, annotation_type: str, item: Interval) -> Sequence[Drawable] | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_draw_annotation", (annotation_type,)))
+        return [Polyline([(item[0], 0.0), (item[1], 0.0)])]
 
     def hooks_called(self) -> set[str]:
         return {name for name, _ in self.calls}
+
+
+def _score(reward_id: str, prediction: Interval, target: Interval) -> AnnotationScore:
+    reward = iou(prediction, target) if reward_id == V0 else giou01(prediction, target)
+    return AnnotationScore(reward, {"annotation_interval_reward_version": 0.0 if reward_id == V0 else 1.0})
+
+
+class DefaultHijacker:
+    """Owns no type, yet answers ``trace_resolve_reward_id`` for ``interval``: a load error under contract v2."""
+
+    def __init__(self, answer: str = V0) -> None:
+        self.answer = answer
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        return self.answer if annotation_type == "interval" else None

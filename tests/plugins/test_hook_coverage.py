@@ -1,68 +1,59 @@
-"""Every hook spec is exercised by at least one test.
+"""Every hook spec in ``trace_tasks.hookspecs`` is called by real code paths.
 
-``HOOK_TESTS`` is maintained by hand: for each hook, tests that drive it
-through the public API. The first test fails when a hook is added to
-``hookspecs.py`` without a test (or a listed test disappears); the last one
-proves, with a recording plugin, that one pass through the public API calls
-every hook.
+A recording plugin (``interval_family.IntervalFamily``) implements every hook
+and notes each call. Driving it only through public entry points (building the
+registry, ``resolve_reward_contract``, ``score_trace_response``, the image-frame
+check of ``trace_tasks.frames``) must call every hook the spec module defines:
+a new hook added to ``hookspecs.py`` without a caller in the core, or without
+an implementation in the recording plugin, fails here. Nothing is listed by
+hand: the specs are read from the module.
 """
 
 from __future__ import annotations
 
-import ast
+import inspect
 import json
-from pathlib import Path
 from typing import Any
 
-from trace_tasks import get_registry, resolve_reward_contract, score_trace_response
+from trace_tasks import get_registry, hookspecs, resolve_reward_contract, score_trace_response
+from trace_tasks.frames import frame_report
+from trace_tasks.markers import PROJECT_NAME
 
 from .interval_family import V1, IntervalFamily
-from .test_docs import hook_specs
 
-HERE = Path(__file__).resolve().parent
-
-#: hook name -> "module.py::test_name" of tests that exercise it
-HOOK_TESTS: dict[str, list[str]] = {
-    "trace_annotation_types": [
-        "test_reward_versions.py::test_both_versions_are_declared_and_v1_is_current",
-        "test_circle_geometry.py::test_in_process_registration_scores_through_the_public_scorer",
-    ],
-    "trace_answer_types": [
-        "test_reward_versions.py::test_plugin_answer_type_is_usable_in_contracts_and_scoring",
-    ],
-    "trace_resolve_reward_id": [
-        "test_reward_versions.py::test_builder_emits_the_current_id",
-        "test_reward_versions.py::test_the_family_not_the_core_chooses_the_version",
-        "test_reward_versions.py::test_current_id_must_be_declared",
-    ],
-    "trace_parse_annotation": [
-        "test_reward_versions.py::test_scorer_uses_the_current_version",
-        "test_hook_arguments.py::test_implementations_with_fewer_arguments_are_called_correctly",
-    ],
-    "trace_score_annotation": [
-        "test_reward_versions.py::test_scorer_uses_the_current_version",
-        "test_circle_geometry.py::test_in_process_registration_scores_through_the_public_scorer",
-    ],
-}
+#: Hooks the registry asks once, when it is built.
+LOAD_HOOKS = {"trace_annotation_types", "trace_reward_ids", "trace_answer_types", "trace_resolve_reward_id"}
+#: Hooks scoring a response calls.
+SCORE_HOOKS = {"trace_parse_annotation", "trace_score_annotation"}
+#: Capabilities the tools call (explain, draw), never the scorer.
+TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation"}
 
 
-def _test_functions(module: str) -> set[str]:
-    tree = ast.parse((HERE / module).read_text(encoding="utf-8"))
-    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+def spec_names() -> set[str]:
+    """Every function marked as a hook spec in ``trace_tasks.hookspecs``."""
+    marker = f"{PROJECT_NAME}_spec"
+    return {name for name, fn in vars(hookspecs).items() if inspect.isfunction(fn) and getattr(fn, marker, None) is not None}
 
 
-def test_every_hook_has_tests_and_they_exist() -> None:
-    assert set(HOOK_TESTS) == set(hook_specs())
-    for hook, tests in HOOK_TESTS.items():
-        assert tests, f"no test listed for {hook}"
-        for ref in tests:
-            module, name = ref.split("::")
-            assert name in _test_functions(module), f"{ref} (listed for {hook}) does not exist"
+def test_the_phases_cover_every_spec() -> None:
+    assert LOAD_HOOKS | SCORE_HOOKS | TOOL_HOOKS == spec_names()
+    assert len(spec_names()) == 8
 
 
-def test_a_recording_plugin_sees_every_hook_called(register: Any) -> None:
+def test_the_recording_plugin_implements_every_spec(register: Any) -> None:
+    register(IntervalFamily(), "interval")
+    (info,) = [p for p in get_registry().plugins if p.name == "interval"]
+    assert set(info.hooks) == spec_names()
+
+
+def test_real_code_paths_call_every_hook(register: Any) -> None:
     family = IntervalFamily()
     register(family, "interval")
+    # Building the registry asks the collecting and resolving hooks, once each.
+    assert family.hooks_called() == LOAD_HOOKS
+    assert [name for name, _ in family.calls].count("trace_annotation_types") == 1
+
+    family.calls.clear()
     contract = resolve_reward_contract(answer_type="hex_color", annotation_type="interval").to_dict()
     result = score_trace_response(
         response=json.dumps({"answer": "#00ff00", "annotation": [1, 4]}),
@@ -71,8 +62,16 @@ def test_a_recording_plugin_sees_every_hook_called(register: Any) -> None:
         reward_contract=contract,
     )
     assert result["annotation_parse_ok"] == 1.0 and result["answer_reward"] == 1.0
-    assert family.hooks_called() == set(hook_specs())
-    assert ("trace_score_annotation", (V1,)) in family.calls
-    # The registry agrees about which hooks the plugin implements.
-    (info,) = [p for p in get_registry().plugins if p.name == "interval"]
-    assert set(info.hooks) == set(hook_specs())
+    # Scoring one response: the owner parses target and prediction, the id's plugin scores; nothing else.
+    assert family.calls == [
+        ("trace_parse_annotation", ("interval",)),
+        ("trace_parse_annotation", ("interval",)),
+        ("trace_score_annotation", (V1,)),
+    ]
+
+    family.calls.clear()
+    registry = get_registry()
+    parsed = registry.annotation_types["interval"].parse(annotation_type="interval", value=[2, 30])
+    report = frame_report(registry, "interval", parsed, (20.0, 10.0))
+    assert report.checked and [message for _, message in report.problems] == ["x=30 is outside the image frame [0, 20]"]
+    assert family.hooks_called() == {"trace_parse_annotation"} | TOOL_HOOKS

@@ -1,8 +1,10 @@
 """A family offering ``..._v1`` beside ``..._v0`` (docs/plugins.md "Offering a new reward version").
 
-Only the id ``trace_resolve_reward_id`` names is current: the builder emits it,
-the scorer honours only it, the validator rejects the other, and the registry
-explains which id is current when asked about the old one.
+With no user pin, only the owner's default (the id ``trace_resolve_reward_id``
+names) is current: the builder emits it, the scorer honours only it, the
+validator rejects the other, and the registry explains which id is current
+(and the pin that would change it) when asked about the old one. Pins are
+tested in ``test_contract_v2.py``.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def test_check_reward_id_suggests_a_near_match_for_a_misspelled_id(family: Inter
 
 
 def test_the_family_not_the_core_chooses_the_version(register: Any) -> None:
-    """Declaring v1 does not make it current: the builder never picks "the latest" itself."""
+    """Declaring v1 does not make it current: the owner's default is, the builder never picks "the latest" itself."""
     register(IntervalFamily(current=V0), "interval")
     assert resolve_reward_contract(answer_type="integer", annotation_type="interval").annotation.id == V0
     assert _score(OVERLAP, _contract(V0))["annotation_reward"] == pytest.approx(iou((5.0, 15.0), (0.0, 10.0)))

@@ -1,0 +1,289 @@
+"""The family test kit (``trace_tasks.testing``): the official families and both examples pass, broken ones do not.
+
+The first tests are what a family author writes in their own suite: one call
+to :func:`~trace_tasks.testing.assert_family_ok`. The rest prove the kit
+catches real bugs: a hand-written family with one flaw switched on at a time
+must produce the expected problem, and only problems of that kind.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trace_tasks import (
+    AnnotationExplanation,
+    AnnotationParseError,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    ExplainedItem,
+    ScoringContext,
+    get_registry,
+    hookimpl,
+)
+from trace_tasks.coordinates import coordinates
+from trace_tasks.drawing import Point
+from trace_tasks.plugins import OFFICIAL_TYPES, build_registry
+from trace_tasks.testing import KitProblem, assert_family_ok, check_family, hostile_values
+
+from .interval_family import IntervalFamily
+
+GIOU_SRC = Path(__file__).resolve().parents[2] / "examples" / "giou_bbox" / "src"
+
+
+@pytest.fixture
+def giou_rewards(monkeypatch: pytest.MonkeyPatch) -> object:
+    """The bbox_giou_v1 example's ShapeRewards object (what its entry point names), from its source folder."""
+    monkeypatch.syspath_prepend(str(GIOU_SRC))
+    import trace_plugins_bbox_giou.plugin as plugin
+
+    return plugin.rewards
+
+
+# --------------------------------------------------------------------------- the families that ship
+
+
+def test_every_installed_type_passes_the_kit() -> None:
+    registry = get_registry()
+    assert set(OFFICIAL_TYPES) <= set(registry.annotation_types)
+    assert_family_ok()
+
+
+def test_the_circle_example_passes_the_kit(register: Any, circle_plugin: object) -> None:
+    register(circle_plugin, "circle")
+    assert_family_ok(types=["circle", "circle_set"])
+
+
+def test_the_giou_example_passes_the_kit_beside_the_bbox_owner(register: Any, giou_rewards: object) -> None:
+    register(giou_rewards, "bbox_giou")
+    assert get_registry().annotation_types["bbox"].reward_ids == ("bbox_soft_iou_v0", "bbox_giou_v1")
+    assert_family_ok(types="bbox")  # both ids, the owner's and the third party's
+
+
+def test_the_recording_interval_family_passes_the_kit(register: Any) -> None:
+    register(IntervalFamily(), "interval")
+    assert_family_ok(types=["interval"])
+
+
+def test_the_kit_is_fast(register: Any, circle_plugin: object) -> None:
+    """All 12 official types and the circle family, every check: well under a second on a laptop."""
+    register(circle_plugin, "circle")
+    import scipy.optimize  # noqa: F401  (its first import alone takes a second; not the kit's cost)
+
+    start = time.perf_counter()
+    assert check_family() == []
+    assert time.perf_counter() - start < 3.0  # generous: a shared CI core; typically ~0.4 s
+
+
+def test_the_kit_reports_an_orphan_id_and_a_type_nobody_owns(giou_rewards: object) -> None:
+    registry = build_registry([("bbox_giou", giou_rewards)], load_entry_points=False)
+    problems = check_family(registry)
+    assert [(p.annotation_type, p.reward_id, p.check) for p in problems] == [("bbox", "bbox_giou_v1", "orphan")]
+    assert "pip install trace-plugins-bbox" in problems[0].message and "'bbox_giou'" in problems[0].message
+    assert check_family(registry, types=["bbox"]) == problems
+    (missing,) = check_family(registry, types=["point"])
+    assert missing.check == "installed" and "pip install trace-plugins-point" in missing.message
+
+
+def test_hostile_corpus_is_fresh_and_covers_the_documented_values() -> None:
+    values = hostile_values(([10, 20, 110, 220],))
+    assert hostile_values(([10, 20, 110, 220],)) is not values
+    kinds = {type(v).__name__ for v in values}
+    assert {"float", "int", "bool", "NoneType", "str", "list", "dict", "tuple"} <= kinds
+    assert any(isinstance(v, float) and math.isnan(v) for v in values)
+    assert 10**400 in values
+    assert any(isinstance(v, list) and 1000 <= len(v) <= 5000 for v in values)
+    assert [10, 20, 110, float("inf")] in values  # one coordinate of the example replaced
+    deepest = max((v for v in values if isinstance(v, list)), key=_depth)
+    assert _depth(deepest) >= 200
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
+
+
+# --------------------------------------------------------------------------- a family with switchable flaws
+
+
+def _closeness(p: Sequence[float], t: Sequence[float]) -> float:
+    return 1.0 / (1.0 + abs(p[0] - t[0]) + abs(p[1] - t[1]))
+
+
+class Toy:
+    """Pairs ``[a, b]``: ``toy`` (scalar), ``toy_set`` (set), ``toy_seq`` (sequence), with at most one flaw."""
+
+    IDS = {"toy": "toy_v0", "toy_set": "toy_set_v0", "toy_seq": "toy_seq_v0"}
+
+    def __init__(self, flaw: str = "") -> None:
+        self.flaw = flaw
+
+    @hookimpl
+    def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
+        examples = [] if self.flaw == "no_examples" else [[1, 2], [5, 9]]
+        return [
+            AnnotationTypeSpec("toy", ("toy_v0",), shape="scalar", examples=examples),
+            AnnotationTypeSpec("toy_set", ("toy_set_v0",), shape="set", examples=[examples]),
+            AnnotationTypeSpec("toy_seq", ("toy_seq_v0",), shape="sequence", examples=[examples]),
+        ]
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        return self.IDS.get(annotation_type)
+
+    def _pair(self, value: Any) -> tuple[float, ...]:
+        if self.flaw == "keyerror" and isinstance(value, str):
+            raise KeyError(value)  # a bug: only AnnotationParseError may escape
+        return coordinates(value, 2)
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> Any:
+        if annotation_type == "toy":
+            return self._pair(value)
+        if annotation_type in ("toy_set", "toy_seq"):
+            if not isinstance(value, list) or len(value) > 10_000:
+                raise AnnotationParseError("expected a list of pairs")
+            return [self._pair(item) for item in value]
+        return None
+
+    def _reward(self, reward_id: str, p: Any, t: Any) -> float:
+        if reward_id == "toy_v0":
+            return _closeness(p, t)
+        if not p and not t:
+            return 1.0
+        if reward_id == "toy_seq_v0" and self.flaw != "unordered_sequence" or reward_id == "toy_set_v0" and self.flaw == "ordered_set":
+            return sum(_closeness(a, b) for a, b in zip(p, t)) / max(len(p), len(t))
+        return len(set(p) & set(t)) / max(len(p), len(t))  # exact matches: order-free
+
+    @hookimpl
+    def trace_score_annotation(self, reward_id: str, prediction: Any, target: Any, context: ScoringContext) -> Any:
+        if reward_id not in self.IDS.values():
+            return None
+        reward = self._reward(reward_id, prediction, target)
+        diagnostics = {"annotation_toy_closeness": reward}
+        if self.flaw == "half":
+            reward *= 0.5
+        elif self.flaw == "over":
+            reward = 1.7
+        elif self.flaw == "nan_diagnostic":
+            diagnostics["annotation_toy_closeness"] = float("nan")
+        elif self.flaw == "float":
+            return reward
+        elif self.flaw == "core_key":
+            diagnostics["annotation_reward"] = 1.0
+        elif self.flaw == "random" and isinstance(prediction, list):
+            reward = time.perf_counter_ns() % 1000 / 1000
+        return AnnotationScore(reward, diagnostics)
+
+
+class ExplainedToy(Toy):
+    """Toy with explain and draw capabilities; ``explain_off`` and ``bad_draw`` break them."""
+
+    @hookimpl
+    def trace_explain_annotation(self, reward_id: str, prediction: Any, target: Any, context: ScoringContext) -> Any:
+        if reward_id != "toy_v0":
+            return None
+        if prediction is None:
+            return AnnotationExplanation(AnnotationScore(0.0, {}), "one pair", "closeness", unmatched_targets=(ExplainedItem("", target),))
+        score = self.trace_score_annotation(reward_id, prediction, target, context)
+        if self.flaw == "explain_off":
+            score = AnnotationScore(score.reward * 0.9, dict(score.diagnostics))
+        return AnnotationExplanation(score, "one pair", "closeness", unmatched_targets=(ExplainedItem("", target),))
+
+    @hookimpl
+    def trace_draw_annotation(self, annotation_type: str, item: Any) -> Any:
+        if annotation_type != "toy":
+            return None
+        if self.flaw == "bad_draw":
+            return [("point", item[0], item[1])]
+        return [Point(item[0], item[1])]
+
+
+class Meddler:
+    """Owns nothing, but answers the parse hook for every type: through pm.hook it would hijack parsing."""
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> Any:
+        return ("meddled", annotation_type) if annotation_type == "toy" else None
+
+
+def _problems(*plugins: tuple[str, object]) -> list[KitProblem]:
+    registry = build_registry(plugins, load_entry_points=False)
+    return check_family(registry)
+
+
+def _kinds(problems: list[KitProblem]) -> set[tuple[str, str, str]]:
+    return {(p.annotation_type, p.reward_id, p.check) for p in problems}
+
+
+def test_the_flawless_toy_passes() -> None:
+    assert _problems(("toy", Toy())) == []
+    assert _problems(("toy", ExplainedToy())) == []
+
+
+# flaw -> (type, reward id, check, text the message contains)
+FLAWS: dict[str, tuple[str, str, str, str]] = {
+    "half": ("toy", "toy_v0", "self-score", "scores 0.5 against itself, expected 1.0"),
+    "keyerror": ("toy", "", "hostile", "raised KeyError"),
+    "ordered_set": ("toy_set", "toy_set_v0", "set-order", "reversed changes the reward"),
+    "unordered_sequence": ("toy_seq", "toy_seq_v0", "sequence-order", "must be order-sensitive"),
+    "over": ("toy", "toy_v0", "contract", "reward 1.7 is outside [0, 1]"),
+    "nan_diagnostic": ("toy", "toy_v0", "contract", "diagnostic 'annotation_toy_closeness' is nan"),
+    "float": ("toy", "toy_v0", "contract", "returned float instead of an AnnotationScore"),
+    "core_key": ("toy", "toy_v0", "contract", "annotation_reward"),
+    "random": ("toy_set", "toy_set_v0", "deterministic", "twice gave"),
+    "no_examples": ("toy", "", "examples", "declares no examples"),
+}
+
+
+@pytest.mark.parametrize("flaw", sorted(FLAWS))
+def test_the_kit_catches_a_flaw(flaw: str) -> None:
+    annotation_type, reward_id, check, text = FLAWS[flaw]
+    problems = _problems(("toy", Toy(flaw)))
+    found = [p for p in problems if (p.annotation_type, p.reward_id, p.check) == (annotation_type, reward_id, check)]
+    assert found, f"no {check} problem for {flaw}; got:\n" + "\n".join(map(str, problems))
+    assert any(text in p.message for p in found), "\n".join(map(str, found))
+    with pytest.raises(AssertionError, match=check):
+        assert_family_ok(build_registry([("toy", Toy(flaw))], load_entry_points=False))
+
+
+def test_contract_breaking_flaws_report_nothing_else_for_the_scalar_type() -> None:
+    """A bad result is one problem per reward id and kind, not a flood (at most MAX_PER_CHECK plus a count)."""
+    problems = [p for p in _problems(("toy", Toy("over"))) if p.annotation_type == "toy"]
+    assert {p.check for p in problems} == {"contract"}
+    assert len(problems) <= 4 and problems[-1].message.startswith("... and ")
+
+
+def test_the_kit_catches_an_explanation_that_disagrees_with_the_score() -> None:
+    problems = _problems(("toy", ExplainedToy("explain_off")))
+    assert ("toy", "toy_v0", "explain") in _kinds(problems)
+    assert any("scoring gave" in p.message for p in problems)
+
+
+def test_the_kit_catches_a_drawing_that_is_not_drawing_records() -> None:
+    problems = _problems(("toy", ExplainedToy("bad_draw")))
+    assert _kinds(problems) == {("toy", "", "draw")}
+    assert "not a trace_tasks.drawing record" in problems[0].message
+
+
+def test_the_kit_catches_a_plugin_answering_a_hook_for_a_type_it_does_not_own() -> None:
+    problems = _problems(("toy", Toy()), ("meddler", Meddler()))
+    assert _kinds(problems) == {("toy", "", "hook")}
+    assert any("plugin 'meddler' answers trace_parse_annotation" in p.message for p in problems)
+    assert any("registry.manager.hook.trace_parse_annotation returns ('meddled', 'toy')" in p.message for p in problems)
+
+
+def test_problems_print_on_one_line_each() -> None:
+    problems = _problems(("toy", Toy("keyerror")))
+    assert problems and all("\n" not in str(p) for p in problems)
+    assert str(problems[0]).startswith("toy: hostile: parse of ")
+    with pytest.raises(AssertionError) as caught:
+        assert_family_ok(build_registry([("toy", Toy("half"))], load_entry_points=False))
+    assert "toy toy_v0: self-score: example #0 scores 0.5 against itself" in str(caught.value)
