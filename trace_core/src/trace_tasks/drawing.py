@@ -8,7 +8,7 @@ source image, and draw or measure those.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Union
 
 import attrs
@@ -86,7 +86,7 @@ def extent_points(shape: Drawable) -> Iterator[tuple[float, float]]:
         yield (shape.cx + shape.r, shape.cy + shape.r)
 
 
-def anchor(shapes: "tuple[Drawable, ...] | list[Drawable]") -> tuple[float, float] | None:
+def anchor(shapes: Sequence[Drawable]) -> tuple[float, float] | None:
     """The centre of the points bounding ``shapes`` (where a pair's link line ends), or None."""
     pts = [p for s in shapes for p in extent_points(s)]
     if not pts:

@@ -290,7 +290,7 @@ def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.Ent
 def _impls_by_plugin(pm: pluggy.PluginManager, hook_name: str) -> dict[str, Callable[..., Any]]:
     hook = getattr(pm.hook, hook_name)
     spec_names = tuple(hook.spec.argnames)
-    return {pm.get_name(impl.plugin): _accepting_spec_kwargs(impl, spec_names) for impl in hook.get_hookimpls()}
+    return {str(pm.get_name(impl.plugin)): _accepting_spec_kwargs(impl, spec_names) for impl in hook.get_hookimpls()}
 
 
 def _accepting_spec_kwargs(impl: Any, spec_names: tuple[str, ...]) -> Callable[..., Any]:
