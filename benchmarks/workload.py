@@ -1,6 +1,6 @@
 """A realistic, seeded RL batch of trace responses for the benchmarks.
 
-Every annotation type of seed section 3 in both output modes; about 1.5 KB of
+Every annotation type of the resolver table (docs/contracts.md §10) in both output modes; about 1.5 KB of
 reasoning prose before the final object (sometimes with stray braces, brackets,
 quotes and a fenced code block); the final object bare or fenced; sets of 0 to
 20 items whose predictions are jittered, shuffled, with items dropped and extra

@@ -7,7 +7,7 @@ from typing import Any
 
 from trace_tasks import score_trace_response
 
-#: annotation type -> its current reward id (seed section 3).
+#: annotation type -> its current reward id (docs/contracts.md §10, resolver table).
 REWARD_IDS = {
     "bbox": "bbox_soft_iou_v0",
     "bbox_set": "bbox_set_soft_iou_v0",

@@ -1,4 +1,4 @@
-"""The result dict of every box type: exact diagnostics keys, in SPEC.md order, all floats."""
+"""The result dict of every box type: exact diagnostics keys, in the order of docs/contracts.md §7, all floats."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ MAP_KEYS = [
     "annotation_assigned_iou_mean",
 ]
 
-# SPEC.md "The result dict": type -> (diagnostics keys in order, a valid value).
+# docs/contracts.md §7 "Return value": type -> (diagnostics keys in order, a valid value).
 EXPECTED = {
     "bbox": (SIZE_KEYS + ["annotation_assigned_count", "annotation_assigned_iou_mean"], [0, 0, 10, 10]),
     "bbox_set": (SIZE_KEYS + ["annotation_assigned_count", "annotation_assigned_iou_mean"], [[0, 0, 10, 10]]),
@@ -32,7 +32,7 @@ EXPECTED = {
     "bbox_set_map": (MAP_KEYS, {"a": [[0, 0, 10, 10]]}),
 }
 
-# The core keys every result starts with (SPEC.md), before the type one-hot.
+# The core keys every result starts with (docs/contracts.md §7), before the type one-hot.
 CORE_KEYS = [
     "overall", "format", "accuracy", "answer_reward", "annotation_reward", "task_reward_raw",
     "task_reward_effective", "task_reward_gated", "format_weight", "trace_reward_mode_answer",

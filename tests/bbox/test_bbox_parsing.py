@@ -1,4 +1,4 @@
-"""Parse rules of the box family (seed "Coordinate Rules", SPEC.md "Annotations").
+"""Parse rules of the box family (docs/contracts.md §5.1 and §5.2).
 
 Each rule is checked through the public scorer: a prediction that breaks a rule
 gives ``annotation_parse_ok == 0`` and zero annotation reward, one that follows it

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
+from ..support.readme_example import run_snippet
 from .helpers import score
 
 # Verbatim from the seed, section "Answer-And-Annotation Scoring".
@@ -63,10 +61,8 @@ ANSWER_OUTPUT = "{'overall': 1.0, 'answer_reward': 1.0, 'format': 1.0, 'format_s
 
 
 def run_seed_snippet(code: str) -> str:
-    """Run a seed snippet the way the seed does (`python - <<'PY'`, a fresh interpreter)."""
-    done = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """Run a seed snippet as a script (the seed pipes it to ``python -``), in this process; what it printed."""
+    return run_snippet(code, "<seed snippet>")
 
 
 def test_answer_and_annotation_example_prints_the_seed_output() -> None:

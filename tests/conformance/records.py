@@ -72,7 +72,7 @@ def load(name: str) -> list[dict[str, Any]]:
 
 
 def load_deviations() -> dict[str, str]:
-    """Record id -> the SPEC.md improvement that explains why we differ."""
+    """Record id -> the improvement (docs/contracts.md section) that explains why we differ."""
     out = {}
     with open(HERE / "deviations.tsv", encoding="utf-8") as fh:
         for line in fh:

@@ -6,7 +6,7 @@ from typing import Any
 
 from trace_tasks import resolve_reward_contract, score_trace_response
 
-#: The answer-and-annotation keys every result dict starts with, in SPEC.md order.
+#: The answer-and-annotation keys every result dict starts with, in the order of docs/contracts.md §7.
 LEADING_KEYS = (
     "overall",
     "format",

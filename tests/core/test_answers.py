@@ -1,4 +1,4 @@
-"""``answer_exact_match_v0``: seed "Answer Scoring" and every bullet of SPEC.md "Answers"."""
+"""``answer_exact_match_v0``: every rule of docs/contracts.md §4."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed "Reward Composition", "Return Value" and SPEC.md "The result dict"."""
+"""Reward composition and the result dict: docs/contracts.md §6 and §7."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed "Response Contract" and SPEC.md "Extraction and format": final block, recovery, atomic answers."""
+"""The response contract, docs/contracts.md §3: final block, recovery, atomic answers."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pytest
 
 from ..support.seed_table import SEED_TABLE
 
-pytestmark = pytest.mark.packaging
+pytestmark = [pytest.mark.packaging, pytest.mark.slow]
 
 CORE = "trace-core"
 CIRCLE = "trace-plugins-circle"
@@ -169,7 +169,7 @@ def test_official_types_still_name_their_family(circle_only: Any) -> None:
 
 
 def test_circle_beside_the_official_families(make_venv: Any) -> None:
-    """All five wheels together: the seed table plus two circle rows; official indicators first."""
+    """All five wheels together: the resolver table of docs/contracts.md §10 plus two circle rows; official indicators first."""
     script = """
 import json
 from trace_tasks import get_registry, resolve_annotation_reward_contract_id, score_trace_response

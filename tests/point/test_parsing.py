@@ -1,4 +1,4 @@
-"""What counts as a point, a point collection and a point map (SPEC.md "Annotations")."""
+"""What counts as a point, a point collection and a point map (docs/contracts.md §5.1 and §5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What counts as a segment and a segment set (seed "Coordinate Rules", SPEC.md "Annotations")."""
+"""What counts as a segment and a segment set (docs/contracts.md §5.1 and §5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the installed packages must provide, written out by hand from the seeds.
+"""What the installed packages must provide, written out by hand from the resolver table of docs/contracts.md §10.
 
 Deliberately not read from ``trace_tasks.plugins.OFFICIAL_TYPES``: these tests
 check the installed code against the contract, not against itself.
@@ -6,7 +6,7 @@ check the installed code against the contract, not against itself.
 
 from __future__ import annotations
 
-#: Seed "annotation and reward contracts", section 3: annotation type -> reward id.
+#: docs/contracts.md §10, the resolver table (the contract's original "seed" table): annotation type -> reward id.
 SEED_TABLE = {
     "bbox": "bbox_soft_iou_v0",
     "bbox_set": "bbox_set_soft_iou_v0",
@@ -22,7 +22,7 @@ SEED_TABLE = {
     "point_set_map": "point_set_map_soft_distance_v0",
 }
 
-#: Which distribution provides each official type (SPEC.md "Annotations").
+#: Which distribution provides each official type (docs/contracts.md §11).
 FAMILY = {
     **{t: "trace-plugins-bbox" for t in SEED_TABLE if t.startswith("bbox")},
     **{t: "trace-plugins-point" for t in SEED_TABLE if t.startswith("point")},

@@ -1,6 +1,6 @@
 """Finding the final JSON object in a model response, in time linear in its length.
 
-Two questions are answered separately (seed "Response Contract"):
+Two questions are answered separately (docs/contracts.md §3):
 
 * **Format**: does the response *end* with the final object, either as the
   content of the last fenced code block or as a bare balanced object, and does
@@ -36,7 +36,7 @@ ANSWER_AND_ANNOTATION_KEYS = frozenset({"answer", "annotation"})
 
 @attrs.frozen(slots=True)
 class FormatCheck:
-    """Format diagnostics of one response (seed "Response Contract")."""
+    """Format diagnostics of one response (docs/contracts.md §3)."""
 
     structure_ok: bool
     json_ok: bool

@@ -1,7 +1,7 @@
 """Finding the source image size (for the point half-life) in the caller's metadata.
 
 Sources are tried in order: ``image_size``, ``image_sizes``, ``metadata``,
-``extra_info``; the first valid size wins (SPEC.md "Options"). A size is valid
+``extra_info``; the first valid size wins (docs/contracts.md §5.4). A size is valid
 when both sides are non-boolean, finite numbers > 0.
 
 The search is bounded: at most ``_MAX_DEPTH`` levels and ``_MAX_VISITS`` values

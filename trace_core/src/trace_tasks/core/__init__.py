@@ -1,1 +1,1 @@
-"""The modules the seeds name: ``reward_contracts`` (resolver) and ``reward_scoring`` (scorer)."""
+"""The modules the contract names (docs/contracts.md §2): ``reward_contracts`` (resolver) and ``reward_scoring`` (scorer)."""
