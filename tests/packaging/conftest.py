@@ -132,9 +132,7 @@ def wheels(uv: list[str], tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 
 @pytest.fixture(scope="session")
-def make_venv(
-    uv: list[str], wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Callable[..., Venv]]:
+def make_venv(uv: list[str], wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Venv]]:
     """``make_venv("trace-core", "trace-plugins-bbox")``: a cached fresh venv with those wheels."""
     cache: dict[frozenset[str], Venv] = {}
 
@@ -145,13 +143,19 @@ def make_venv(
             root = base / "venv"
             proc = subprocess.run(
                 [*uv, "venv", "--python", sys.executable, str(root)],
-                capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT_S,
+                env=clean_env(),
             )
             _check(proc, "uv venv")
             venv = Venv(root, key)
             proc = subprocess.run(
                 [*uv, "pip", "install", "--python", str(venv.python), *(str(wheels[d]) for d in sorted(key))],
-                capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT_S,
+                env=clean_env(),
             )
             _check(proc, f"uv pip install {sorted(key)}")
             cache[key] = venv

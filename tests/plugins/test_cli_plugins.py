@@ -101,13 +101,27 @@ def test_json_lists_the_installed_families() -> None:
     }  # fmt: skip
     by_name = {p["name"]: p for p in listing["plugins"]}
     assert by_name["trace_tasks.builtin"]["answer_types"] == [
-        "integer", "number", "string", "boolean", "option_letter", "pi_expression", "index_list", "matrix",
+        "integer",
+        "number",
+        "string",
+        "boolean",
+        "option_letter",
+        "pi_expression",
+        "index_list",
+        "matrix",
     ]
     assert sorted(p["distribution"] for p in listing["plugins"] if p["distribution"]) == OFFICIAL
     for info in listing["plugins"]:
         assert set(info) == {
-            "name", "distribution", "version", "entry_point", "annotation_types", "reward_ids",
-            "answer_types", "hooks", "current_reward_ids",
+            "name",
+            "distribution",
+            "version",
+            "entry_point",
+            "annotation_types",
+            "reward_ids",
+            "answer_types",
+            "hooks",
+            "current_reward_ids",
         }
         if info["distribution"]:
             assert info["entry_point"].startswith(f"{info['name']} = ")
@@ -130,7 +144,14 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
     assert "PLUGIN" in out and "ANNOTATION TYPE" in out and "ANSWER TYPE" in out
     assert "ADDED REWARD ID" not in out and "PROBLEMS" not in out
     (header,) = [line for line in out.splitlines() if line.startswith("ANNOTATION TYPE")]
-    assert re.split(r"\s{2,}", header) == ["ANNOTATION TYPE", "OWNER", "DEFAULT ID", "CURRENT ID", "PINNED BY", "REWARD IDS (* = current)"]
+    assert re.split(r"\s{2,}", header) == [
+        "ANNOTATION TYPE",
+        "OWNER",
+        "DEFAULT ID",
+        "CURRENT ID",
+        "PINNED BY",
+        "REWARD IDS (* = current)",
+    ]
     type_rows = {row.split()[0]: row.split() for row in table_rows(out, "ANNOTATION TYPE")}
     assert set(type_rows) == set(SEED_TABLE)
     for annotation_type, reward_id in SEED_TABLE.items():
@@ -166,7 +187,9 @@ def test_help_lists_the_plugins_subcommand() -> None:
 def test_allow_list_environment_variable_is_honoured() -> None:
     listing = json.loads(run_console_script("plugins", "--json", TRACE_TASKS_PLUGINS="bbox").stdout)
     assert [p["name"] for p in listing["plugins"]] == ["trace_tasks.builtin", "bbox"]
-    listing = json.loads(run_console_script("plugins", "--json", TRACE_TASKS_DISABLE_PLUGINS="trace-plugins-point,segment").stdout)
+    listing = json.loads(
+        run_console_script("plugins", "--json", TRACE_TASKS_DISABLE_PLUGINS="trace-plugins-point,segment").stdout
+    )
     assert [p["name"] for p in listing["plugins"]] == ["trace_tasks.builtin", "bbox"]
     listing = json.loads(run_console_script("plugins", "--json", TRACE_TASKS_PLUGINS="").stdout)
     assert listing["annotation_types"] == {}
@@ -175,7 +198,10 @@ def test_allow_list_environment_variable_is_honoured() -> None:
 @pytest.mark.parametrize("args", [["plugins"], ["plugins", "--json"], ["plugins", "--check"]], ids=" ".join)
 def test_a_plugin_that_fails_to_import_exits_1_with_a_clear_message(tmp_path: Path, args: list[str]) -> None:
     site = fake_distribution(
-        tmp_path, "trace-plugins-broken", "broken", "trace_plugins_broken",
+        tmp_path,
+        "trace-plugins-broken",
+        "broken",
+        "trace_plugins_broken",
         "raise ImportError('needs libfoo, which is not installed')\n",
     )
     line = _one_error_line(run_cli(*args, pythonpath=site), "PluginLoadError")
@@ -208,7 +234,9 @@ def test_a_plugin_reusing_an_entry_point_name_exits_1(tmp_path: Path) -> None:
 
 
 def test_a_misspelled_hook_exits_1(tmp_path: Path) -> None:
-    source = "from trace_tasks import hookimpl\n\n@hookimpl\ndef trace_parse_anotation(annotation_type, value):\n    return value\n"
+    source = (
+        "from trace_tasks import hookimpl\n\n@hookimpl\ndef trace_parse_anotation(annotation_type, value):\n    return value\n"
+    )
     site = fake_distribution(tmp_path, "trace-plugins-typo", "typo", "typo_family", source)
     line = _one_error_line(run_cli("plugins", pythonpath=site), "PluginValidationError")
     assert "trace_parse_anotation" in line and "did you mean 'trace_parse_annotation'" in line

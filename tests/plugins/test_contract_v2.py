@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -256,8 +256,12 @@ def test_every_hook_through_pluggy_returns_the_responsible_answer(register: Any,
     score = hook.trace_score_annotation(reward_id=V1, prediction=(12.0, 20.0), target=(0.0, 10.0), context=context)
     assert score == AnnotationScore(giou01((12.0, 20.0), (0.0, 10.0)), {"annotation_interval_reward_version": 1.0})
     box, near = (0.0, 0.0, 10.0, 10.0), (5.0, 5.0, 15.0, 15.0)
-    assert hook.trace_score_annotation(reward_id=GIOU, prediction=near, target=box, context=context).reward == pytest.approx(29 / 63)
-    assert hook.trace_score_annotation(reward_id=SOFT_IOU, prediction=near, target=box, context=context).reward == pytest.approx(1 / 7)
+    assert hook.trace_score_annotation(reward_id=GIOU, prediction=near, target=box, context=context).reward == pytest.approx(
+        29 / 63
+    )
+    assert hook.trace_score_annotation(reward_id=SOFT_IOU, prediction=near, target=box, context=context).reward == pytest.approx(
+        1 / 7
+    )
     assert hook.trace_score_annotation(reward_id="nobody_v0", prediction=near, target=box, context=context) is None
     explained = hook.trace_explain_annotation(reward_id=GIOU, prediction=near, target=box, context=context)
     assert isinstance(explained, AnnotationExplanation) and explained.metric == "giou"
@@ -343,7 +347,7 @@ def test_each_kind_of_bug_is_logged_once_per_plugin(register: Any, caplog: pytes
 # --------------------------------------------------------------------------- load errors name who to blame
 
 
-CLONE_SOURCE = '''
+CLONE_SOURCE = """
 from trace_tasks import AnnotationTypeSpec, RewardIdSpec, hookimpl
 
 @hookimpl
@@ -365,7 +369,7 @@ def trace_parse_annotation(annotation_type, value):
 @hookimpl
 def trace_score_annotation(reward_id, prediction, target, context):
     return None
-'''
+"""
 
 
 def test_two_owners_of_a_type_name_both_distributions_and_the_disable_variable(site: FakeSite) -> None:  # noqa: F811
@@ -391,7 +395,7 @@ def test_two_declarers_of_a_reward_id_name_both_distributions(site: FakeSite) ->
 
 def test_two_in_process_owners_of_a_type_are_a_conflict(register: Any) -> None:
     register(IntervalFamily(), "interval")
-    with pytest.raises(PluginConflictError, match="owned by both plugin 'interval' .* and plugin 'interval2'"):
+    with pytest.raises(PluginConflictError, match=r"owned by both plugin 'interval' .* and plugin 'interval2'"):
         register(IntervalFamily(), "interval2")
 
 
@@ -422,7 +426,10 @@ class UnmarkedTypo:
     [
         (Unmarked(), "plugin 'oops' defines trace_parse_annotation but it is not marked @trace_tasks.hookimpl"),
         (MarkedTypo(), "implements a hook that matches no trace_tasks hook spec"),
-        (UnmarkedTypo(), "plugin 'oops' defines trace_scor_annotation, which is not a trace_tasks hook (did you mean 'trace_score_annotation'"),
+        (
+            UnmarkedTypo(),
+            "plugin 'oops' defines trace_scor_annotation, which is not a trace_tasks hook (did you mean 'trace_score_annotation'",
+        ),
     ],
     ids=["unmarked", "marked-typo", "unmarked-typo"],
 )
@@ -534,7 +541,7 @@ def test_pinning_giou_switches_contracts_and_scoring(register: Any, giou_rewards
     assert stale["annotation_parse_ok"] == 0.0 and stale["annotation_reward"] == 0.0 and stale["answer_reward"] == 1.0
     problem = validate_reward_contract_payload(v0, answer_type="integer", annotation_type="bbox")
     assert problem is not None and GIOU in problem  # names the current id (the pin itself: see the xfail above)
-    with pytest.raises(UnknownRewardIdError, match=f"pinned by trace_tasks.pin_reward_id\\(\\)"):
+    with pytest.raises(UnknownRewardIdError, match=r"pinned by trace_tasks\.pin_reward_id\(\)"):
         get_registry().check_reward_id(SOFT_IOU)
 
 
@@ -554,7 +561,9 @@ def test_without_the_bbox_owner_giou_is_an_orphan(giou_rewards: object) -> None:
     assert "no installed family owns (pip install trace-plugins-bbox)" in registry.not_current_message(GIOU)
     with pytest.raises(UnknownRewardIdError, match="pip install trace-plugins-bbox"):
         registry.check_reward_id(GIOU)
-    with pytest.raises(RewardPinError, match="pins annotation type 'bbox', which no installed family owns \\(pip install trace-plugins-bbox\\)"):
+    with pytest.raises(
+        RewardPinError, match="pins annotation type 'bbox', which no installed family owns \\(pip install trace-plugins-bbox\\)"
+    ):
         build_registry([("bbox_giou", giou_rewards)], load_entry_points=False, pins={"bbox": GIOU})
 
 
@@ -575,7 +584,9 @@ def test_plugins_check_lists_the_orphan(
     assert "PROBLEMS (1)" in out and "pip install trace-plugins-bbox" in out.split("PROBLEMS (1)")[1]
     assert main(["plugins", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert listing["orphan_reward_ids"] == {GIOU: {"annotation_type": "bbox", "plugin": "bbox_giou", "description": listing["orphan_reward_ids"][GIOU]["description"]}}
+    assert listing["orphan_reward_ids"] == {
+        GIOU: {"annotation_type": "bbox", "plugin": "bbox_giou", "description": listing["orphan_reward_ids"][GIOU]["description"]}
+    }
     assert len(listing["problems"]) == 1 and "trace-plugins-bbox" in listing["problems"][0]
 
     monkeypatch.setenv(PINS_ENV, f"bbox={GIOU}")

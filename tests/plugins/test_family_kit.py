@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -120,7 +120,7 @@ def _closeness(p: Sequence[float], t: Sequence[float]) -> float:
 class Toy:
     """Pairs ``[a, b]``: ``toy`` (scalar), ``toy_set`` (set), ``toy_seq`` (sequence), with at most one flaw."""
 
-    IDS = {"toy": "toy_v0", "toy_set": "toy_set_v0", "toy_seq": "toy_seq_v0"}
+    IDS: ClassVar[dict[str, str]] = {"toy": "toy_v0", "toy_set": "toy_set_v0", "toy_seq": "toy_seq_v0"}
 
     def __init__(self, flaw: str = "") -> None:
         self.flaw = flaw
@@ -158,8 +158,11 @@ class Toy:
             return _closeness(p, t)
         if not p and not t:
             return 1.0
-        if reward_id == "toy_seq_v0" and self.flaw != "unordered_sequence" or reward_id == "toy_set_v0" and self.flaw == "ordered_set":
-            return sum(_closeness(a, b) for a, b in zip(p, t)) / max(len(p), len(t))
+        index_aligned = (reward_id == "toy_seq_v0" and self.flaw != "unordered_sequence") or (
+            reward_id == "toy_set_v0" and self.flaw == "ordered_set"
+        )
+        if index_aligned:
+            return sum(_closeness(a, b) for a, b in zip(p, t, strict=False)) / max(len(p), len(t))
         return len(set(p) & set(t)) / max(len(p), len(t))  # exact matches: order-free
 
     @hookimpl
@@ -191,7 +194,9 @@ class ExplainedToy(Toy):
         if reward_id != "toy_v0":
             return None
         if prediction is None:
-            return AnnotationExplanation(AnnotationScore(0.0, {}), "one pair", "closeness", unmatched_targets=(ExplainedItem("", target),))
+            return AnnotationExplanation(
+                AnnotationScore(0.0, {}), "one pair", "closeness", unmatched_targets=(ExplainedItem("", target),)
+            )
         score = self.trace_score_annotation(reward_id, prediction, target, context)
         if self.flaw == "explain_off":
             score = AnnotationScore(score.reward * 0.9, dict(score.diagnostics))

@@ -363,7 +363,8 @@ class _TypeCheck:
             self.hook_parse(raw, value)
         if self.shape in ("set", "sequence") and not any(_list_of(raw, 2) for raw in examples):
             self.problem(
-                "examples", f"no example of this {self.shape} type is a list of two or more items, so item order cannot be checked"
+                "examples",
+                f"no example of this {self.shape} type is a list of two or more items, so item order cannot be checked",
             )
         return parsed
 
@@ -472,7 +473,8 @@ class _TypeCheck:
             b = self.score(reward, p_moved, target, f"{_short(moved)} against an example")
             if a is not None and b is not None and abs(a[0] - b[0]) > ORDER_TOLERANCE:
                 self.problem(
-                    check, f"{label} changes the reward from {a[0]!r} to {b[0]!r} ({_short(base)} vs {_short(moved)})",
+                    check,
+                    f"{label} changes the reward from {a[0]!r} to {b[0]!r} ({_short(base)} vs {_short(moved)})",
                     reward.reward_id,
                 )
 
@@ -608,12 +610,16 @@ class _TypeCheck:
             try:
                 answer = impl.function(*(kwargs[arg] for arg in impl.argnames))
             except Exception as exc:
-                self.problem("hook", f"plugin {plugin!r} raised {_exc(exc)} from {hook_name} for {what}; it must return None", rid)
+                self.problem(
+                    "hook", f"plugin {plugin!r} raised {_exc(exc)} from {hook_name} for {what}; it must return None", rid
+                )
                 continue
             if answer is not None:
                 self.problem(
-                    "hook", f"plugin {plugin!r} answers {hook_name} for {what} ({_short(answer)}), which {responsible!r} "
-                    "is responsible for; it must return None", rid,
+                    "hook",
+                    f"plugin {plugin!r} answers {hook_name} for {what} ({_short(answer)}), which {responsible!r} "
+                    "is responsible for; it must return None",
+                    rid,
                 )
         try:
             return hook(**kwargs)
@@ -623,7 +629,9 @@ class _TypeCheck:
 
     def hook_parse(self, raw: Any, expected: Any) -> None:
         got = self._answers(
-            "trace_parse_annotation", self.entry.plugin, {"annotation_type": self.name, "value": copy.deepcopy(raw)},
+            "trace_parse_annotation",
+            self.entry.plugin,
+            {"annotation_type": self.name, "value": copy.deepcopy(raw)},
             f"example {_short(raw)}",
         )
         if got is not _MISSING and not _same(got, expected):

@@ -177,7 +177,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     lines = []
     for row in (header, *rows):
-        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths)]
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
     return "\n".join(lines) + "\n"
 
