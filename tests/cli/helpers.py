@@ -1,15 +1,30 @@
-"""Running the real ``trace-tasks`` command in a subprocess, and small file builders."""
+"""Running the ``trace-tasks`` command in-process, and small file builders.
+
+:func:`run_cli` calls :func:`trace_tasks.cli.main` in this process with its own
+standard streams (bytes in, bytes out), so a CLI test costs milliseconds
+instead of a fresh interpreter. The installed console script and
+``python -m trace_tasks.cli`` are proven end to end, once per subcommand, by
+``tests/cli/test_subprocess_smoke.py``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import importlib
+import io
 import json
+import os
 import subprocess
 import sys
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from trace_tasks import resolve_reward_contract
+from trace_tasks.cli import main
+from trace_tasks.plugins import reset_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
@@ -18,16 +33,142 @@ RESPONSES = DATA / "responses.jsonl"
 COMBINED = DATA / "combined.jsonl"
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """``python -m trace_tasks.cli ARGS`` with stdout and stderr captured (bytes)."""
-    return subprocess.run(
-        [sys.executable, "-m", "trace_tasks.cli", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
+class _Sink(io.BytesIO):
+    """A byte buffer that keeps its contents readable even if the CLI closes the stream."""
+
+    def close(self) -> None:  # the value is read after main() returns
+        self.flush()
+
+
+def binary_stdin(data: bytes | io.RawIOBase) -> io.TextIOWrapper:
+    """A ``sys.stdin`` stand-in whose ``.buffer`` is a ``BufferedReader`` (it has ``peek``, as a pipe does)."""
+    raw = io.BytesIO(data) if isinstance(data, bytes) else data
+    return io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8")  # type: ignore[arg-type]
+
+
+def output_stream(sink: io.BytesIO, errors: str = "strict") -> io.TextIOWrapper:
+    """A ``sys.stdout``/``sys.stderr`` stand-in: text written through (no buffering) to ``sink``, also ``.buffer``."""
+    return io.TextIOWrapper(sink, encoding="utf-8", errors=errors, newline="\n", write_through=True)
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str | None] | None) -> Iterator[None]:
+    """Set (``str``) or unset (``None``) variables for the call; the plugin registry is rebuilt under them."""
+    if not env:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in env}
+    try:
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reset_registry()  # TRACE_TASKS_PLUGINS / _DISABLE_PLUGINS are read when the registry is built
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reset_registry()
+
+
+@contextlib.contextmanager
+def _extra_path(pythonpath: Path | None) -> Iterator[None]:
+    """Put ``pythonpath`` first on ``sys.path`` (what ``PYTHONPATH`` does at start-up), then undo it.
+
+    ``importlib.metadata`` scans ``sys.path`` on every call, so a ``*.dist-info``
+    folder there is found like an installed distribution. Modules imported from
+    it are forgotten afterwards and the registry is rebuilt without them.
+    """
+    if pythonpath is None:
+        yield
+        return
+    folder = str(pythonpath)
+    before = set(sys.modules)
+    sys.path.insert(0, folder)
+    importlib.invalidate_caches()
+    reset_registry()
+    try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder):
+                del sys.modules[name]
+        importlib.invalidate_caches()
+        reset_registry()
+
+
+@contextlib.contextmanager
+def _without_modules(names: Iterable[str]) -> Iterator[None]:
+    """Make ``import NAME`` raise ``ImportError`` (a ``None`` entry in ``sys.modules``), as if not installed."""
+    saved = {name: sys.modules.get(name) for name in names}
+    try:
+        for name in saved:
+            sys.modules[name] = None  # type: ignore[assignment]
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def run_cli(
+    *args: str,
+    stdin: bytes | io.RawIOBase | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str | None] | None = None,
+    pythonpath: Path | None = None,
+    without: Iterable[str] = (),
+) -> subprocess.CompletedProcess[bytes]:
+    """``trace-tasks ARGS`` run in-process, with stdout and stderr captured (bytes).
+
+    What a subprocess would give: ``SystemExit`` (argparse, ``--version``)
+    becomes the return code, an uncaught exception prints its traceback to
+    stderr and returns 1, the working directory is the repository root.
+    ``env`` sets (or, with ``None``, unsets) environment variables for the
+    call, ``pythonpath`` is put first on ``sys.path`` and ``without`` names
+    modules that fail to import; each is undone afterwards. ``timeout`` is
+    accepted for the old signature and ignored: nothing here can hang on a pipe.
+    """
+    del timeout
+    out, err = _Sink(), _Sink()
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    cwd = os.getcwd()
+    sys.stdin = binary_stdin(b"" if stdin is None else stdin)
+    sys.stdout, sys.stderr = output_stream(out), output_stream(err, errors="backslashreplace")
+    try:
+        os.chdir(ROOT)
+        with _environment(env), _extra_path(pythonpath), _without_modules(without):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
+            except Exception:  # noqa: BLE001  (an uncaught error: the traceback and exit code 1, as in a process)
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(ValueError):  # already closed by the command
+                stream.flush()
+    finally:
+        os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = streams
+    return subprocess.CompletedProcess(["trace-tasks", *args], code, out.getvalue(), err.getvalue())
+
+
+def _exit_code(code: object) -> int:
+    """``SystemExit.code`` as a process exit status (``None`` is 0, a message is printed and is 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
 
 
 def instance(

@@ -1,10 +1,13 @@
-"""``trace-tasks score`` end to end, in a subprocess, on the example data and on broken files."""
+"""``trace-tasks score`` end to end (in-process, see ``helpers.run_cli``), on the example data and on broken files."""
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,6 +188,7 @@ def test_stdin_and_stdout(tmp_path: Path) -> None:
     assert proc.returncode == 2
 
 
+@pytest.mark.slow  # starts a pool of two spawned interpreters
 def test_workers_keep_order_and_results(tmp_path: Path) -> None:
     # Enough lines for several pool chunks (2048 per chunk), so ordering across workers is exercised.
     rows = read_jsonl(COMBINED)
@@ -202,8 +206,10 @@ def test_missing_input_file_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and b"cannot open" in proc.stderr
 
 
-def test_ray_engine_gives_the_local_scores(tmp_path: Path) -> None:
-    pytest.importorskip("ray", reason="Ray is the optional extra trace-core[ray]")
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_engine_gives_the_local_scores(ray_session: object) -> None:
+    # The session's Ray is running, so the command uses it and leaves it running (see tests/conftest.py).
     local = run_cli("score", str(COMBINED), "-q")
     on_ray = run_cli("score", str(COMBINED), "-q", "--engine", "ray", timeout=300)
     assert on_ray.returncode == 0, on_ray.stderr.decode()[-2000:]
@@ -211,74 +217,52 @@ def test_ray_engine_gives_the_local_scores(tmp_path: Path) -> None:
 
 
 def test_ray_engine_without_ray_is_a_clear_usage_error(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    fake = tmp_path / "fake" / "ray"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named ray')\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "fake")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "trace_tasks.cli", "score", str(COMBINED), "--engine", "ray", "-o", str(tmp_path / "o.jsonl")],
-        capture_output=True, env=env, timeout=120, check=False,
-    )
+    proc = run_cli("score", str(COMBINED), "--engine", "ray", "-o", str(tmp_path / "o.jsonl"), without=["ray"])
     assert proc.returncode == 2
     assert b"pip install 'trace-core[ray]'" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_output_is_streamed_before_the_input_ends() -> None:
-    """Scores of the first chunks come out while stdin is still open: nothing waits for the whole input."""
-    import subprocess
-    import sys
-    import threading
+    """Scores of the first chunks are written before the end of the input is read: nothing waits for it all.
 
+    Standard input is a stream that notes how much output exists when the
+    command first reaches its end. (Through real pipes: ``test_subprocess_smoke``.)
+    """
     rows = read_jsonl(COMBINED)
-    first = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(3000))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trace_tasks.cli", "score", "-", "-q"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    out_lines: list[bytes] = []
-    first_line = threading.Event()
-
-    def read_all() -> None:  # keep draining stdout so the child never blocks on a full pipe
-        for line in proc.stdout:  # type: ignore[union-attr]
-            out_lines.append(line)
-            first_line.set()
-
-    def write_without_closing() -> None:
-        proc.stdin.write(first)  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-
-    reader = threading.Thread(target=read_all, daemon=True)
-    writer = threading.Thread(target=write_without_closing, daemon=True)
-    reader.start()
-    writer.start()
-    try:
-        # A deadlock guard, not a speed check: without streaming no line would ever come.
-        assert first_line.wait(timeout=120), "no output before the end of the input"
-        assert json.loads(out_lines[0])["line"] == 1
-    finally:
-        writer.join(timeout=120)
-        proc.stdin.close()
-        reader.join(timeout=120)
-        proc.wait(timeout=120)
+    data = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(3000))
+    stdin = OutputAtEnd(data)
+    proc = run_cli("score", "-", "-q", stdin=stdin)
     assert proc.returncode == 0
-    assert len(out_lines) == 3000
+    assert stdin.output_at_end is not None, "the input was never read to its end"
+    assert stdin.output_at_end.count(b"\n") >= 1024, "no output before the end of the input"  # at least one chunk
+    assert json.loads(stdin.output_at_end.splitlines()[0])["line"] == 1
+    assert len(proc.stdout.splitlines()) == 3000
+
+
+class OutputAtEnd(io.RawIOBase):
+    """Raw standard input over ``data`` that records ``sys.stdout``'s bytes when its end is first reached."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = memoryview(data)
+        self.pos = 0
+        self.output_at_end: bytes | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), len(self.data) - self.pos, 64 * 1024)  # pipe-sized reads
+        if n == 0 and self.output_at_end is None:
+            sys.stdout.flush()
+            self.output_at_end = sys.stdout.buffer.getvalue()
+        buffer[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
 
 
 def test_missing_family_fails_its_lines_naming_the_package() -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-segment"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "trace_tasks.cli", "score", str(COMBINED), "-q"], capture_output=True, env=env, timeout=120, check=False
-    )
+    proc = run_cli("score", str(COMBINED), "-q", env={"TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-segment"})
     assert proc.returncode == 1
     rows = read_jsonl(proc.stdout)
     assert len(rows) == 108

@@ -53,14 +53,7 @@ def test_every_problem_is_reported_with_file_line_and_path(tmp_path: Path) -> No
 
 
 def test_missing_family_names_the_package(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-point"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "trace_tasks.cli", "validate", str(INSTANCES)], capture_output=True, env=env, timeout=120, check=False
-    )
+    proc = run_cli("validate", str(INSTANCES), env={"TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-point"})
     assert proc.returncode == 1
     out = proc.stdout.decode()
     point_lines = [line for line in out.splitlines() if "point" in line and "$.annotation_gt.type" in line]

@@ -31,6 +31,7 @@ def _padded_literal(size: int) -> str:
 
 
 @pytest.mark.megabyte
+@pytest.mark.slow
 def test_only_the_last_response_chars_are_scanned() -> None:
     filler = " " * MAX_RESPONSE_CHARS
     inside = score(FINAL + " trailing words" + filler[: -len(FINAL) - 64])

@@ -1,4 +1,4 @@
-"""Megabyte-sized hostile responses (marked ``megabyte``; they run in CI).
+"""Megabyte-sized hostile responses (marked ``megabyte`` and ``slow``; they run in CI and in plain ``pytest``).
 
 Each response is about 1 MiB of one shape that once made extraction slow
 (a parser tried at every brace, a backtracking fence regex, unclosed tags).
@@ -13,6 +13,8 @@ import pytest
 from trace_tasks.limits import MAX_RESPONSE_CHARS
 
 from .helpers import NOTHING, UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
+
+pytestmark = pytest.mark.slow  # each test is also marked megabyte
 
 MIB = 1 << 20
 FINAL = '{"answer": 7, "annotation": [0, 0, 10, 10]}'

@@ -1,34 +1,28 @@
-"""Ray Data scoring and the ``--engine ray`` backend, on a real local Ray (2 CPUs, no dashboard)."""
+"""Ray Data scoring and the ``--engine ray`` backend, on the session's local Ray (``ray_session`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
-# Under `uv run`, Ray by default starts every worker through `uv run` too, packaging the
-# checkout and re-syncing the environment per worker: slow, and racy while others edit the
-# workspace. The workers here run in the same virtualenv, so use its Python directly.
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+from trace_tasks import score_trace_batch
+from trace_tasks.integrations._common import stable_keys
+from trace_tasks.integrations.ray import score_dataset, score_rows_with_ray  # imports Ray only when called
 
-ray = pytest.importorskip("ray", reason="the [ray] extra is part of the dev environment; skipped only without it")
+from .helpers import INSTANCES, RESPONSES, pairs
 
-from trace_tasks import score_trace_batch  # noqa: E402
-from trace_tasks.integrations._common import stable_keys  # noqa: E402
-from trace_tasks.integrations.ray import score_dataset, score_rows_with_ray  # noqa: E402
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
-from .helpers import INSTANCES, RESPONSES, pairs  # noqa: E402
+
+@pytest.fixture
+def ray(ray_session: ModuleType) -> ModuleType:
+    """The ``ray`` module, running; imported by the fixture, so collecting this file (or deselecting it) stays cheap."""
+    return ray_session
+
 
 REPEAT = 60  # 55 (response, instance) pairs x 60 = 3,300 rows
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 def _rows() -> list[tuple[str, dict]]:
@@ -40,7 +34,7 @@ def _batch_items(rows: list[tuple[str, dict]]) -> list[dict]:
     return [{"response": r, **{k: i.get(k) for k in fields}} for r, i in rows]
 
 
-def test_score_dataset_equals_score_trace_batch(local_ray: None) -> None:
+def test_score_dataset_equals_score_trace_batch(ray: ModuleType) -> None:
     rows = _rows()
     records = [
         {
@@ -64,7 +58,7 @@ def test_score_dataset_equals_score_trace_batch(local_ray: None) -> None:
     assert sum(row["overall"] > 0 for row in out) >= REPEAT * 4  # real rewards, not a column of zeros
 
 
-def test_whole_instance_column_with_native_nesting_and_a_bad_row(local_ray: None) -> None:
+def test_whole_instance_column_with_native_nesting_and_a_bad_row(ray: ModuleType) -> None:
     # One column holding instance structs: Arrow turns their lists into numpy arrays.
     inst = INSTANCES[0]
     records = [{"response": RESPONSES[0], "instance": inst} for _ in range(50)]
@@ -78,7 +72,7 @@ def test_whole_instance_column_with_native_nesting_and_a_bad_row(local_ray: None
     assert row["overall"] == 0.0 and "lacks" in row["error"]
 
 
-def test_score_rows_with_ray_equals_score_trace_batch(local_ray: None) -> None:
+def test_score_rows_with_ray_equals_score_trace_batch(ray: ModuleType) -> None:
     items = _batch_items(_rows())
     items[7] = {**items[7], "answer_weight": -1}  # one caller mistake: isolated as an error entry
     got = score_rows_with_ray(items, chunksize=700, trace_reward_mode="answer_and_annotation")
@@ -87,7 +81,7 @@ def test_score_rows_with_ray_equals_score_trace_batch(local_ray: None) -> None:
     assert ray.is_initialized()  # a Ray it did not start is left running
 
 
-def test_invalid_options_raise_before_scoring(local_ray: None) -> None:
+def test_invalid_options_raise_before_scoring(ray: ModuleType) -> None:
     with pytest.raises(ValueError, match="format_weight"):
         score_rows_with_ray([], format_weight=5)
     with pytest.raises(ValueError, match="unknown scorer option"):

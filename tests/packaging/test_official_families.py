@@ -14,7 +14,7 @@ import pytest
 from .conftest import Venv
 from ..support.seed_table import FAMILY, SAMPLES, SEED_TABLE
 
-pytestmark = pytest.mark.packaging
+pytestmark = [pytest.mark.packaging, pytest.mark.slow]
 
 CORE = "trace-core"
 OFFICIAL = ("trace-plugins-bbox", "trace-plugins-point", "trace-plugins-segment")

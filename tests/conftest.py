@@ -1,0 +1,41 @@
+"""Session-wide test set-up: one local Ray for every test that needs it.
+
+Starting Ray costs seconds, so it starts at most once per run, when the first
+test asking for ``ray_session`` runs, and stops at the end of the session.
+Tests marked ``ray`` are moved to the end of the run (keeping their relative
+order), so the Ray processes are alive only while those tests run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("ray") is not None)  # stable: the rest keeps its order
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[ModuleType]:
+    """The ``ray`` module with a local Ray (2 CPUs, no dashboard) running for the rest of the session.
+
+    Code under test that finds Ray running uses it and leaves it running
+    (``score_rows_with_ray``, ``trace-tasks score --engine ray``).
+    """
+    # Under `uv run`, Ray by default starts every worker through `uv run` too, packaging the
+    # checkout and re-syncing the environment per worker: slow, and racy while others edit the
+    # workspace. The workers here run in the same virtualenv, so use its Python directly.
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    ray = pytest.importorskip("ray", reason="the [ray] extra is part of the dev environment; skipped only without it")
+    if ray.is_initialized():  # started by someone else (a plugin, an earlier test): use it as it is
+        yield ray
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
