@@ -26,8 +26,8 @@ class Primitive:
     ``similarity`` returns a finite float in [0, 1]; ``matrix`` returns the
     pairwise similarity of two item lists (rows: predictions). A list of lists
     must hold exactly ``similarity``'s values: its matched cells are summed as
-    the reward, which saves a second similarity pass on the hot path (the
-    family test kit checks the equality). A numpy array only chooses the pairs
+    the reward, which saves a second similarity pass on the hot path (a matrix
+    built by :func:`pairwise` holds them by construction). A numpy array only chooses the pairs
     and their ``similarity`` is summed instead, so a vectorized matrix cannot
     change the last bit of a reward.
 
