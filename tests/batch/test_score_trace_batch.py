@@ -127,8 +127,9 @@ def test_two_workers_above_the_pool_threshold_match_serial_scoring() -> None:
     count = 2 * batch_module.MIN_ITEMS_PER_WORKER + 40
     items = make_items(count)
     items[count - 3] = {**items[count - 3], "response": None}  # fails in the child, isolated there
-    # A lambda cannot be pickled: its chunk is scored in-process instead (metadata is only read for a size).
-    items[count - 10] = {**items[count - 10], "metadata": lambda: None}
+    # A lambda cannot be pickled: its chunk is scored in-process instead (extra_info is only read for a size;
+    # metadata, an instance field, must be a mapping since instances are validated).
+    items[count - 10] = {**items[count - 10], "extra_info": lambda: None}
     try:
         results = score_trace_batch(items, workers=2)
         assert 1 in batch_module._pools, "the pooled path was not taken"

@@ -1,8 +1,19 @@
 """Scoring many responses: ``score_trace_batch``.
 
-Input order is kept, results are deterministic (each item is scored exactly as
-``score_trace_response`` would score it alone), and a failure is isolated to
+Input order is kept, results are deterministic, and a failure is isolated to
 its item: it becomes an ``{"error": ...}`` entry instead of stopping the batch.
+
+Items come from data, so each item's instance (``answer_gt``,
+``annotation_gt``, ``reward_contract``, ``image_size``, ``metadata``) is
+validated through the strict path (:func:`trace_tasks.instances.compile_instance`)
+and compiled once per content (a bounded cache per process: the rollouts of a
+group, or an instance scored again in the next call, pay for its ground truth
+once). A broken instance (a zero-area target box, an unknown type, a contract
+that disagrees, an answer its type cannot hold, a missing field, ...) becomes
+``{"error": "InstanceError: invalid instance: PATH: MESSAGE; ..."}`` listing
+every problem, never a partial reward. A valid item is scored exactly as
+``score_trace_response`` would score it alone; that lenient scorer itself is
+unchanged.
 
 With ``workers > 1`` the batch is cut into a few large contiguous shares (small
 chunks cost more in pickling than they save). The calling process scores the
@@ -25,9 +36,9 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Union
+from typing import Any, Union, cast
 
-from trace_tasks.core.reward_scoring import score_trace_response
+from trace_tasks.instances import InstanceCache
 
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
@@ -37,13 +48,29 @@ CHUNKS_PER_CHILD = 2
 
 BatchResult = dict[str, Union[float, str]]
 
+#: The instance fields of an item (``TrainInstance``'s, as ``score_trace_response``
+#: takes them); every other key is the response or a scorer option.
+INSTANCE_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
+
+#: Compiled instances of this process, by content and bounded (each pool child has its own).
+INSTANCE_CACHE = InstanceCache(maxsize=4096)
+
 _pools: dict[int, ProcessPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
 def _score_one(item: Mapping[str, Any], options: Mapping[str, Any]) -> BatchResult:
+    merged = {**options, **item}
+    instance = {name: merged.pop(name) for name in INSTANCE_FIELDS if name in merged}
+    # image_size and metadata default to None in score_trace_response: the instance has none then.
+    for name in ("image_size", "metadata"):
+        if name in instance and instance[name] is None:
+            del instance[name]
     try:
-        return score_trace_response(**{**options, **item})
+        compiled = INSTANCE_CACHE.compile(instance)  # InstanceError lists every problem
+        if "response" not in merged:
+            raise TypeError("score_trace_batch item lacks 'response' (the model output to score)")
+        return cast(BatchResult, compiled.score(merged.pop("response"), **merged))
     except Exception as exc:  # isolate the item: a caller mistake in one row must not sink the batch
         return {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -1,16 +1,26 @@
-"""What every trainer adapter shares: turning a trainer's row into scorer kwargs.
+"""What every trainer adapter shares: turning a trainer's row into a compiled instance.
 
 A trainer hands us, per response, a ground truth (the trace instance, as a
 mapping or a JSON string holding ``answer_gt``, ``annotation_gt`` and
 ``reward_contract``), sometimes a per-row ``extra_info`` mapping, and options
-from its config. :func:`scoring_kwargs` turns that into the keyword arguments of
-:func:`trace_tasks.score_trace_response` (minus ``response``).
+from its config. :func:`compile_ground_truth` validates the instance through the
+strict path (:func:`trace_tasks.instances.compile_instance`, through one shared
+:class:`~trace_tasks.instances.InstanceCache`, so a GRPO group of rollouts pays
+for its ground truth once) and :func:`row_options` gives the options of
+:meth:`~trace_tasks.instances.CompiledInstance.score` for the row.
 
 Rules:
 
 * Model output never raises here; only the caller's row or options can. A row
-  that is not an instance raises ``ValueError`` saying what is wrong, because a
-  broken dataset row silently scored 0 would hide the bug for a whole run.
+  whose instance is missing, malformed or cannot be scored honestly (a
+  zero-area target box, an unknown type, a contract that disagrees, an answer
+  value its type cannot hold, ...) raises :class:`~trace_tasks.instances.InstanceError`
+  (a ``ValueError``) naming the row and listing every problem, because a broken
+  dataset row silently scored 0 (or 0.5) would hide the bug for a whole run.
+  A row that is no instance at all (not JSON, not a mapping, a required field
+  missing) raises a plain ``ValueError`` with the same row name.
+  Each adapter surfaces that error the way its trainer shows it best
+  (``docs/integrations.md``).
 * Scorer options come from the adapter's keyword arguments (the trainer's
   config), then from same-named keys of the row's ``extra_info``, which win:
   a row can, say, switch itself to ``trace_reward_mode="answer"``.
@@ -24,15 +34,18 @@ Rules:
 
 from __future__ import annotations
 
+import collections
 import importlib
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Hashable, Mapping
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from trace_tasks.core.reward_scoring import score_trace_response
+from trace_tasks.instances import CompiledInstance, InstanceCache
 from trace_tasks.options import resolve_options
 from trace_tasks.plugins import get_registry
 
@@ -49,6 +62,14 @@ SCORER_OPTIONS: tuple[str, ...] = (
 REQUIRED_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract")
 #: Optional instance fields that carry the image size for the point half-life.
 SIZE_FIELDS: tuple[str, ...] = ("image_size", "image_sizes", "metadata")
+#: The fields handed to the strict compiler: the instance proper. ``image_sizes``
+#: is not an instance field; it goes to the scorer as an option of the row.
+COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
+
+#: Compiled instances shared by every adapter in this process, by content and
+#: bounded: a GRPO group of 8-16 rollouts (or an instance met again next epoch)
+#: is validated and compiled once. Invalid instances are remembered too.
+INSTANCE_CACHE = InstanceCache(maxsize=4096)
 
 _DEFAULTS: dict[str, Any] = {
     "trace_reward_mode": "answer_and_annotation",
@@ -122,8 +143,11 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
 def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str, Any]:
     """The instance mapping of a trainer row: a mapping, or a JSON string (or bytes) of one.
 
-    Raises ``ValueError`` (with ``where`` in the message) when it is not an
-    instance: this is the dataset's fault, never the model's.
+    Fields stored as their own JSON strings (one dataset column per field) are
+    decoded, numpy values become plain Python. Raises ``ValueError`` (with
+    ``where`` in the message) when the row is not an instance at all: this is
+    the dataset's fault, never the model's. Whether the instance can be scored
+    is :func:`compile_ground_truth`'s business.
     """
     if isinstance(ground_truth, (bytes, bytearray)):
         ground_truth = ground_truth.decode("utf-8", errors="replace")
@@ -144,7 +168,7 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
     instance = {}
     for name in REQUIRED_FIELDS + SIZE_FIELDS:
         value = ground_truth.get(name)
-        if isinstance(value, str) and name in REQUIRED_FIELDS:
+        if isinstance(value, str):
             value = load_instance_field(value, name=name, where=where)
         elif not from_json:  # JSON holds no numpy values: skip the copy
             value = to_plain(value)
@@ -156,11 +180,109 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
 
 
 def load_instance_field(value: str, *, name: str, where: str) -> Any:
-    """A field stored as its own JSON string (one dataset column per field)."""
+    """A field stored as its own JSON string (one dataset column per field).
+
+    A required field that is not JSON raises; an optional one (``image_size``,
+    ``metadata``) is kept as the string, for validation to judge.
+    """
     try:
         return json.loads(value)
     except (ValueError, RecursionError) as exc:
+        if name not in REQUIRED_FIELDS:
+            return value
         raise ValueError(f"{where}: {name} is a string but not JSON: {exc}") from exc
+
+
+_Compiled = tuple[CompiledInstance, dict[str, Any]]
+#: Rows already compiled, by their raw value (the ground truth's JSON string, or
+#: the tuple of a row's JSON-string columns): a rollout of a known row skips
+#: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`; only valid rows.
+_RAW_MAX = 4096
+_raw: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
+_raw_lock = threading.Lock()
+_raw_registry: list[object] = [None]
+
+
+def _raw_key(ground_truth: Any) -> Hashable | None:
+    kind = type(ground_truth)
+    if kind is str or kind is bytes:
+        return ground_truth
+    if kind is dict and all(type(v) is str or v is None for v in ground_truth.values()):
+        return tuple(ground_truth.items())  # one JSON string per column (TRL, Ray)
+    return None
+
+
+def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _Compiled:
+    """The compiled instance of a trainer row, and the row's other scorer inputs.
+
+    Validates through the strict path (cached by content in
+    :data:`INSTANCE_CACHE`) and raises :class:`~trace_tasks.instances.InstanceError`
+    naming ``where`` and listing every problem, or a plain ``ValueError`` from
+    :func:`load_instance` for a row that is no instance at all (both are the
+    dataset's fault; catch ``ValueError`` for either). The second value holds the
+    inputs that are not part of the instance (``image_sizes``), to pass to
+    :meth:`~trace_tasks.instances.CompiledInstance.score`; treat it as read-only.
+    """
+    key = _raw_key(ground_truth)
+    if key is not None:
+        registry = get_registry()
+        with _raw_lock:
+            if _raw_registry[0] is not registry:  # plugins reloaded: compiled targets may be stale
+                _raw.clear()
+                _raw_registry[0] = registry
+            hit = _raw.get(key)
+            if hit is not None:
+                _raw.move_to_end(key)
+                return hit
+    instance = load_instance(ground_truth, where=where)
+    fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
+    compiled = INSTANCE_CACHE.compile(fields, record=where)
+    image_sizes = instance["image_sizes"]
+    entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
+    if key is not None:
+        with _raw_lock:
+            if _raw_registry[0] is registry:
+                _raw[key] = entry
+                while len(_raw) > _RAW_MAX:
+                    _raw.popitem(last=False)
+    return entry
+
+
+def clear_instance_caches() -> None:
+    """Forget every compiled row (both caches); for tests and long-lived processes that edit plugins."""
+    with _raw_lock:
+        _raw.clear()
+    INSTANCE_CACHE.clear()
+
+
+def row_options(options: Mapping[str, Any] | None, extra_info: Any = None) -> dict[str, Any]:
+    """Scorer options for one row: ``options`` (already picked, see :func:`scorer_options`),
+    overridden by scorer option keys of a mapping ``extra_info``, which is passed on too
+    (the scorer looks there for an image size)."""
+    kwargs: dict[str, Any] = dict(options) if options else {}
+    if isinstance(extra_info, Mapping):
+        extra_info = to_plain(extra_info)
+        kwargs.update({name: extra_info[name] for name in SCORER_OPTIONS if name in extra_info})
+        kwargs["extra_info"] = extra_info
+    return kwargs
+
+
+def score_row(
+    response: Any,
+    ground_truth: Any,
+    *,
+    extra_info: Any = None,
+    options: Mapping[str, Any] | None = None,
+    where: str = "ground truth",
+) -> dict[str, float]:
+    """Compile one row's instance (strictly, cached) and score ``response`` against it.
+
+    A response that is not a string scores as the empty response. Raises
+    :class:`~trace_tasks.instances.InstanceError` for a broken instance.
+    """
+    compiled, inputs = compile_ground_truth(ground_truth, where=where)
+    text = response if isinstance(response, str) else ""
+    return compiled.score(text, **inputs, **row_options(options, extra_info))
 
 
 def scoring_kwargs(
@@ -170,18 +292,13 @@ def scoring_kwargs(
     options: Mapping[str, Any] | None = None,
     where: str = "ground truth",
 ) -> dict[str, Any]:
-    """Keyword arguments of ``score_trace_response`` for one row, without ``response``.
+    """Keyword arguments of the lenient ``score_trace_response`` for one row, without ``response``.
 
-    ``options`` are already-picked scorer options (see :func:`scorer_options`);
-    scorer option keys in a mapping ``extra_info`` override them for this row.
+    Kept for callers that want the lenient scorer; the adapters use
+    :func:`compile_ground_truth` instead, which refuses a broken instance.
     """
     kwargs: dict[str, Any] = load_instance(ground_truth, where=where)
-    if options:
-        kwargs.update(options)
-    if isinstance(extra_info, Mapping):
-        extra_info = to_plain(extra_info)
-        kwargs.update({name: extra_info[name] for name in SCORER_OPTIONS if name in extra_info})
-        kwargs["extra_info"] = extra_info
+    kwargs.update(row_options(options, extra_info))
     return kwargs
 
 

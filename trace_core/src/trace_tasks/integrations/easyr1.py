@@ -14,8 +14,15 @@ string. Returns one dict per input with ``overall`` and every key the scorer
 always returns (EasyR1 logs the mean of each key). Keep
 ``skip_special_tokens: true`` (the default) so responses end with the final object.
 
-Errors: a malformed ground truth or invalid option raises ``ValueError``
-(EasyR1 stops with the traceback); model output never raises.
+Errors: every input's instance is validated through the strict path
+(:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
+of rollouts compiles its ground truth once) before anything is scored. A
+broken one raises :class:`~trace_tasks.instances.InstanceError` (a
+``ValueError``) naming ``reward_inputs[i].ground_truth`` and listing every
+problem; an invalid option raises ``ValueError``. EasyR1 calls the function
+with no ``try`` (``verl/workers/reward/function.py`` l.95) inside a Ray actor
+whose result the trainer takes with ``ray.get`` (``verl/trainer/ray_trainer.py``
+l.519), so the run stops with the message. Model output never raises.
 """
 
 from __future__ import annotations
@@ -23,8 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trace_tasks.core.reward_scoring import score_trace_response
-from trace_tasks.integrations._common import scorer_options, scoring_kwargs, stable_view
+from trace_tasks.integrations._common import compile_ground_truth, scorer_options, stable_view
 
 __all__ = ["REWARD_NAME", "REWARD_TYPE", "compute_score"]
 
@@ -40,11 +46,13 @@ def compute_score(reward_inputs: Sequence[Mapping[str, Any]], **options: Any) ->
     they are checked strictly, since nobody but the user passes them.
     """
     picked = scorer_options(options, strict=True)
-    scores = []
+    compiled = []  # every input first: a broken instance raises before anything is scored
     for i, item in enumerate(reward_inputs):
         if not isinstance(item, Mapping):
             raise ValueError(f"reward_inputs[{i}] must be a mapping, got {type(item).__name__}")
-        kwargs = scoring_kwargs(item.get("ground_truth"), options=picked, where=f"reward_inputs[{i}].ground_truth")
+        compiled.append(compile_ground_truth(item.get("ground_truth"), where=f"reward_inputs[{i}].ground_truth"))
+    scores = []
+    for item, (instance, inputs) in zip(reward_inputs, compiled, strict=True):
         response = item.get("response")
-        scores.append(stable_view(score_trace_response(response=response if isinstance(response, str) else "", **kwargs)))
+        scores.append(stable_view(instance.score(response if isinstance(response, str) else "", **inputs, **picked)))
     return scores

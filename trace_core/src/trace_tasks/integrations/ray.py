@@ -6,10 +6,15 @@
   same input and output as :func:`trace_tasks.score_trace_batch`, spread over
   Ray tasks.
 
-Unlike the trainer adapters, a row that cannot be scored (a malformed instance)
-does not stop the job: it gets zeros and its message in the ``error`` column
-(``score_trace_batch`` does the same with ``{"error": ...}``). Invalid options
-still raise before anything runs.
+Every row's instance goes through the strict path
+(:func:`trace_tasks.instances.compile_instance`, cached by content in each
+worker process). Unlike the trainer adapters, a row that cannot be scored (a
+malformed instance, or one that cannot be scored honestly: a zero-area target
+box, an unknown type, a contract that disagrees, ...) does not stop the job: it
+gets zeros in the score columns and its message, listing every problem, in the
+``error`` column (``score_trace_batch`` does the same with ``{"error": ...}``).
+Filter on ``error`` before using the scores. Invalid options still raise before
+anything runs.
 """
 
 from __future__ import annotations
@@ -18,12 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trace_tasks.batch import MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch
-from trace_tasks.core.reward_scoring import score_trace_response
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
+    compile_ground_truth,
     require,
     scorer_options,
-    scoring_kwargs,
     stable_keys,
     stable_view,
 )
@@ -60,9 +64,9 @@ def _score_pandas_batch(
         instances = [{name: values[name][i] for name in instance_columns} for i in range(len(batch))]
     for response, instance in zip(responses, instances):
         try:
-            kwargs = scoring_kwargs(instance, options=options, where="instance")
+            compiled, inputs = compile_ground_truth(instance, where="instance")  # InstanceError for a broken one
             text = response if isinstance(response, str) else ""
-            result = stable_view(score_trace_response(response=text, **kwargs))
+            result = stable_view(compiled.score(text, **inputs, **options))
             error = None
         except Exception as exc:  # one bad row must not sink a job over millions of rows
             result = {key: 0.0 for key in keys}

@@ -13,9 +13,17 @@ The dataset needs the columns ``answer_gt``, ``annotation_gt`` and
 ``image_sizes``, ``metadata``, ``extra_info``). TRL passes every column except
 ``prompt`` to reward functions as a keyword list. A row whose three instance
 columns are all empty (a non-trace task in a mixed dataset) gets ``None``, TRL's
-"not applicable"; a row with only some of them raises ``ValueError``, as does
-any other malformed instance (TRL runs reward functions in-process, so the
-traceback names the row at the first step). Model output never raises.
+"not applicable". Every other row's instance is validated through the strict
+path (:func:`trace_tasks.instances.compile_instance`, cached by content, so the
+``num_generations`` rows of a group compile their ground truth once) before
+anything is scored; a broken one (only some of the columns, a zero-area target
+box, an unknown type, a contract that disagrees, an answer its type cannot
+hold, ...) raises :class:`~trace_tasks.instances.InstanceError` (a
+``ValueError``) naming the row and listing every problem. It is never turned
+into ``None``, which TRL would take for "not applicable" and hide. TRL 1.16
+calls a sync reward function with no ``try`` (``trl/trainer/grpo_trainer.py``
+l.1626-1628), so training stops at that step with the message. Model output
+never raises.
 
 When TRL passes ``log_metric``, each call logs the batch mean of the main
 components as ``trace/<name>``.
@@ -26,8 +34,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from trace_tasks.core.reward_scoring import score_trace_response
-from trace_tasks.integrations._common import REQUIRED_FIELDS, SIZE_FIELDS, scorer_options, scoring_kwargs, stable_keys
+from trace_tasks.instances import CompiledInstance
+from trace_tasks.integrations._common import (
+    REQUIRED_FIELDS,
+    SIZE_FIELDS,
+    compile_ground_truth,
+    row_options,
+    scorer_options,
+    stable_keys,
+)
 
 __all__ = ["LOGGED_COMPONENTS", "RewardFunc", "completion_text", "make_component_reward_funcs", "make_reward_func"]
 
@@ -94,14 +109,20 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
             f"(got columns {sorted(k for k in kwargs if not k.startswith('log_'))})"
         )
     columns = {name: _column(kwargs, name, n) for name in _INSTANCE_COLUMNS + ("extra_info",)}
-    results: list[Optional[dict[str, float]]] = []
-    for i, completion in enumerate(completions):
+    compiled: list[Optional[tuple[CompiledInstance, dict[str, Any]]]] = []  # every row first: a broken instance raises before anything is scored or logged
+    for i in range(n):
         row = {name: columns[name][i] for name in _INSTANCE_COLUMNS}
         if all(row[name] is None for name in REQUIRED_FIELDS):
-            results.append(None)  # not a trace row: TRL's "not applicable"
+            compiled.append(None)  # not a trace row: TRL's "not applicable"
+        else:
+            compiled.append(compile_ground_truth(row, where=f"row {i}"))  # raises InstanceError
+    results: list[Optional[dict[str, float]]] = []
+    for i, (completion, entry) in enumerate(zip(completions, compiled, strict=True)):
+        if entry is None:
+            results.append(None)
             continue
-        score_kwargs = scoring_kwargs(row, extra_info=columns["extra_info"][i], options=options, where=f"row {i}")
-        results.append(score_trace_response(response=completion_text(completion), **score_kwargs))
+        instance, inputs = entry
+        results.append(instance.score(completion_text(completion), **inputs, **row_options(options, columns["extra_info"][i])))
     return results
 
 

@@ -17,9 +17,21 @@ returns; verl logs each of them as ``reward_extra_info``. verl stacks those
 lists per key, so every row must have the same keys: the type-specific
 diagnostics (present only when an annotation parsed) are left out.
 
-Errors: a malformed ground truth or an invalid option raises ``ValueError``.
-verl stops on it at the first step, which is what a broken dataset deserves;
-model output never raises.
+Errors: every row's instance is validated through the strict path
+(:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
+of rollouts compiles its ground truth once). A broken one (not an instance, a
+zero-area target box, an unknown type, a contract that disagrees, an answer
+value its type cannot hold, ...) raises
+:class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming the row
+and listing every problem; an invalid option raises ``ValueError``. verl 0.9.1
+does not catch exceptions of a custom reward function: the reward-loop naive
+and dapo managers await it with no ``try``
+(``experimental/reward_loop/reward_manager/naive.py`` l.66-84), the worker
+gathers without ``return_exceptions`` (``experimental/reward_loop/reward_loop.py``
+l.138-143) and the trainer's ``ray.get`` re-raises (l.350-356), so the step
+stops with our message, which is what a broken dataset deserves. (The
+``rate_limited`` manager alone catches it, logs it at ERROR and scores 0 with
+an ``error`` key: ``reward_manager/limited.py`` l.460-467.) Model output never raises.
 """
 
 from __future__ import annotations
@@ -27,17 +39,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trace_tasks.core.reward_scoring import score_trace_response
-from trace_tasks.integrations._common import scorer_options, scoring_kwargs, stable_view
+from trace_tasks.instances import CompiledInstance
+from trace_tasks.integrations._common import compile_ground_truth, row_options, scorer_options, stable_view
 
 __all__ = ["compute_score", "compute_score_batch"]
 
 
-def _score(solution_str: Any, ground_truth: Any, extra_info: Any, options: dict[str, Any], where: str) -> dict[str, float]:
-    kwargs = scoring_kwargs(ground_truth, extra_info=extra_info, options=options, where=where)
+def _score(
+    compiled: CompiledInstance, inputs: dict[str, Any], solution_str: Any, extra_info: Any, options: dict[str, Any]
+) -> dict[str, float]:
     # verl decodes with skip_special_tokens; anything that is not text scores as an empty response.
     response = solution_str if isinstance(solution_str, str) else ""
-    result = stable_view(score_trace_response(response=response, **kwargs))
+    result = stable_view(compiled.score(response, **inputs, **row_options(options, extra_info)))
     return {"score": result["overall"], **result}
 
 
@@ -49,7 +62,9 @@ def compute_score(
     ``kwargs``: scorer options from ``custom_reward_function.reward_kwargs``;
     other keyword arguments verl passes are ignored.
     """
-    return _score(solution_str, ground_truth, extra_info, scorer_options(kwargs, strict=False), "ground_truth")
+    options = scorer_options(kwargs, strict=False)
+    compiled, inputs = compile_ground_truth(ground_truth, where="ground_truth")  # raises InstanceError
+    return _score(compiled, inputs, solution_str, extra_info, options)
 
 
 def compute_score_batch(
@@ -59,7 +74,12 @@ def compute_score_batch(
     extra_infos: Sequence[Any] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Score a batch (verl ``BatchRewardManager`` signature); one dict per response, in order."""
+    """Score a batch (verl ``BatchRewardManager`` signature); one dict per response, in order.
+
+    Every row's instance is compiled before any response is scored; the first
+    broken one raises :class:`~trace_tasks.instances.InstanceError` naming
+    ``ground_truths[i]``.
+    """
     n = len(solution_strs)
     if len(ground_truths) != n:
         raise ValueError(f"got {n} solution_strs but {len(ground_truths)} ground_truths")
@@ -68,7 +88,8 @@ def compute_score_batch(
     elif len(extra_infos) != n:
         raise ValueError(f"got {n} solution_strs but {len(extra_infos)} extra_infos")
     options = scorer_options(kwargs, strict=False)
+    compiled = [compile_ground_truth(truth, where=f"ground_truths[{i}]") for i, truth in enumerate(ground_truths)]
     return [
-        _score(solution, truth, extra, options, f"ground_truths[{i}]")
-        for i, (solution, truth, extra) in enumerate(zip(solution_strs, ground_truths, extra_infos))
+        _score(instance, inputs, solution, extra, options)
+        for (instance, inputs), solution, extra in zip(compiled, solution_strs, extra_infos, strict=True)
     ]
