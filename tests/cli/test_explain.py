@@ -26,6 +26,8 @@ def test_text_report_of_a_set_with_a_missing_and_a_duplicate_box(tmp_path: Path)
     assert any(r[-1] == "0.5000" and "T#0" in r for r in matched.values())
     assert sum("(unmatched)" in r for r in rows) == 1
     assert "annotation_reward 0.1667" in text  # 0.5 / max(3, 2)
+    assert "  Hungarian assignment; IoU" in text
+    assert "  formula: (0.5 + 0) / max(3, 2) = 0.1667" in text  # the family's own arithmetic, same result
 
 
 def test_recovered_candidate_and_schema_diagnostics() -> None:

@@ -1,15 +1,27 @@
-"""Describing how a response was read: which candidate scoring used, and the answer forms.
+"""Describing how a response was read: which candidate scoring used, the answer forms, the annotation.
 
-The candidate and the atomic-answer rule come from :mod:`trace_tasks.extraction`
-itself (``Extraction.source`` and ``Extraction.answer``), so the explanation can
-never drift from what the scorer does.
+The candidate, the atomic-answer rule and the predicted annotation come from
+:mod:`trace_tasks.extraction` itself (``Extraction.source``, ``Extraction.answer``,
+``Extraction.payload``), read under the same literal-reader budget as
+``score_trace_response``, so the explanation can never drift from what the
+scorer does.
+
+Whatever a family returns (an explanation's items, labels, similarities,
+texts) is shown through :func:`show_value`, :func:`item_name`,
+:func:`plain` and :func:`show_number`, which never raise and never print
+more than a line.
 """
 
 from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.answers import _BOOL, _DICT, _LIST, canonical, read_string_literal
 from trace_tasks.extraction import extract
+from trace_tasks.limits import MAX_LITERAL_BUDGET
+from trace_tasks.literals import literal_budget
 
 
 def candidate_used(response: str, required_keys: frozenset[str]) -> tuple[str, Any]:
@@ -22,6 +34,19 @@ def candidate_used(response: str, required_keys: frozenset[str]) -> tuple[str, A
     if ext.source == "the final block":
         return ext.source, ext.payload
     return f"recovered from {ext.source}", ext.payload
+
+
+def predicted_annotation(response: str, required_keys: frozenset[str]) -> tuple[Any, list[int]]:
+    """``(raw annotation or None, literal budget left)`` exactly as the scorer reads them.
+
+    ``score_trace_response`` extracts under one literal-reader budget and parses
+    the predicted annotation under what is left of it; parse the prediction
+    inside ``literal_budget(left)`` to get the same parsed value.
+    """
+    left = [MAX_LITERAL_BUDGET]
+    with literal_budget(left):
+        ext = extract(response, required_keys)
+    return (ext.payload.get("annotation") if ext.payload is not None else None), left
 
 
 def predicted_answer(response: str, required_keys: frozenset[str]) -> Any:
@@ -48,3 +73,113 @@ def canonical_form(value: Any, reads_json_strings: bool) -> str:
         return repr(readable(canonical(value)))
     except Exception as exc:  # too deep or odd: the matcher counts it as no match
         return f"<cannot normalize: {type(exc).__name__}>"
+
+
+#: Longest rendering of one value (an item, a key) in the report.
+SHOW_VALUE_CHARS = 120
+#: Longest item label (a map key) in the report.
+SHOW_LABEL_CHARS = 40
+_SHOW_DEPTH = 8
+
+
+class _Out:
+    """Text pieces with a character budget: rendering stops once the budget is spent."""
+
+    __slots__ = ("left", "parts")
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.left = limit
+
+    def put(self, text: str) -> None:
+        if self.left > 0:
+            self.parts.append(text[: self.left])
+            self.left -= len(text)
+
+
+def _integer(value: Any) -> str:
+    try:
+        return str(int(value))
+    except ValueError:  # more digits than int -> str allows
+        return f"<int of {int(value).bit_length()} bits>"
+
+
+def _render(value: Any, out: _Out, depth: int) -> None:
+    if depth > _SHOW_DEPTH:
+        out.put("...")
+        return
+    try:
+        if value is None or isinstance(value, bool):
+            out.put(repr(value))
+        elif isinstance(value, numbers.Integral):
+            out.put(_integer(value))
+        elif isinstance(value, numbers.Real):
+            out.put(f"{float(value):g}")
+        elif isinstance(value, str):
+            out.put(repr(value[: SHOW_VALUE_CHARS + 1]))
+        elif isinstance(value, Mapping):
+            out.put("{")
+            for n, (key, item) in enumerate(value.items()):
+                if out.left <= 0:
+                    break
+                out.put(", " if n else "")
+                _render(key, out, depth + 1)
+                out.put(": ")
+                _render(item, out, depth + 1)
+            out.put("}")
+        elif isinstance(value, (list, tuple)):
+            out.put("[")
+            for n, item in enumerate(value):
+                if out.left <= 0:
+                    break
+                out.put(", " if n else "")
+                _render(item, out, depth + 1)
+            out.put("]")
+        else:
+            out.put(repr(value))
+    except Exception:  # a hostile __repr__, __iter__, __float__...
+        out.put(f"<unprintable {type(value).__name__}>")
+
+
+def show_value(value: Any, limit: int = SHOW_VALUE_CHARS) -> str:
+    """One line for any value: floats with ``:g``, lists, tuples and dicts recursively, the rest ``repr``, capped."""
+    out = _Out(limit + 1)
+    _render(value, out, 0)
+    text = "".join(out.parts).replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+
+
+def plain(value: Any, limit: int = SHOW_VALUE_CHARS) -> str:
+    """A family's text (a method, a formula) on one line, capped; anything not a string through :func:`show_value`."""
+    if not isinstance(value, str):
+        return show_value(value, limit)
+    text = _printable(value[: limit + 1])
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+
+
+def _printable(text: str) -> str:
+    """``text`` with newlines, control characters and lone surrogates escaped (it can always be printed)."""
+    return text if text.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def item_name(prefix: str, label: Any) -> str:
+    """``T#0``, ``P[left]``, ``P[left]#1`` for an explained item's label (``#0``, ``left``, ``left#1``)."""
+    text = _printable(label[: SHOW_LABEL_CHARS + 1]) if isinstance(label, str) else show_value(label, SHOW_LABEL_CHARS)
+    if len(text) > SHOW_LABEL_CHARS:
+        text = text[: SHOW_LABEL_CHARS - 3] + "..."
+    if not text or text.startswith("#"):
+        return prefix + text
+    key, sep, index = text.rpartition("#")
+    if sep and key and index.isdigit():
+        return f"{prefix}[{key}]#{index}"
+    return f"{prefix}[{text}]"
+
+
+def show_number(value: Any, digits: int = 4) -> str:
+    """A similarity or reward with ``digits`` decimals; anything else through :func:`show_value`."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            return f"{float(value):.{digits}f}"
+        except Exception:
+            pass
+    return show_value(value, 24)

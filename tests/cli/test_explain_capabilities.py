@@ -1,0 +1,574 @@
+"""``trace-tasks explain`` asks the families: the table from their explain capability, the picture from their draw capability.
+
+In-process: families registered here (the circle example, a polygon family,
+hostile and incapable ones) are visible to ``trace_tasks.cli.main`` called in
+this process. Pictures are checked pixel by pixel with Pillow.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from tests.cli.helpers import INSTANCES, instance, write_lines
+from tests.support.seed_table import SEED_TABLE
+from trace_tasks import (
+    AnnotationParseError,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    hookimpl,
+    score_trace_response,
+)
+from trace_tasks.cli import main
+from trace_tasks.cli.explain import explain_annotation
+from trace_tasks.drawing import Box, Point, Polygon
+from trace_tasks.records import TrainInstance, instance_from_dict
+from trace_tasks.shapes import Primitive, ShapeFamily, pairwise
+from trace_tasks.specs import AnnotationExplanation, ExplainedItem, MatchedPair
+
+TARGET_RGB = (0, 160, 0)
+PRED_RGB = (220, 30, 30)
+WHITE = (255, 255, 255)
+
+OPTIONS = {
+    "trace_reward_mode": "answer_and_annotation",
+    "answer_weight": 0.5,
+    "annotation_weight": 0.5,
+    "format_weight": 0.0,
+    "trace_annotation_reward_formula": "gated",
+    "point_half_life_px": None,
+}
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def explain(capsys: pytest.CaptureFixture[str]) -> Run:
+    """``explain(*args)`` -> ``(exit code, stdout, stderr)`` of ``trace-tasks explain ARGS``, in this process."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["explain", *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def _pil() -> Any:
+    return pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
+
+
+def _response(annotation: Any, answer: Any = 1) -> str:
+    return json.dumps({"answer": answer, "annotation": annotation})
+
+
+def _annotation_section(out: str) -> list[str]:
+    lines = out.split("\nAnnotation (", 1)[1].split("\nReward\n", 1)[0].splitlines()
+    return [line for line in lines[1:] if line.strip()]
+
+
+# --- a polygon family: parsed items are nested tuples, drawn as closed polygons ---
+
+
+def _parse_polygon(value: Any) -> tuple[tuple[float, float], ...]:
+    if not isinstance(value, (list, tuple)) or len(value) < 3:
+        raise AnnotationParseError("a polygon is a list of at least three [x, y] points")
+    points = []
+    for point in value:
+        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(isinstance(v, (int, float)) for v in point)):
+            raise AnnotationParseError("a polygon point is [x, y]")
+        points.append((float(point[0]), float(point[1])))
+    return tuple(points)
+
+
+def _is_polygon(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) >= 3
+        and all(isinstance(p, list) and len(p) == 2 and not isinstance(p[0], list) for p in value)
+    )
+
+
+def _box_iou(a: Any, b: Any, ctx: Any = None) -> float:
+    """IoU of the polygons' bounding boxes: enough for a test family."""
+    ax0, ay0, ax1, ay1 = min(x for x, _ in a), min(y for _, y in a), max(x for x, _ in a), max(y for _, y in a)
+    bx0, by0, bx1, by1 = min(x for x, _ in b), min(y for _, y in b), max(x for x, _ in b), max(y for _, y in b)
+    inter = max(0.0, min(ax1, bx1) - max(ax0, bx0)) * max(0.0, min(ay1, by1) - max(ay0, by0))
+    union = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - inter
+    return inter / union if union > 0 else 0.0
+
+
+POLYGON = Primitive(
+    name="polygon",
+    parse_item=_parse_polygon,
+    is_item=_is_polygon,
+    similarity=_box_iou,
+    matrix=pairwise(_box_iou),
+    metric="iou",
+    draw=lambda points: [Polygon(points)],
+    examples=([[0, 0], [10, 0], [0, 10]], [[20, 20], [40, 20], [20, 40]]),
+)
+
+POLYGON_FAMILY = ShapeFamily(
+    POLYGON, {"test_polygon": ("scalar", "test_polygon_box_iou_v0"), "test_polygon_set": ("set", "test_polygon_set_box_iou_v0")}
+)
+#: The same family with a primitive that cannot draw (ShapeFamily's draw hook then answers None).
+BLIND_FAMILY = ShapeFamily(attrs.evolve(POLYGON, draw=None), {"test_blind": ("set", "test_blind_box_iou_v0")})
+
+
+# --- hand-written families: one whose explanation is hostile, one without explain or draw ---
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+
+class _Bare:
+    """Owns ``test_bare``: parses, resolves and scores, nothing else (no explain, no draw)."""
+
+    NAME, RID = "test_bare", "test_bare_v0"
+
+    @hookimpl
+    def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
+        return [AnnotationTypeSpec(self.NAME, (self.RID,))]
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        return self.RID if annotation_type == self.NAME else None
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> object:
+        if annotation_type != self.NAME:
+            return None
+        return ((1.5, (2, 3)), {"k": [4.25]})  # nested tuples and a dict, whatever the input
+
+    @hookimpl
+    def trace_score_annotation(
+        self, reward_id: str, prediction: object, target: object, context: object
+    ) -> AnnotationScore | None:
+        return AnnotationScore(0.5, {}) if reward_id == self.RID else None
+
+
+class _Hostile(_Bare):
+    """Owns ``test_hostile`` and explains it with values no formatter expects (and a score that disagrees)."""
+
+    NAME, RID = "test_hostile", "test_hostile_v0"
+
+    @hookimpl
+    def trace_explain_annotation(
+        self, reward_id: str, prediction: object, target: object, context: object
+    ) -> AnnotationExplanation | None:
+        if reward_id != self.RID:
+            return None
+        loop: list[Any] = []
+        loop.append(loop)
+        return AnnotationExplanation(
+            AnnotationScore(0.25, {}),
+            method="by whim\nsecond line",
+            metric="closeness",
+            pairs=(MatchedPair(ExplainedItem("#0", prediction), ExplainedItem(("not", "a label"), target), "high"),),  # type: ignore[arg-type]
+            unmatched_predictions=(
+                ExplainedItem("#1", _Unprintable()),
+                ExplainedItem("#2", 10**5000),
+                ExplainedItem("#3", loop),
+                ExplainedItem("#4", [float("nan"), float("inf"), 1e300, True, None, b"x"]),
+            ),
+            unmatched_targets=(ExplainedItem("k" * 500, {"deep": [[[[[[[[[[1]]]]]]]]]]}),),
+            missing_keys=(_Unprintable(),),  # type: ignore[arg-type]
+            extra_keys=("a\nb",),
+            formula=("not", "a string"),  # type: ignore[arg-type]
+        )
+
+
+class _Raising(_Bare):
+    """Owns ``test_raising``: its explain and draw capabilities raise."""
+
+    NAME, RID = "test_raising", "test_raising_v0"
+
+    @hookimpl
+    def trace_explain_annotation(self, reward_id: str, prediction: object, target: object, context: object) -> Any:
+        if reward_id != self.RID:
+            return None
+        if prediction is None:  # --png asks with the same values; let the text report work, then fail drawing
+            raise RuntimeError("explain broke\nbadly")
+        return AnnotationExplanation(AnnotationScore(0.5, {}), "one pair", "iou", unmatched_targets=(ExplainedItem("", target),))
+
+    @hookimpl
+    def trace_draw_annotation(self, annotation_type: str, item: object) -> Any:
+        if annotation_type == self.NAME:
+            raise ValueError("draw broke")
+        return None
+
+
+def _instance_file(tmp_path: Path, annotation_type: str, value: Any, **extra: Any) -> Path:
+    return write_lines(tmp_path / f"{annotation_type}.jsonl", [instance("x", 1, annotation_type, value, **extra)])
+
+
+# --- drawing through the family's capability ---
+
+
+@pytest.mark.parametrize("annotation_type", ["circle", "circle_set"])
+def test_circle_example_draws_circles(
+    tmp_path: Path, explain: Run, register: Any, circle_plugin: Any, annotation_type: str
+) -> None:
+    pil = _pil()
+    register(circle_plugin, "circle-example")
+    scalar = annotation_type == "circle"
+    target, prediction = [100, 100, 40], [200, 120, 30]
+    path = _instance_file(tmp_path, annotation_type, target if scalar else [target], image_size=[320, 240])
+    png = tmp_path / "circles.png"
+    code, out, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response(prediction if scalar else [prediction]), "--png", str(png)
+    )
+    assert code == 0, err
+    assert "formula:" in out and f"wrote {png} (320x240, PNG)" in out
+    with pil.open(png) as image:
+        rgb = image.convert("RGB")
+        for rim in [(60, 100), (140, 100), (100, 60), (100, 140)]:
+            assert rgb.getpixel(rim) == TARGET_RGB, rim
+        for rim in [(170, 120), (230, 120), (200, 90)]:
+            assert rgb.getpixel(rim) == PRED_RGB, rim
+        # Circles, not discs nor points: the centres and the insides are not painted in the item colours.
+        assert rgb.getpixel((100, 100)) not in (TARGET_RGB, PRED_RGB)
+        assert rgb.getpixel((200, 120)) not in (TARGET_RGB, PRED_RGB)
+        assert rgb.getpixel((100, 125)) == WHITE
+
+
+def test_polygon_family_draws_closed_polygons_and_explains_nested_tuples(tmp_path: Path, explain: Run, register: Any) -> None:
+    pil = _pil()
+    register(POLYGON_FAMILY, "test-polygons")
+    target = [[50, 50], [150, 50], [50, 150]]
+    prediction = [[200, 50], [300, 50], [200, 150]]
+    path = _instance_file(tmp_path, "test_polygon_set", [target], image_size=[320, 240])
+    png = tmp_path / "polygons.png"
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", _response([prediction]), "--png", str(png))
+    assert code == 0, err
+    assert "Traceback" not in err
+    # The parsed items are tuples of (x, y) tuples: shown as nested lists, not a crash.
+    assert "[[50, 50], [150, 50], [50, 150]]" in out and "[[200, 50], [300, 50], [200, 150]]" in out
+    assert "  formula: (0) / max(1, 1) = 0" in out
+    with pil.open(png) as image:
+        rgb = image.convert("RGB")
+        assert rgb.getpixel((100, 50)) == TARGET_RGB  # first edge
+        assert rgb.getpixel((50, 100)) == TARGET_RGB  # the closing edge, from the last point back to the first
+        assert rgb.getpixel((200, 100)) == PRED_RGB  # the prediction's closing edge
+        assert rgb.getpixel((75, 75)) == WHITE  # outlines only
+
+
+def test_segments_are_open_polylines_with_end_dots(tmp_path: Path, explain: Run) -> None:
+    pil = _pil()
+    path = _instance_file(tmp_path, "segment", [[50, 50], [150, 50]], image_size=[320, 240])
+    png = tmp_path / "segment.png"
+    code, _, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))
+    assert code == 0, err
+    with pil.open(png) as image:
+        rgb = image.convert("RGB")
+        assert rgb.getpixel((100, 50)) == TARGET_RGB
+        assert rgb.getpixel((50, 52)) == TARGET_RGB and rgb.getpixel((150, 52)) == TARGET_RGB  # the end dots
+        assert rgb.getpixel((100, 53)) == WHITE
+
+
+def test_a_family_without_draw_capability_is_an_error_not_a_traceback(tmp_path: Path, explain: Run, register: Any) -> None:
+    register(BLIND_FAMILY, "test-blind")
+    register(_Hostile(), "test-hostile")
+    path = _instance_file(tmp_path, "test_blind", [[[0, 0], [10, 0], [0, 10]]])
+    code, out, err = explain(
+        "--instance",
+        str(path),
+        "--line",
+        "1",
+        "--response",
+        _response([[0, 0], [10, 0], [0, 10]]),
+        "--png",
+        str(tmp_path / "b.png"),
+    )
+    assert code == 1
+    assert "Annotation (test_blind)" in out and "formula:" in out  # the report is still printed
+    assert "cannot draw" in err and "Traceback" not in err
+    assert not (tmp_path / "b.png").exists()
+    path = _instance_file(tmp_path, "test_hostile", [1])
+    code, _, err = explain("--instance", str(path), "--line", "1", "--response", _response([1]), "--png", str(tmp_path / "h.png"))
+    assert code == 1
+    assert "has no draw capability (trace_draw_annotation)" in err and "Traceback" not in err
+
+
+def test_title_and_notes_when_items_lie_outside_the_canvas(tmp_path: Path, explain: Run) -> None:
+    pil = _pil()
+    path = _instance_file(tmp_path, "bbox", [10, 10, 50, 50], image_size=[320, 240])
+    png = tmp_path / "outside.png"
+    # A model answering in 0-1000 normalized coordinates: the prediction is off the canvas.
+    code, out, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([500, 500, 900, 900]), "--png", str(png)
+    )
+    assert code == 0, err
+    assert "note: 1 of 2 items lie (partly) outside the 320x240 canvas" in out
+    with pil.open(png) as image:
+        rgb = image.convert("RGB")
+        bottom = [rgb.getpixel((x, y)) for x in range(200) for y in range(220, 240)]
+        assert any(max(p) < 100 for p in bottom)  # the title (reward id and annotation_reward) is written there
+    code, out, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([0.1, 0.1, 0.5, 0.5]), "--png", str(png)
+    )
+    assert code == 0, err
+    assert "normalized coordinates?" in out
+
+
+def test_labels_are_kept_inside_the_canvas(tmp_path: Path, explain: Run) -> None:
+    pil = _pil()
+    path = _instance_file(tmp_path, "bbox", [100, 0, 200, 60], image_size=[320, 240])
+    png = tmp_path / "labels.png"
+    # No room above the target (top edge) nor below the prediction (bottom edge): each label goes to the other side.
+    code, _, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([100, 200, 200, 240]), "--png", str(png)
+    )
+    assert code == 0, err
+    with pil.open(png) as image:
+        rgb = image.convert("RGB")
+
+        def inked(colour_test: Callable[[tuple[int, int, int]], bool], ys: range) -> bool:
+            return any(colour_test(rgb.getpixel((x, y))) for x in range(102, 160) for y in ys)
+
+        assert inked(lambda p: p[1] > p[0] + 40 and p[1] > p[2] + 40, range(63, 90))  # "T" under the target
+        assert inked(lambda p: p[0] > p[1] + 60 and p[0] > p[2] + 60, range(170, 197))  # "P IoU 0.00" over the prediction
+        assert not inked(lambda p: p != WHITE and p != (30, 90, 230), range(100, 160))  # nowhere else
+
+
+def test_jpeg_for_jpg_names_and_other_suffixes_refused(tmp_path: Path, explain: Run) -> None:
+    pil = _pil()
+    path = _instance_file(tmp_path, "bbox", [10, 10, 50, 50], image_size=[120, 90])
+    for name in ("out.jpg", "out.JPEG"):
+        picture = tmp_path / name
+        code, out, err = explain(
+            "--instance", str(path), "--line", "1", "--response", _response([12, 10, 50, 52]), "--png", str(picture)
+        )
+        assert code == 0, err
+        assert picture.read_bytes()[:3] == b"\xff\xd8\xff"
+        assert "(120x90, JPEG)" in out
+        with pil.open(picture) as image:
+            assert image.format == "JPEG"
+    png = tmp_path / "out.png"
+    assert explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))[0] == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("out.gif", "out"):
+        code, out, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(tmp_path / name))
+        assert code == 2
+        assert ".png" in err and ".jpg" in err and out == ""
+        assert not (tmp_path / name).exists()
+
+
+# --- the text report: only what the family explains ---
+
+
+def _shifted(value: Any, by: float) -> Any:
+    if isinstance(value, list):
+        return [_shifted(v, by) for v in value]
+    if isinstance(value, dict):
+        return {k: _shifted(v, by) for k, v in value.items()}
+    return value + by
+
+
+def _first_row(annotation_type: str) -> dict[str, Any]:
+    rows = [json.loads(line) for line in INSTANCES.read_text().splitlines()]
+    return next(r for r in rows if r["annotation_gt"]["type"] == annotation_type and r["annotation_gt"]["value"])
+
+
+def _prediction(annotation_type: str, value: Any) -> Any:
+    """A prediction with pairs, something unmatched (sets, sequences) and a missing and an extra key (maps)."""
+    if isinstance(value, dict):
+        first = next(iter(value))
+        return {**{k: _shifted(v, 3) for k, v in value.items() if k != first}, "zz_extra": _shifted(value[first], 5)}
+    if annotation_type.endswith(("_set", "_sequence")):
+        return [*_shifted(value[1:], 3), _shifted(value[0], 40), _shifted(value[0], 2)]
+    return _shifted(value, 3)
+
+
+@pytest.mark.parametrize("annotation_type", sorted(SEED_TABLE))
+def test_every_official_type_lists_pairs_and_the_formula(tmp_path: Path, explain: Run, annotation_type: str) -> None:
+    row = _first_row(annotation_type)
+    value = row["annotation_gt"]["value"]
+    response = _response(_prediction(annotation_type, value), row["answer_gt"]["value"])
+    path = write_lines(tmp_path / "one.jsonl", [row])
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", response)
+    assert code == 0, err
+    built = instance_from_dict(row, cls=TrainInstance)
+    scores = score_trace_response(response=response, **built.scoring_kwargs(), **OPTIONS)
+    section = _annotation_section(out)
+    metric = "IoU" if annotation_type.startswith("bbox") else "similarity"
+    assert section[0].endswith(f"; {metric}" if metric == "IoU" else "px")
+    pairs = [line.split() for line in section if line.startswith("  P") and "(unmatched)" not in line]
+    assert pairs and all(re.fullmatch(r"\d\.\d{4}", p[-1]) for p in pairs)
+    assert all(any(cell.startswith("T") for cell in p[1:]) for p in pairs)
+    formula = next(line for line in section if line.startswith("  formula: "))
+    assert formula.endswith(f" = {scores['annotation_reward']:.4g}")
+    assert "disagree" not in out
+    if isinstance(value, dict):
+        first = next(iter(value))
+        assert f"  missing keys (in the target only): {first!r}" in section
+        assert "  extra keys (in the prediction only): 'zz_extra'" in section
+        assert "keys = " in formula
+    elif annotation_type.endswith(("_set", "_sequence")):
+        assert "max(" in formula
+        assert any("(unmatched)" in line for line in section)
+    # Single source of truth: the explanation's score is the scorer's.
+    view = explain_annotation(response, built, OPTIONS)
+    assert view.explanation is not None
+    assert view.explanation.score.reward == scores["annotation_reward"]
+
+
+SET_CASES = {
+    "bbox_set": (
+        [[0, 0, 10, 10], [20, 20, 30, 30]],
+        [[[0, 0, 10, 5], [0, 0, 10, 5], [100, 100, 110, 110]], [], [[20, 20, 30, 30]] * 4],
+    ),
+    "point_set": ([[10, 10], [40, 40], [41, 41]], [[[41, 40], [10, 12]], [[0, 0]] * 5, []]),
+    "segment_set": ([[[0, 0], [40, 30]], [[5, 5], [5, 80]]], [[[[5, 5], [5, 80]], [[0, 0], [40, 31]]], [[[1, 1], [2, 2]]]]),
+    "bbox_set_map": ({"a": [[0, 0, 10, 10]], "b": []}, [{"a": [[0, 0, 10, 10], [0, 0, 10, 10]], "c": [[1, 1, 2, 2]]}, {"b": []}]),
+    "point_set_map": ({"a": [[1, 1], [9, 9]]}, [{"a": [[9, 9]]}, {"a": []}]),
+}
+
+
+@pytest.mark.parametrize("annotation_type", sorted(SET_CASES))
+def test_set_explanations_reward_is_the_scorers_annotation_reward(annotation_type: str) -> None:
+    target, predictions = SET_CASES[annotation_type]
+    built = instance_from_dict(instance("s", 1, annotation_type, target, image_size=[640, 480]), cls=TrainInstance)
+    for prediction in predictions:
+        response = _response(prediction)
+        scores = score_trace_response(response=response, **built.scoring_kwargs(), **OPTIONS)
+        view = explain_annotation(response, built, OPTIONS)
+        assert view.explanation is not None
+        assert view.explanation.score.reward == scores["annotation_reward"], prediction
+
+
+def test_the_scoring_context_is_the_scorers(tmp_path: Path, explain: Run) -> None:
+    # No image_size: the scorer finds the size in the metadata, and so must explain.
+    data = instance("p", 1, "point", [100, 100], metadata={"width": 2000, "height": 1000})
+    built = instance_from_dict(data, cls=TrainInstance)
+    response = _response([110, 100])
+    scores = score_trace_response(response=response, **built.scoring_kwargs(), **OPTIONS)
+    view = explain_annotation(response, built, OPTIONS)
+    assert view.context is not None and view.context.image_size == (2000.0, 1000.0)
+    assert view.context.half_life_px == scores["annotation_point_half_life_px"] == pytest.approx(0.035 * math.hypot(2000, 1000))
+    path = write_lines(tmp_path / "p.jsonl", [data])
+    code, out, _ = explain("--instance", str(path), "--line", "1", "--response", response, "--point-half-life-px", "10")
+    assert code == 0
+    assert "  one pair; similarity, half-life 10 px" in out
+    assert "formula: 0.5 = 0.5" in out  # 10 px off with a 10 px half-life
+
+
+def test_missing_and_extra_keys_of_a_map(tmp_path: Path, explain: Run) -> None:
+    path = _instance_file(tmp_path, "point_map", {"apex": [10, 10], "base": [50, 50]}, image_size=[100, 100])
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", _response({"apex": [10, 10], "tip": [1, 1]}))
+    assert code == 0, err
+    section = _annotation_section(out)
+    assert "  missing keys (in the target only): 'base'" in section
+    assert "  extra keys (in the prediction only): 'tip'" in section
+    assert any(line.split()[:1] == ["P[apex]"] and "T[apex]" in line and line.endswith("1.0000") for line in section)
+    assert any(line.split()[:2] == ["(none)", "T[base]"] for line in section)
+    assert any(line.split()[:1] == ["P[tip]"] and "(unmatched)" in line for line in section)
+    assert "  formula: (1) / 3 keys = 0.3333" in section
+
+
+def test_nothing_predicted_lists_every_target_as_unmatched(tmp_path: Path, explain: Run) -> None:
+    path = _instance_file(tmp_path, "bbox_set", [[0, 0, 10, 10], [20, 20, 30, 30]])
+    code, out, _ = explain("--instance", str(path), "--line", "1", "--response", '{"answer": 1}', "--mode", "answer")
+    assert code == 0
+    section = _annotation_section(out)
+    assert "  no annotation predicted: every target is unmatched" in section
+    assert [line.split()[:2] for line in section if line.startswith("  (none)")] == [["(none)", "T#0"], ["(none)", "T#1"]]
+    code, out, _ = explain("--instance", str(path), "--line", "1", "--response", _response("not boxes"))
+    assert "the prediction does not parse as bbox_set" in out and "T#1" in out
+
+
+def test_a_family_without_explain_capability_gets_one_line(tmp_path: Path, explain: Run, register: Any) -> None:
+    register(_Bare(), "test-bare")
+    path = _instance_file(tmp_path, "test_bare", [1, 2])
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", _response([1, 2]))
+    assert code == 0, err
+    assert _annotation_section(out) == [
+        "  the plugin 'test-bare' that scores 'test_bare_v0' has no explain capability (trace_explain_annotation); "
+        "no assignment table"
+    ]
+    assert "annotation_reward 0.5" in out  # the reward section is still there
+    code, _, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([1, 2]), "--png", str(tmp_path / "x.png")
+    )
+    assert code == 1 and "nothing to draw" in err and "Traceback" not in err
+
+
+def test_whatever_a_family_explains_cannot_crash_the_report(tmp_path: Path, explain: Run, register: Any) -> None:
+    register(_Hostile(), "test-hostile")
+    path = _instance_file(tmp_path, "test_hostile", [1])
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", _response("anything"))
+    assert code == 0, err
+    assert "Traceback" not in err
+    section = _annotation_section(out)
+    text = "\n".join(section)
+    assert section[0] == "  by whim\\nsecond line; closeness, half-life 32 px"
+    assert "[[1.5, [2, 3]], {'k': [4.25]}]" in text  # nested tuples and dicts, recursively
+    assert "<unprintable _Unprintable>" in text
+    assert "<int of 16610 bits>" in text
+    assert "[[[[[[[[[..." in text  # a list that contains itself stops at the depth limit
+    assert "[nan, inf, 1e+300, True, None, b'x']" in text
+    assert "T[['not', 'a label']]" in text and "'high'" in text
+    assert "'a\\nb'" in text
+    assert "formula: ['not', 'a string']" in text
+    assert all(len(line) < 400 for line in section)  # every value is length-capped
+    assert "the scorer reported annotation_reward 0.5 but the explanation gives 0.2500" in text
+
+
+def test_a_family_whose_capabilities_raise_gets_one_line_and_an_error(tmp_path: Path, explain: Run, register: Any) -> None:
+    register(_Raising(), "test-raising")
+    path = _instance_file(tmp_path, "test_raising", [1])
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", '{"answer": 1}')
+    assert code == 0, err
+    assert _annotation_section(out)[-1] == (
+        "  the plugin 'test-raising' could not explain 'test_raising_v0': RuntimeError: explain broke\\nbadly"
+    )
+    code, out, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([1]), "--png", str(tmp_path / "r.png")
+    )
+    assert code == 1 and "Traceback" not in err
+    assert "failed to draw T: ValueError: draw broke" in err
+
+
+def test_odd_map_keys_are_escaped_in_the_report_and_the_picture(tmp_path: Path, explain: Run) -> None:
+    _pil()
+    value = {"猫": [10, 10], "a\ud800b": [20, 20], "x\ny": [30, 30]}
+    path = _instance_file(tmp_path, "point_map", value, image_size=[100, 100])
+    response = json.dumps({"answer": 1, "annotation": {"猫": [12, 10], "\ud801": [5, 5]}})
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", response, "--png", str(tmp_path / "k.png"))
+    assert code == 0, err
+    section = _annotation_section(out)
+    assert any(line.startswith("  P[猫]") and "T[猫]" in line for line in section)
+    assert any("T[a\\ud800b]" in line for line in section) and any("T[x\\ny]" in line for line in section)
+    assert "  missing keys (in the target only): 'a\\ud800b', 'x\\ny'" in section
+    assert "  extra keys (in the prediction only): '\\ud801'" in section
+    out.encode("utf-8")  # no lone surrogate reaches the terminal
+
+
+def _junk_drawing(points: Any) -> list[Any]:
+    return [Box(float("nan"), 0, 1, 1), "not a drawable", Point(1e12, 5), Box(10, 10, 20, 20), Box("a", "b", "c", "d")]
+
+
+JUNK_FAMILY = ShapeFamily(attrs.evolve(POLYGON, draw=_junk_drawing), {"test_junk": ("set", "test_junk_box_iou_v0")})
+
+
+def test_undrawable_shapes_are_skipped_and_said(tmp_path: Path, explain: Run, register: Any) -> None:
+    pil = _pil()
+    register(JUNK_FAMILY, "test-junk")
+    path = _instance_file(tmp_path, "test_junk", [[[0, 0], [10, 0], [0, 10]]], image_size=[200, 150])
+    png = tmp_path / "junk.png"
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))
+    assert code == 0, err
+    assert "note: 1 of 1 items lie (partly) outside the 200x150 canvas or could not be drawn (T#0)" in out
+    with pil.open(png) as image:
+        assert image.convert("RGB").getpixel((10, 15)) == TARGET_RGB  # the one good box is drawn
