@@ -1,9 +1,12 @@
-"""Session-wide test set-up: one local Ray for every test that needs it.
+"""Session-wide test set-up: the ``slow`` marker's implications and one local Ray for every test that needs it.
 
-Starting Ray costs seconds, so it starts at most once per run, when the first
-test asking for ``ray_session`` runs, and stops at the end of the session.
-Tests marked ``ray`` are moved to the end of the run (keeping their relative
-order), so the Ray processes are alive only while those tests run.
+Tests marked ``ray``, ``packaging`` or ``megabyte`` are also ``slow``, so
+``uv run pytest -m "not slow"`` (the inner loop) leaves them out; plain
+``uv run pytest`` runs everything. Starting Ray costs seconds, so it starts at
+most once per run, when the first test asking for ``ray_session`` runs, and
+stops at the end of the session. Tests marked ``ray`` are moved to the end of
+the run (keeping their relative order), so the Ray processes are alive only
+while those tests run.
 """
 
 from __future__ import annotations
@@ -14,8 +17,15 @@ from types import ModuleType
 
 import pytest
 
+#: Markers whose tests are always also ``slow`` (so ``-m "not slow"`` leaves them out even if a file forgets it).
+IMPLY_SLOW = ("ray", "packaging", "megabyte")
 
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects anything
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in IMPLY_SLOW) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("ray") is not None)  # stable: the rest keeps its order
 
 

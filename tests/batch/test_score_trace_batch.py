@@ -122,6 +122,7 @@ def test_shares_are_contiguous_and_cover_the_batch() -> None:
     assert [len(c) for c in chunks] == [700, 700, 700, 400]
 
 
+@pytest.mark.slow  # spawns a pool of worker interpreters
 def test_two_workers_above_the_pool_threshold_match_serial_scoring() -> None:
     """Small items, just above the threshold: the child process is really used."""
     count = 2 * batch_module.MIN_ITEMS_PER_WORKER + 40

@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -107,6 +108,7 @@ def assert_sane(result: dict[str, float]) -> None:
         assert 0.0 <= result["annotation_assigned_iou_mean"] <= 1.0
 
 
+@pytest.mark.slow  # about 2 s
 @PROPERTY
 @given(typed_values(boxes()))
 def test_prediction_equal_to_target_scores_one(typed: tuple[str, Any]) -> None:

@@ -149,7 +149,7 @@ def run_cli(
                 code = main(list(args))
             except SystemExit as exc:
                 code = _exit_code(exc.code)
-            except Exception:  # noqa: BLE001  (an uncaught error: the traceback and exit code 1, as in a process)
+            except Exception:  # uncaught: its traceback and exit code 1, as in a process
                 traceback.print_exc(file=sys.stderr)
                 code = 1
         for stream in (sys.stdout, sys.stderr):
@@ -172,7 +172,12 @@ def _exit_code(code: object) -> int:
 
 
 def instance(
-    id: str, answer: Any = 2, annotation_type: str = "bbox", value: Any = (0, 0, 10, 10), answer_type: str = "integer", **extra: Any
+    id: str,
+    answer: Any = 2,
+    annotation_type: str = "bbox",
+    value: Any = (0, 0, 10, 10),
+    answer_type: str = "integer",
+    **extra: Any,
 ) -> dict[str, Any]:
     """An instance dict whose contract comes from the resolver."""
     contract = resolve_reward_contract(answer_type=answer_type, annotation_type=annotation_type).to_dict()
@@ -198,7 +203,7 @@ def write_lines(path: Path, lines: list[Any]) -> Path:
 
 def read_jsonl(data: bytes | str | Path) -> list[dict[str, Any]]:
     if isinstance(data, Path):
-        data = gzip.open(data).read() if data.suffix == ".gz" else data.read_bytes()
+        data = gzip.decompress(data.read_bytes()) if data.suffix == ".gz" else data.read_bytes()
     text = data.decode() if isinstance(data, bytes) else data
     return [json.loads(line) for line in text.splitlines()]
 

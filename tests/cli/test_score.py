@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import score_trace_response
-
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, count_lines, instance, read_jsonl, run_cli, write_lines
+from trace_tasks import score_trace_response
 
 
 def _expected_ids(path: Path) -> list[str]:
@@ -104,7 +103,16 @@ def test_bad_lines_become_error_lines_and_the_run_continues(tmp_path: Path) -> N
     not_a_string = {**instance("number-response"), "response": 2}
     path = write_lines(
         tmp_path / "in.jsonl",
-        [good, '{"id": "truncated", "answer_gt": ', bad_contract, "", no_response, not_a_string, "[1, 2]", {**good, "id": "ok-2"}],
+        [
+            good,
+            '{"id": "truncated", "answer_gt": ',
+            bad_contract,
+            "",
+            no_response,
+            not_a_string,
+            "[1, 2]",
+            {**good, "id": "ok-2"},
+        ],
     )
     proc = run_cli("score", str(path), "-q")
     assert proc.returncode == 1

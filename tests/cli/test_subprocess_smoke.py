@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from trace_tasks import __version__
-
 from tests.cli.helpers import COMBINED, INSTANCES, ROOT, read_jsonl, run_cli
+from trace_tasks import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +66,9 @@ def test_score_streams_through_real_pipes() -> None:
     """``python -m``, stdin kept open: scores come out before the input ends."""
     rows = read_jsonl(COMBINED)
     first = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(3000))
-    proc = subprocess.Popen([*MODULE, "score", "-", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*MODULE, "score", "-", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     assert proc.stdin is not None and proc.stdout is not None
     out_lines: list[bytes] = []
     first_line = threading.Event()

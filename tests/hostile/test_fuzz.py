@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ TARGETS = {
 }
 
 
+@pytest.mark.slow  # about 1 s
 @FUZZ
 @given(response=responses, annotation_type=annotation_types, mode=st.sampled_from(["answer", "answer_and_annotation"]))
 def test_random_responses_never_break_the_scorer(response: str, annotation_type: str, mode: str) -> None:
@@ -71,6 +73,7 @@ def test_random_responses_never_break_the_scorer(response: str, annotation_type:
     assert list(first) == list(second)
 
 
+@pytest.mark.slow  # about 1 s
 @FUZZ
 @given(prefix=responses, answer=json_values, annotation=st.lists(boxes, max_size=5))
 def test_a_final_object_after_any_prefix_is_found(prefix: str, answer: Any, annotation: list[list[int]]) -> None:

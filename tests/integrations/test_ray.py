@@ -48,11 +48,13 @@ def test_score_dataset_equals_score_trace_batch(ray: ModuleType) -> None:
         for n, (r, i) in enumerate(rows)
     ]
     ds = ray.data.from_items(records, override_num_blocks=2)
-    scored = score_dataset(ds, instance_columns=("answer_gt", "annotation_gt", "reward_contract", "image_size"), format_weight=0.1)
+    scored = score_dataset(
+        ds, instance_columns=("answer_gt", "annotation_gt", "reward_contract", "image_size"), format_weight=0.1
+    )
     out = sorted(scored.take_all(), key=lambda row: row["id"])
     expected = score_trace_batch(_batch_items(rows), format_weight=0.1)
     assert len(out) == len(rows)
-    for got, want in zip(out, expected):
+    for got, want in zip(out, expected, strict=True):
         assert got["error"] is None
         assert {k: got[k] for k in stable_keys()} == {k: want[k] for k in stable_keys()}
     assert sum(row["overall"] > 0 for row in out) >= REPEAT * 4  # real rewards, not a column of zeros

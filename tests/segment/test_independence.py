@@ -6,6 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a fresh interpreter: what it imports is the point
+
 CHECK = textwrap.dedent(
     """
     import sys

@@ -35,6 +35,7 @@ def _reward(annotation_type: str, pred: Any, gt: Any, hl: float | None = None) -
 many_segments = st.lists(segment, max_size=13)
 
 
+@pytest.mark.slow  # over 1 s
 @settings(max_examples=100, deadline=None)
 @given(pred=many_segments, gt=many_segments, flips=st.lists(st.booleans(), min_size=13, max_size=13), hl=half_life)
 def test_reversing_predicted_segments_never_changes_the_score(
