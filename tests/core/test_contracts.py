@@ -27,6 +27,7 @@ from trace_tasks import (
     score_trace_response,
     validate_reward_contract_payload,
 )
+from trace_tasks.core.reward_contracts import contract_problems
 
 from ..support.seed_table import SEED_TABLE
 from .helpers import LEADING_KEYS, contract
@@ -177,6 +178,40 @@ def test_rule_4_annotation_id_is_the_resolver_output() -> None:
     assert validate_reward_contract_payload(payload, answer_type="integer", annotation_type="bbox_set") == (
         "reward_contract.annotation.id must match the resolved contract for annotation_gt.type (bbox_set_soft_iou_v0)"
     )
+
+
+def test_rule_4_without_annotation_gt_checks_the_payloads_own_type() -> None:
+    # The id must be the one resolved for the type the payload itself declares (helper record
+    # aux-0099 recorded the old behaviour, where any current id passed: tests/conformance/deviations.tsv).
+    payload = with_change(["annotation", "id"], "point_set_soft_distance_v0")
+    assert validate_reward_contract_payload(payload) == (
+        "reward_contract.annotation.id must match the resolved contract for reward_contract.annotation.type "
+        "(bbox_set_soft_iou_v0)"
+    )
+    assert validate_reward_contract_payload(payload, answer_type="integer") == validate_reward_contract_payload(payload)
+    assert validate_reward_contract_payload(valid_payload()) is None
+
+
+def test_rule_4_without_annotation_gt_needs_a_known_declared_type() -> None:
+    payload = with_change(["annotation", "type"], "polygon")
+    message = validate_reward_contract_payload(payload)
+    assert message is not None and message.startswith("unsupported annotation type for reward_contract: polygon")
+
+
+def test_every_broken_rule_is_listed_with_its_path() -> None:
+    payload = with_change(["reward_contract_version"], "v9")
+    payload["answer"]["id"] = "bogus"
+    payload["annotation"] = {"id": "bbox_soft_iou_v9", "type": "bbox"}
+    problems = contract_problems(payload, answer_type="number", annotation_type="bbox")
+    assert [(p.rule, p.path) for p in problems] == [
+        ("version", "$.reward_contract.reward_contract_version"),
+        ("answer_id", "$.reward_contract.answer.id"),
+        ("current", "$.reward_contract.annotation.id"),
+        ("answer_type", "$.reward_contract.answer.type"),
+    ]
+    assert problems[0].message == validate_reward_contract_payload(payload)  # the documented first message
+    assert "got 'v9'" in problems[0].explained
+    assert "the current id for annotation type 'bbox' is 'bbox_soft_iou_v0'" in problems[2].explained
 
 
 def test_rule_5_annotation_type_matches_annotation_gt() -> None:

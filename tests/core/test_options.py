@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from trace_tasks import score_trace_response
+from trace_tasks.options import MAX_POINT_HALF_LIFE_PX
 
 from .helpers import contract, score
 
@@ -119,6 +120,22 @@ def test_weights_accept_other_real_numbers() -> None:
 def test_invalid_point_half_life_raises(value: Any) -> None:
     with pytest.raises(ValueError):
         score(CORRECT, point_half_life_px=value)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), "1e400", 1e308, 10_000.5, "20000"])
+def test_non_finite_and_absurd_half_lives_raise(value: Any) -> None:
+    # 1e308 would score every point 1.0; an int too large for a float overflows.
+    with pytest.raises(ValueError, match="point_half_life_px"):
+        score(CORRECT, point_half_life_px=value)
+
+
+def test_half_life_upper_bound_is_inclusive_and_documented() -> None:
+    assert MAX_POINT_HALF_LIFE_PX == 10_000.0
+    result = score('{"answer": 7, "annotation": [0, 0]}', annotation=[0, 0], annotation_type="point",
+                   point_half_life_px=MAX_POINT_HALF_LIFE_PX)  # fmt: skip
+    assert result["annotation_point_half_life_px"] == MAX_POINT_HALF_LIFE_PX
+    with pytest.raises(ValueError, match="at most 10000 px"):
+        score(CORRECT, point_half_life_px=MAX_POINT_HALF_LIFE_PX * 1.0001)
 
 
 @pytest.mark.parametrize("value", [20, 20.0, "20", " 20 ", Fraction(20, 1)])

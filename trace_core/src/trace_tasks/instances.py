@@ -129,8 +129,62 @@ def _format_exception(exc: BaseException, type_: Any) -> str:
     return str(exc) or f"invalid value ({type(exc).__name__})"
 
 
-def _structure(data: Mapping[str, Any], cls: type[TraceInstance]) -> list[Problem]:
+_GT_KEYS = frozenset({"type", "value"})
+_NUMBER_TYPES = (int, float)
+
+
+def _plain_gt(value: Any) -> bool:
+    return type(value) is dict and value.keys() == _GT_KEYS and type(value["type"]) is str and bool(value["type"].strip())
+
+
+def _plainly_structured(data: Mapping[str, Any], cls: type[TraceInstance], contract_ok: bool) -> bool:
+    """True when ``data`` is a plain JSON-like record the converter certainly accepts.
+
+    A narrower test than the converter's rules (exact ``dict``/``str``/number
+    types only), so the common valid record skips cattrs; anything else goes
+    through the converter, which gives the messages.
+    """
+    if type(data) is not dict or not contract_ok:
+        return False
+    fields = _record_fields(cls)
+    if not data.keys() <= fields[0] or not fields[1] <= data.keys():
+        return False
+    if not (_plain_gt(data["answer_gt"]) and _plain_gt(data["annotation_gt"]) and type(data["reward_contract"]) is dict):
+        return False
+    for name in ("id", "prompt", "image"):
+        value = data.get(name)
+        if value is not None and type(value) is not str:
+            return False
+    size = data.get("image_size")
+    if size is not None and not (
+        type(size) in (list, tuple)
+        and len(size) == 2
+        and all(type(side) in _NUMBER_TYPES for side in size)  # exact types: no bool
+    ):
+        return False
+    metadata = data.get("metadata")
+    return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
+
+
+_fields_cache: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _record_fields(cls: type[TraceInstance]) -> tuple[frozenset[str], frozenset[str]]:
+    """(every field name, the required ones) of a record class."""
+    fields = _fields_cache.get(cls)
+    if fields is None:
+        every = attrs.fields(cls)
+        fields = _fields_cache[cls] = (
+            frozenset(f.name for f in every),
+            frozenset(f.name for f in every if f.default is attrs.NOTHING),
+        )
+    return fields
+
+
+def _structure(data: Mapping[str, Any], cls: type[TraceInstance], contract_ok: bool = False) -> list[Problem]:
     """Problems structuring ``data`` with the records converter, each with its path."""
+    if _plainly_structured(data, cls, contract_ok):
+        return []
     try:
         converter.structure(dict(data), cls)
         return []
@@ -290,8 +344,9 @@ def _check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[lis
     problems: list[Problem] = []
     _check_types(data, registry, parts, problems)
     _check_contract(data, parts, problems)
+    contract_ok = not any(p.path.startswith("$.reward_contract") for p in problems)
     seen = set(problems)
-    for problem in _structure(data, cls):
+    for problem in _structure(data, cls, contract_ok):
         # The contract is checked above, rule by rule; the converter's view of it adds nothing.
         if problem.path == "$.reward_contract" and "reward_contract" in data:
             continue

@@ -2,8 +2,12 @@
 
 Chunks are pulled from the input lazily and at most ``2 * workers`` are in
 flight, so memory stays flat however long the input is. Results come back in
-input order. Each chunk goes through :func:`trace_tasks.score_trace_batch`,
-which isolates a failing item as ``{"error": ...}``.
+input order. In-process, each response is scored by its compiled instance
+(:class:`trace_tasks.CompiledInstance`: the ground truth was validated and
+parsed once); a process pool or Ray gets the items as keyword arguments of
+``score_trace_response`` through :func:`trace_tasks.score_trace_batch` (same
+scores: the instances were validated before). Either way a failing item
+becomes ``{"error": ...}`` instead of stopping the run.
 """
 
 from __future__ import annotations
@@ -12,13 +16,23 @@ import collections
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from trace_tasks.batch import score_trace_batch
 
 T = TypeVar("T")
 Item = Mapping[str, Any]
 Result = dict[str, Any]
+
+
+class Work(Protocol):
+    """One response to score: ``item`` (keyword arguments of ``score_trace_response``) and its compiled instance."""
+
+    @property
+    def item(self) -> dict[str, Any] | None: ...
+
+    @property
+    def compiled(self) -> Any: ...
 
 ENGINES = ("local", "ray")
 #: Items per chunk in-process (the unit of progress updates and output writes).
@@ -52,17 +66,30 @@ def load_ray_scorer() -> Callable[..., list[Result]]:
     return score_rows_with_ray
 
 
+def score_compiled(work: Work, options: Mapping[str, Any]) -> Result:
+    """One response scored by its compiled instance; a caller mistake becomes ``{"error": ...}``."""
+    assert work.item is not None and work.compiled is not None
+    try:
+        return work.compiled.score(work.item["response"], **options)
+    except Exception as exc:  # isolate the item, as score_trace_batch does
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def score_chunks(
-    chunks: Iterable[tuple[T, list[Item]]], *, options: Mapping[str, Any], workers: int = 1, engine: str = "local"
+    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1, engine: str = "local"
 ) -> Iterator[tuple[T, list[Result]]]:
-    """For each ``(context, items)`` yield ``(context, results)``, in input order."""
+    """For each ``(context, works)`` yield ``(context, results)``, in input order."""
     if engine == "ray":
-        yield from _on_ray(chunks, options, workers)
+        yield from _on_ray(((context, _items(works)) for context, works in chunks), options, workers)
     elif workers <= 1:
-        for context, items in chunks:
-            yield context, score_trace_batch(items, **options) if items else []
+        for context, works in chunks:
+            yield context, [score_compiled(work, options) for work in works]
     else:
-        yield from _pooled(chunks, options, workers)
+        yield from _pooled(((context, _items(works)) for context, works in chunks), options, workers)
+
+
+def _items(works: list[Work]) -> list[Item]:
+    return [work.item for work in works if work.item is not None]
 
 
 def _on_ray(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:

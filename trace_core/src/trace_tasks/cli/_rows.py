@@ -7,8 +7,11 @@ Two layouts:
   responses file of ``{"id": ..., "response": ...}`` lines, streamed; several
   responses may share one instance.
 
-A line that cannot be scored becomes a slot with an ``error`` naming the line
-number and the problem, so no line is ever lost.
+Every instance is validated and compiled through an
+:class:`~trace_tasks.instances.InstanceCache` (each distinct content once). A
+line that cannot be scored (an invalid instance among them, with all its
+problems) becomes a slot with an ``error`` naming the line number and the
+problem, so no line is ever lost.
 """
 
 from __future__ import annotations
@@ -18,35 +21,32 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._checks import instance_problems
 from trace_tasks.cli._jsonl import Line
-from trace_tasks.errors import MissingFamilyError, RecordError
-from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
+from trace_tasks.instances import CompiledInstance, InstanceCache, InstanceError
 
 
 @attrs.frozen(slots=True)
 class Slot:
-    """One input line: either an item to score (with its annotation type) or an error."""
+    """One input line: either a response to score against its compiled instance, or an error.
+
+    ``item`` holds the keyword arguments of ``score_trace_response`` (for a
+    process pool or Ray); ``compiled`` scores the same in this process.
+    """
 
     line: int
     id: Any
     item: dict[str, Any] | None = None
     annotation_type: str = ""
     error: str | None = None
+    compiled: CompiledInstance | None = None
 
 
-def _record_message(data: Mapping[str, Any], exc: Exception) -> str:
-    """All structural problems of a record, each with its path (better than the first)."""
-    problems = instance_problems(data, check_values=False)
-    return "; ".join(str(p) for p in problems) if problems else str(exc)
-
-
-def build(data: Mapping[str, Any]) -> TraceInstance | str:
-    """The instance of a record, or a message listing its problems."""
+def build(data: Mapping[str, Any], cache: InstanceCache, record: str | None = None) -> CompiledInstance | InstanceError:
+    """The compiled instance of a record (each distinct content compiled once), or the error listing its problems."""
     try:
-        return instance_from_dict(data, cls=TrainInstance)
-    except (RecordError, MissingFamilyError) as exc:
-        return _record_message(data, exc)
+        return cache.compile(data, record=record)
+    except InstanceError as exc:
+        return exc
 
 
 def _row_id(data: Any) -> Any:
@@ -65,13 +65,14 @@ def _response_problem(data: Mapping[str, Any]) -> str:
     return f"$.response: must be a string (the decoded model output), got {type(data['response']).__name__}"
 
 
-def _slot(line: int, instance: TraceInstance, response: str, row_id: Any) -> Slot:
+def _slot(line: int, instance: CompiledInstance, response: str, row_id: Any) -> Slot:
     item = {"response": response, **instance.scoring_kwargs()}
-    return Slot(line, row_id, item, instance.annotation_gt.type.strip())
+    return Slot(line, row_id, item, instance.annotation_type, compiled=instance)
 
 
-def combined_slots(lines: Iterable[Line]) -> Iterator[Slot]:
-    """Slots for lines that each hold an instance and its ``response``."""
+def combined_slots(lines: Iterable[Line], cache: InstanceCache | None = None) -> Iterator[Slot]:
+    """Slots for lines that each hold an instance and its ``response`` (instances compiled through ``cache``)."""
+    cache = cache if cache is not None else InstanceCache()
     for line in lines:
         if line.error is not None:
             yield Slot(line.number, None, error=line.error)
@@ -85,20 +86,27 @@ def combined_slots(lines: Iterable[Line]) -> Iterator[Slot]:
         if response is None:
             yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}")
             continue
-        instance = build({k: v for k, v in data.items() if k != "response"})
-        if isinstance(instance, str):
-            yield Slot(line.number, row_id, error=f"line {line.number}: invalid instance: {instance}")
+        instance = build({k: v for k, v in data.items() if k != "response"}, cache)
+        if isinstance(instance, InstanceError):
+            yield Slot(line.number, row_id, error=f"line {line.number}: {instance.message}")
             continue
         yield _slot(line.number, instance, response, row_id)
 
 
 @attrs.define
 class InstanceIndex:
-    """Instances by id (or the reason an id cannot be used), and lines that had no usable id."""
+    """Compiled instances by id (or the reason an id cannot be used), and every problem of the file.
+
+    ``problems`` lists, in file order, lines that are not JSON, lines without a
+    usable id, duplicate ids and every problem of every invalid instance, each
+    as ``SOURCE line N: PATH: MESSAGE``; ``trace-tasks score`` prints them before
+    scoring and exits with 1 when there is any.
+    """
 
     source: str
-    by_id: dict[str, tuple[int, TraceInstance | str]] = attrs.field(factory=dict)
+    by_id: dict[str, tuple[int, CompiledInstance | str]] = attrs.field(factory=dict)
     problems: list[str] = attrs.field(factory=list)
+    cache: InstanceCache = attrs.field(factory=InstanceCache)
 
     @classmethod
     def load(cls, lines: Iterable[Line], source: str) -> InstanceIndex:
@@ -122,7 +130,12 @@ class InstanceIndex:
             self.problems.append(f"{where}: {message}")
             self.by_id[row_id] = (first, message)
             return
-        self.by_id[row_id] = (line.number, build(line.value))
+        instance = build(line.value, self.cache)
+        if isinstance(instance, InstanceError):
+            self.problems.extend(f"{where}: {problem}" for problem in instance.problems)
+            self.by_id[row_id] = (line.number, "; ".join(str(p) for p in instance.problems))
+            return
+        self.by_id[row_id] = (line.number, instance)
 
     def invalid_ids(self) -> int:
         return sum(isinstance(entry, str) for _, entry in self.by_id.values())

@@ -1,10 +1,14 @@
 """``trace-tasks score``: score stored rollouts, one JSON line of scores per input line.
 
-Input is streamed in chunks through :func:`trace_tasks.score_trace_batch` (or a
-process pool, or Ray), so memory stays flat on inputs of any length; in the
-two-file layout only the instances index is held. Output keeps input order,
-and a line that cannot be scored becomes a line with an ``error`` field: the
-input and output line counts are always equal. A summary table goes to stderr.
+Every instance is validated and compiled once (:mod:`trace_tasks.instances`,
+cached by content), so an invalid instance is an error line naming its
+problems, never a silent zero reward. Input is streamed in chunks (scored
+in-process, in a process pool, or with Ray), so memory stays flat on inputs of
+any length; in the two-file layout only the instances index is held, and the
+problems of the instances file are printed before scoring (exit code 1).
+Output keeps input order, and a line that cannot be scored becomes a line with
+an ``error`` field: the input and output line counts are always equal. A
+summary table goes to stderr.
 """
 
 from __future__ import annotations
@@ -100,10 +104,18 @@ def _score(args: argparse.Namespace, options: dict[str, Any]) -> int:
         with open_binary(args.input) as fh:
             index = InstanceIndex.load(read_lines(fh), _name(args.input))
         instance_problems = index.problems
+        # Up front, before any scoring: a broken instances file is the first thing to know.
+        for problem in instance_problems:
+            print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
+        if instance_problems:
+            count = len(instance_problems)
+            print(
+                f"trace-tasks score: {count} problem{'s' * (count != 1)} in {_name(args.input)}; responses to an "
+                "unusable instance get an error line, and the exit code will be 1",
+                file=sys.stderr,
+            )
         with open_binary(args.responses) as fh, open_output(args.output) as out:
             _write_all(joined_slots(read_lines(fh), index), out, summary, args, options)
-    for problem in instance_problems:
-        print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
     if not args.quiet:
         print(summary.table(), file=sys.stderr)
     if args.summary_json:
@@ -118,13 +130,13 @@ def _name(path: str) -> str:
     return "<stdin>" if path == STDIO else path
 
 
-def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list[dict[str, Any]]]]:
-    """Groups of at most ``size`` slots, with the items among them to score."""
+def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list[Slot]]]:
+    """Groups of at most ``size`` slots, with the slots among them to score."""
     while True:
         group = list(itertools.islice(slots, size))
         if not group:
             return
-        yield group, [slot.item for slot in group if slot.item is not None]
+        yield group, [slot for slot in group if slot.item is not None]
 
 
 def _write_all(slots: Iterator[Slot], out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]) -> None:

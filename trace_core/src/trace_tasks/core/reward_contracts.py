@@ -200,9 +200,12 @@ def contract_problems(
     rid = annotation["id"] if annotation is not None else None
     id_current = True
     if rid is not None:
-        current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
-        if rid not in current_ids:
-            id_current = False
+        reward_entry = registry.reward_ids.get(rid)
+        # Current for some installed type (an orphan id, for a type nobody owns, is never current).
+        if reward_entry is None or not reward_entry.current or reward_entry.annotation_type not in registry.annotation_types:
+            current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
+            id_current = rid in current_ids
+        if not id_current:
             message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
             detail = registry.not_current_message(rid) or message
             check_type = str(annotation_type).strip() if annotation_type is not None else declared

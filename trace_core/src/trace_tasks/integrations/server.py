@@ -9,9 +9,15 @@
 
 The body is hostile input: a body over ``max_request_bytes`` gets 413 before it
 is read in full, invalid JSON 400, a wrong shape or a malformed label 422, all
-with a ``detail`` message. Nothing a client sends crashes the server. A missing
-annotation family is a deployment error: 500 naming the package to install.
-Scoring runs in a worker thread so the event loop keeps answering ``/health``.
+with a ``detail`` message. Every label is validated before anything is scored
+(:mod:`trace_tasks.instances`, compiled once per distinct label): a label that
+cannot be scored honestly (a zero-area target box, an unknown type, a contract
+that disagrees, an answer its type cannot hold...) gets 422 whose ``detail``
+lists every problem of every such label (``labels[3]: invalid instance:
+$.annotation_gt.value: ...``) and whose ``problems`` holds them one by one.
+Nothing a client sends crashes the server. A missing annotation family is a
+deployment error: 500 naming the package to install. Scoring runs in a worker
+thread so the event loop keeps answering ``/health``.
 """
 
 # No ``from __future__ import annotations``: FastAPI must see the real ``fastapi.Request``
@@ -23,10 +29,13 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from trace_tasks.errors import MissingFamilyError
-from trace_tasks.integrations._common import require, scorer_options
+from trace_tasks.instances import InstanceCache, InstanceError
+from trace_tasks.integrations import _common
+from trace_tasks.integrations._common import load_instance, require, scorer_options
 from trace_tasks.integrations.openrlhf import score_queries
+from trace_tasks.plugins import OFFICIAL_TYPES, get_registry
 
-__all__ = ["CONFIG_ENV", "DEFAULT_MAX_REQUEST_BYTES", "app_from_env", "create_app"]
+__all__ = ["CONFIG_ENV", "DEFAULT_MAX_REQUEST_BYTES", "InvalidLabels", "app_from_env", "create_app", "validate_labels"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +137,69 @@ def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | Non
     return queries, prompts, labels
 
 
+#: The instance fields of a label that are validated (``image_sizes`` is a scorer input, not an instance field).
+LABEL_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
+
+
+class InvalidLabels(ValueError):
+    """Labels that cannot be scored honestly; ``errors`` holds ``(label index, InstanceError)`` pairs."""
+
+    def __init__(self, errors: list[tuple[int, InstanceError]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(str(error) for _, error in errors))
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "detail": str(self),
+            "problems": [
+                {"label": index, "path": problem.path, "message": problem.message}
+                for index, error in self.errors
+                for problem in error.problems
+            ],
+        }
+
+
+def _label_cache() -> InstanceCache:
+    # The adapters' shared cache when there is one, so scoring finds the labels compiled here.
+    cache = getattr(_common, "INSTANCE_CACHE", None)
+    return cache if isinstance(cache, InstanceCache) else _OWN_CACHE
+
+
+_OWN_CACHE = InstanceCache(maxsize=4096)
+
+
+def validate_labels(labels: list[Any]) -> None:
+    """Validate every label before scoring any.
+
+    Raises ``ValueError`` for a label that is no instance at all (not JSON, a
+    required field missing), :class:`MissingFamilyError` for a type whose
+    official family is not installed (a deployment error), and
+    :class:`InvalidLabels` listing every problem of every invalid label.
+    """
+    registry = get_registry()
+    cache = _label_cache()
+    errors: list[tuple[int, InstanceError]] = []
+    for i, label in enumerate(labels):
+        where = f"labels[{i}]"
+        instance = load_instance(label, where=where)
+        fields = {name: instance.get(name) for name in LABEL_FIELDS if instance.get(name) is not None}
+        annotation = fields.get("annotation_gt")
+        name = annotation.get("type") if isinstance(annotation, Mapping) else None
+        if isinstance(name, str) and name.strip() in OFFICIAL_TYPES and name.strip() not in registry.annotation_types:
+            raise MissingFamilyError(name.strip(), OFFICIAL_TYPES[name.strip()])
+        try:
+            cache.compile(fields, record=where)
+        except InstanceError as exc:
+            errors.append((i, exc))
+    if errors:
+        raise InvalidLabels(errors)
+
+
+def _validate_and_score(queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any]) -> Any:
+    validate_labels(labels)
+    return score_queries(queries, prompts, labels, options)
+
+
 def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options: Any) -> Any:
     """The ASGI app (FastAPI inside the body-size guard); ``options`` are scorer options, checked now."""
     fastapi = require("fastapi", "server")
@@ -158,10 +230,12 @@ def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options:
             return JSONResponse({"detail": "request body must be a JSON object with query, prompts, labels"}, status_code=422)
         try:
             queries, prompts, labels = _check_lists(payload)
-            return await run_in_threadpool(score_queries, queries, prompts, labels, picked)
+            return await run_in_threadpool(_validate_and_score, queries, prompts, labels, picked)
         except MissingFamilyError as exc:
             log.error("trace_tasks serve: %s", exc)
             return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
+        except InvalidLabels as exc:
+            return JSONResponse(exc.body(), status_code=422)
         except (ValueError, TypeError) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
         except Exception as exc:  # a bug of ours must not take the server down
