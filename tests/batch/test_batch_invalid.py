@@ -125,6 +125,7 @@ def test_a_group_of_16_rollouts_compiles_its_instance_once(compile_spy: list[Any
     assert len(compile_spy) == 2
 
 
+@pytest.mark.slow  # spawns a pool of worker interpreters
 def test_pooled_path_refuses_broken_items_in_the_children() -> None:
     """Above the pool threshold with two workers: broken items in the child's share are errors there too."""
     count = 2 * batch_module.MIN_ITEMS_PER_WORKER + 40

@@ -18,6 +18,8 @@ from trace_plugins_bbox.geometry import iou, parse_box
 
 from .helpers import score, score_response
 
+pytestmark = pytest.mark.slow  # Hypothesis: hundreds of scored examples per test; -m "not slow" leaves them to the full run
+
 TYPES = ["bbox", "bbox_set", "bbox_sequence", "bbox_map", "bbox_set_map"]
 PROPERTY = settings(deadline=None, max_examples=100)
 
@@ -108,7 +110,6 @@ def assert_sane(result: dict[str, float]) -> None:
         assert 0.0 <= result["annotation_assigned_iou_mean"] <= 1.0
 
 
-@pytest.mark.slow  # about 2 s
 @PROPERTY
 @given(typed_values(boxes()))
 def test_prediction_equal_to_target_scores_one(typed: tuple[str, Any]) -> None:

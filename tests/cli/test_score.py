@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, count_lines, instance, read_jsonl, run_cli, write_lines
 from trace_tasks import score_trace_response
+from trace_tasks.cli._engine import chunk_size
 
 
 def _expected_ids(path: Path) -> list[str]:
@@ -237,15 +238,17 @@ def test_output_is_streamed_before_the_input_ends() -> None:
     Standard input is a stream that notes how much output exists when the
     command first reaches its end. (Through real pipes: ``test_subprocess_smoke``.)
     """
+    chunk = chunk_size("local", 1)  # lines scored and written together
     rows = read_jsonl(COMBINED)
-    data = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(3000))
+    count = chunk + chunk // 2
+    data = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(count))
     stdin = OutputAtEnd(data)
     proc = run_cli("score", "-", "-q", stdin=stdin)
     assert proc.returncode == 0
     assert stdin.output_at_end is not None, "the input was never read to its end"
-    assert stdin.output_at_end.count(b"\n") >= 1024, "no output before the end of the input"  # at least one chunk
+    assert stdin.output_at_end.count(b"\n") >= chunk, "no output before the end of the input"  # the first chunk
     assert json.loads(stdin.output_at_end.splitlines()[0])["line"] == 1
-    assert len(proc.stdout.splitlines()) == 3000
+    assert len(proc.stdout.splitlines()) == count
 
 
 class OutputAtEnd(io.RawIOBase):

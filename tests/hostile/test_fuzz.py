@@ -21,6 +21,8 @@ from trace_tasks import extraction
 
 from .helpers import score
 
+pytestmark = pytest.mark.slow  # Hypothesis: hundreds of scored examples per test; -m "not slow" leaves them to the full run
+
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PROPERTY = settings(max_examples=60, deadline=None)
 
@@ -63,7 +65,6 @@ TARGETS = {
 }
 
 
-@pytest.mark.slow  # about 1 s
 @FUZZ
 @given(response=responses, annotation_type=annotation_types, mode=st.sampled_from(["answer", "answer_and_annotation"]))
 def test_random_responses_never_break_the_scorer(response: str, annotation_type: str, mode: str) -> None:
@@ -73,7 +74,6 @@ def test_random_responses_never_break_the_scorer(response: str, annotation_type:
     assert list(first) == list(second)
 
 
-@pytest.mark.slow  # about 1 s
 @FUZZ
 @given(prefix=responses, answer=json_values, annotation=st.lists(boxes, max_size=5))
 def test_a_final_object_after_any_prefix_is_found(prefix: str, answer: Any, annotation: list[list[int]]) -> None:

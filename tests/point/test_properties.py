@@ -14,6 +14,8 @@ from trace_plugins_point.geometry import similarity
 
 from .helpers import score
 
+pytestmark = pytest.mark.slow  # Hypothesis: hundreds of scored examples per test; -m "not slow" leaves them to the full run
+
 #: Coordinates a model might plausibly emit, plus far-out ones; JSON round-trips them exactly.
 coordinate = st.one_of(
     st.integers(-5000, 5000),

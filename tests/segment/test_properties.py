@@ -12,6 +12,8 @@ from trace_plugins_segment.geometry import segment_distance
 
 from .helpers import score
 
+pytestmark = pytest.mark.slow  # Hypothesis: hundreds of scored examples per test; -m "not slow" leaves them to the full run
+
 coordinate = st.one_of(
     st.integers(-3000, 3000),
     st.floats(-3000, 3000, allow_nan=False, allow_infinity=False),
@@ -35,7 +37,6 @@ def _reward(annotation_type: str, pred: Any, gt: Any, hl: float | None = None) -
 many_segments = st.lists(segment, max_size=13)
 
 
-@pytest.mark.slow  # over 1 s
 @settings(max_examples=100, deadline=None)
 @given(pred=many_segments, gt=many_segments, flips=st.lists(st.booleans(), min_size=13, max_size=13), hl=half_life)
 def test_reversing_predicted_segments_never_changes_the_score(
