@@ -7,11 +7,21 @@ file breaks one thing, a good instance sits next to them and has no problem.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from trace_tasks import (
+    AnnotationParseError,
+    AnnotationScore,
+    AnnotationTypeSpec,
+    ScoringContext,
+    hookimpl,
+    plugins,
+    resolve_reward_contract,
+)
 from trace_tasks.cli import main
 
 from ..core.test_instances import BROKEN, Case, good_instance
@@ -54,7 +64,7 @@ def test_a_combined_score_input_is_validated_as_its_instance(tmp_path: Path, cap
     assert out.splitlines()[-1].endswith("on 3 lines in 1 file")
 
 
-def test_frame_check_still_runs_and_an_unchecked_family_is_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_frame_check_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outside = good_instance("outside")
     outside["annotation_gt"]["value"] = [600, 0, 700, 10]
     path = _write(tmp_path / "instances.jsonl", [outside])
@@ -62,3 +72,55 @@ def test_frame_check_still_runs_and_an_unchecked_family_is_a_note(tmp_path: Path
     out = capsys.readouterr().out
     assert f"{path}:1: $.annotation_gt.value: x=700 is outside the image frame [0, 640]" in out
     assert "note:" not in out
+
+
+class WidgetFamily:
+    """A family that parses and scores but cannot describe its geometry (no explain, no draw)."""
+
+    @hookimpl
+    def trace_annotation_types(self) -> Sequence[AnnotationTypeSpec]:
+        return [AnnotationTypeSpec("test_widget", ("test_widget_hit_v0",))]
+
+    @hookimpl
+    def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
+        return "test_widget_hit_v0" if annotation_type == "test_widget" else None
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: object) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise AnnotationParseError("a widget label is a non-empty string")
+        return value.strip()
+
+    @hookimpl
+    def trace_score_annotation(self, reward_id: str, prediction: str, target: str, context: ScoringContext) -> AnnotationScore:
+        return AnnotationScore(1.0 if prediction == target else 0.0)
+
+
+@pytest.fixture
+def widget_family() -> Iterator[None]:
+    plugins.register_plugin(WidgetFamily(), "test-widget-family")
+    try:
+        yield
+    finally:
+        plugins.unregister_plugin("test-widget-family")
+
+
+def test_a_family_that_cannot_be_frame_checked_gets_a_note(
+    widget_family: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = []
+    for i, label in enumerate(("left", "right", " ")):
+        data = good_instance(f"w{i}")
+        data["annotation_gt"] = {"type": "test_widget", "value": label}
+        data["reward_contract"] = resolve_reward_contract(answer_type="integer", annotation_type="test_widget").to_dict()
+        rows.append(data)
+    path = _write(tmp_path / "instances.jsonl", rows)
+    assert main(["validate", str(path)]) == 1  # only the blank label is a problem
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith(str(path))] == [
+        f"{path}:3: $.annotation_gt.value: does not parse as test_widget: a widget label is a non-empty string; "
+        "every response would get annotation reward 0"
+    ]
+    notes = [line for line in out if line.startswith("note:")]
+    assert notes == ["note: the 'test_widget' family does not describe its geometry; image frame not checked"]
+    assert out[-1] == "1 problem on 1 line in 1 file"

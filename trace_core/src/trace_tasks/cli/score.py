@@ -48,8 +48,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Score stored responses. INPUT holds instances with a 'response' field, or, with --responses, "
             "instances joined by 'id' to a file of {\"id\", \"response\"} lines. Files may be .jsonl or "
-            ".jsonl.gz; '-' is standard input. One output line per input line, in order; a line that cannot "
-            "be scored gets an 'error' field and the exit code is 1."
+            ".jsonl.gz; '-' is standard input. Every instance is validated first. One output line per input "
+            "line, in order; a line that cannot be scored (an invalid instance among them) gets an 'error' field "
+            "naming every problem, and the exit code is 1; so do problems of an instances file (--responses "
+            "layout), which are printed before scoring."
         ),
     )
     parser.add_argument("input", metavar="INPUT", help="instances (with 'response' unless --responses is given), or '-'")

@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
         help="serve rewards over HTTP (OpenRLHF --remote_rm_url protocol)",
         description=(
             "Serve POST /get_reward ({query, prompts, labels} -> {rewards, scores, extra_logs}) and "
-            "GET /health with FastAPI and uvicorn. Labels are trace instances (JSON strings or objects). "
+            "GET /health with FastAPI and uvicorn. Labels are trace instances (JSON strings or objects), "
+            "validated before scoring: a batch with an invalid label gets 422 listing every problem. "
             "Needs: pip install 'trace-core[server]'."
         ),
     )
