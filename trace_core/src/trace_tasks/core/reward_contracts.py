@@ -207,7 +207,10 @@ def contract_problems(
             id_current = rid in current_ids
         if not id_current:
             message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
-            detail = registry.not_current_message(rid) or message
+            why = registry.not_current_message(rid)
+            detail = why or message
+            if rid in registry.reward_ids and why:  # registered but not current: say which pin would make it so
+                message = f"{message}; {why}"
             check_type = str(annotation_type).strip() if annotation_type is not None else declared
             entry = registry.annotation_types.get(check_type) if check_type else None
             if entry is not None:
