@@ -182,11 +182,6 @@ def test_pinned_v0_contracts_are_refused_and_score_annotation_0(pinned: Any) -> 
     assert f"TRACE_TASKS_REWARD_IDS=bbox={V0}" in why
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/reward_contracts.py returns the documented rule-6 message for a registered but not current id; "
-    "it does not name the pin yet (Registry.not_current_message does)",
-)
 def test_pinned_validation_message_names_the_pin(pinned: Any) -> None:
     assert "TRACE_TASKS_REWARD_IDS" in pinned["valid"][V0]
 

@@ -218,11 +218,6 @@ def test_a_registered_but_not_current_id_is_refused_with_the_pin_to_set(register
         get_registry().check_reward_id(V1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/reward_contracts.py returns the documented rule-6 message ('must be one of {...}') for a registered "
-    "but not current id without Registry.not_current_message, so the pin to set is not named yet",
-)
 def test_validation_names_the_pin_to_set_for_a_registered_id(register: Any) -> None:
     register(IntervalFamily(current=V1), "interval")
     problem = validate_reward_contract_payload(_contract("interval", V0), answer_type="integer", annotation_type="interval")
@@ -540,7 +535,7 @@ def test_pinning_giou_switches_contracts_and_scoring(register: Any, giou_rewards
     stale = _score("bbox", BOX_TARGET, BOX_NEAR, v0)
     assert stale["annotation_parse_ok"] == 0.0 and stale["annotation_reward"] == 0.0 and stale["answer_reward"] == 1.0
     problem = validate_reward_contract_payload(v0, answer_type="integer", annotation_type="bbox")
-    assert problem is not None and GIOU in problem  # names the current id (the pin itself: see the xfail above)
+    assert problem is not None and GIOU in problem  # names the current id and the pin to set
     with pytest.raises(UnknownRewardIdError, match=r"pinned by trace_tasks\.pin_reward_id\(\)"):
         get_registry().check_reward_id(SOFT_IOU)
 
