@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from trace_tasks.integrations import verl
@@ -77,6 +76,8 @@ def test_extra_info_sets_row_options_and_image_size() -> None:
 
 def test_ground_truth_from_parquet_with_numpy_arrays(tmp_path) -> None:
     # A dict ground truth stored in parquet comes back with numpy arrays for its lists.
+    import pandas as pd  # imported here: 2 s of every test run's collection otherwise
+
     inst = INSTANCES[0]
     pd.DataFrame([{"reward_model": {"ground_truth": inst}}]).to_parquet(tmp_path / "d.parquet")
     row = pd.read_parquet(tmp_path / "d.parquet").iloc[0]
