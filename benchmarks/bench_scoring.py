@@ -31,9 +31,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import contextlib
+
 import numpy as np
 import scipy
 from scipy.optimize import linear_sum_assignment
+from workload import ANNOTATION_TYPES, MODES, Item, make_batch, reasoning_prose
 
 import trace_plugins_bbox.geometry as box_geometry
 import trace_plugins_point.geometry as point_geometry
@@ -42,8 +45,8 @@ from trace_plugins_bbox.plugin import BOX
 from trace_plugins_point.plugin import POINT
 from trace_plugins_segment.plugin import SEGMENT
 from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
-from trace_tasks.batch import shutdown_batch_pools
 from trace_tasks.answers import answers_match
+from trace_tasks.batch import shutdown_batch_pools
 from trace_tasks.distance import half_life_px
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract
 from trace_tasks.image_size import find_image_size
@@ -51,7 +54,6 @@ from trace_tasks.options import ANSWER, resolve_mode
 from trace_tasks.plugins import get_registry
 from trace_tasks.shapes import Primitive, match_set
 from trace_tasks.specs import ScoringContext
-from workload import ANNOTATION_TYPES, MODES, Item, make_batch, reasoning_prose
 
 #: n x m set shapes of the crossover table, by growing cell count.
 CROSSOVER_SHAPES = ((4, 4), (4, 5), (5, 5), (5, 6), (6, 6), (6, 7), (6, 8), (7, 7), (8, 8), (10, 10), (16, 16), (32, 32))
@@ -112,7 +114,7 @@ def machine() -> str:
 class Staged:
     """The inputs of every stage of one item, computed once (untimed)."""
 
-    __slots__ = ("item", "text", "keys", "answer", "answer_gt", "reads_json", "parse", "score")
+    __slots__ = ("answer", "answer_gt", "item", "keys", "parse", "reads_json", "score", "text")
 
     def __init__(self, item: Item) -> None:
         registry = get_registry()
@@ -162,10 +164,8 @@ def run_answer(staged: Sequence[Staged]) -> None:
 def run_parse(staged: Sequence[Staged]) -> None:
     for s in staged:
         for parse, name, value in s.parse:
-            try:
+            with contextlib.suppress(Exception):
                 parse(annotation_type=name, value=value)
-            except Exception:
-                pass
 
 
 def run_match(staged: Sequence[Staged]) -> None:
@@ -206,10 +206,8 @@ class Floor:
         for text in self.texts:
             start = text.rfind('{"answer"')
             end = text.rfind("}") + 1
-            try:
+            with contextlib.suppress(ValueError):
                 loads(text[start:end])
-            except ValueError:
-                pass
 
     def run_assign(self) -> None:
         for m in self.matrices:

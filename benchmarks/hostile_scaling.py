@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import platform
 import sys
 import time
@@ -64,7 +63,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "open braces { + 'answer'": lambda n: _fill("{", n) + " answer",
     "close braces }": lambda n: _fill("}", n),
     "brace pairs {} + 'answer'": lambda n: _fill("{}", n) + " answer",
-    "quotes \"": lambda n: _fill('"', n),
+    'quotes "': lambda n: _fill('"', n),
     "quotes \" + 'answer'": lambda n: _fill('"', n) + " answer",
     "quote-brace \"{ + 'answer'": lambda n: _fill('"{', n) + " answer",
     "backticks `": lambda n: _fill("`", n),
@@ -74,7 +73,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "many broken objects": lambda n: _fill("{answer} ", n) + "x",
     "literal candidates": _literal_candidates,
     "deep nesting [": lambda n: '{"answer": ' + "[" * (n // 2) + "]" * (n // 2) + "}",
-    "deep nesting {\"a\":": lambda n: _fill('{"a":', n),
+    'deep nesting {"a":': lambda n: _fill('{"a":', n),
 }
 
 
@@ -102,9 +101,7 @@ def best_time(response: str, repeat: int) -> float:
         gc.disable()
         try:
             start = time.perf_counter()
-            score_trace_response(
-                response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT
-            )
+            score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT)
             best = min(best, time.perf_counter() - start)
         finally:
             gc.enable()

@@ -32,12 +32,80 @@ ANNOTATION_TYPES = (
 )
 MODES = ("answer", "answer_and_annotation")
 ROLE_KEYS = ("source", "target", "input", "output", "outer", "shaded", "left", "right", "start", "end")
-WORDS = (
-    "the chart shows a bar for each month and the tallest one is March so I compare it with the legend "
-    "then count the marked cells in the second row while the arrow points toward the larger circle "
-    "because the label near the axis reads twelve I check the grid again and the panel on the left "
-    "matches option B although the shaded region overlaps the dotted line near the top corner"
-).split()
+WORDS = [
+    "the",
+    "chart",
+    "shows",
+    "a",
+    "bar",
+    "for",
+    "each",
+    "month",
+    "and",
+    "the",
+    "tallest",
+    "one",
+    "is",
+    "March",
+    "so",
+    "I",
+    "compare",
+    "it",
+    "with",
+    "the",
+    "legend",
+    "then",
+    "count",
+    "the",
+    "marked",
+    "cells",
+    "in",
+    "the",
+    "second",
+    "row",
+    "while",
+    "the",
+    "arrow",
+    "points",
+    "toward",
+    "the",
+    "larger",
+    "circle",
+    "because",
+    "the",
+    "label",
+    "near",
+    "the",
+    "axis",
+    "reads",
+    "twelve",
+    "I",
+    "check",
+    "the",
+    "grid",
+    "again",
+    "and",
+    "the",
+    "panel",
+    "on",
+    "the",
+    "left",
+    "matches",
+    "option",
+    "B",
+    "although",
+    "the",
+    "shaded",
+    "region",
+    "overlaps",
+    "the",
+    "dotted",
+    "line",
+    "near",
+    "the",
+    "top",
+    "corner",
+]
 STRAY = ("{", "}", "[", "]", '"', "{x}", "[1, 2]", "f(x) = {a, b}", '{"note": 1}', "}}")
 IMAGE_W, IMAGE_H = 1280.0, 960.0
 
@@ -129,7 +197,7 @@ def _answer(rng: random.Random) -> tuple[str, Any, Any]:
         wrong = not gt
     elif kind == "index_list":
         gt = rng.sample(range(9), rng.randint(1, 5))
-        wrong = gt[::-1] + [9]
+        wrong = [*gt[::-1], 9]
     else:
         gt = [[rng.randint(0, 9) for _ in range(3)] for _ in range(3)]
         wrong = [[0]]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
 from trace_tasks import batch as batch_module
+from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
 
 TYPES = ("bbox", "bbox_set", "point_set", "segment_set", "point_map", "bbox_set_map")
 
@@ -70,8 +70,7 @@ def test_batch_options_are_defaults_that_items_override() -> None:
     items[3]["trace_reward_mode"] = "answer"
     results = score_trace_batch(items, trace_reward_mode="answer_and_annotation", format_weight=0.2)
     expected = [
-        score_trace_response(**{"trace_reward_mode": "answer_and_annotation", "format_weight": 0.2, **item})
-        for item in items
+        score_trace_response(**{"trace_reward_mode": "answer_and_annotation", "format_weight": 0.2, **item}) for item in items
     ]
     assert results == expected
     assert results[3]["trace_reward_mode_answer"] == 1.0
@@ -139,5 +138,5 @@ def test_two_workers_above_the_pool_threshold_match_serial_scoring() -> None:
     assert not batch_module._pools
     assert len(results) == count
     assert results[count - 3]["error"].startswith("TypeError")
-    expected = serial(items[: count - 3]) + [results[count - 3]] + serial(items[count - 2 :])
+    expected = [*serial(items[: count - 3]), results[count - 3], *serial(items[count - 2 :])]
     assert results == expected

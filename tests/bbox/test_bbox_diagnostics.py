@@ -25,9 +25,9 @@ MAP_KEYS = [
 
 # docs/contracts.md §7 "Return value": type -> (diagnostics keys in order, a valid value).
 EXPECTED = {
-    "bbox": (SIZE_KEYS + ["annotation_assigned_count", "annotation_assigned_iou_mean"], [0, 0, 10, 10]),
-    "bbox_set": (SIZE_KEYS + ["annotation_assigned_count", "annotation_assigned_iou_mean"], [[0, 0, 10, 10]]),
-    "bbox_sequence": (LEN_KEYS + ["annotation_assigned_count", "annotation_assigned_iou_mean"], [[0, 0, 10, 10]]),
+    "bbox": ([*SIZE_KEYS, "annotation_assigned_count", "annotation_assigned_iou_mean"], [0, 0, 10, 10]),
+    "bbox_set": ([*SIZE_KEYS, "annotation_assigned_count", "annotation_assigned_iou_mean"], [[0, 0, 10, 10]]),
+    "bbox_sequence": ([*LEN_KEYS, "annotation_assigned_count", "annotation_assigned_iou_mean"], [[0, 0, 10, 10]]),
     "bbox_map": (MAP_KEYS, {"a": [0, 0, 10, 10]}),
     "bbox_set_map": (MAP_KEYS, {"a": [[0, 0, 10, 10]]}),
 }

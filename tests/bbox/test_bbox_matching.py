@@ -17,9 +17,7 @@ B_HALF = [20, 20, 30, 25]  # IoU 1/2 with B
 
 def greedy_total(matrix: list[list[float]]) -> float:
     """Greedy matching: repeatedly take the highest remaining cell (what we must not do)."""
-    cells = sorted(
-        ((v, i, j) for i, row in enumerate(matrix) for j, v in enumerate(row)), key=lambda c: -c[0]
-    )
+    cells = sorted(((v, i, j) for i, row in enumerate(matrix) for j, v in enumerate(row)), key=lambda c: -c[0])
     used_rows: set[int] = set()
     used_cols: set[int] = set()
     total = 0.0
@@ -34,7 +32,9 @@ def greedy_total(matrix: list[list[float]]) -> float:
 def best_total(matrix: list[list[float]]) -> float:
     """Brute-force optimum over every one-to-one assignment (rows <= cols)."""
     rows, cols = len(matrix), len(matrix[0])
-    return max(sum(matrix[i][j] for i, j in zip(range(rows), perm)) for perm in itertools.permutations(range(cols), rows))
+    return max(
+        sum(matrix[i][j] for i, j in zip(range(rows), perm, strict=False)) for perm in itertools.permutations(range(cols), rows)
+    )
 
 
 # Intervals along x (all boxes span y 0..10):
@@ -72,7 +72,7 @@ def test_hungarian_beats_greedy_with_an_extra_prediction() -> None:
     far = [1000, 1000, 1010, 1010]
     preds, gts = [far, P1, P2], [G1, G2]
     m = matrix_of(preds, gts)
-    optimum = best_total([list(col) for col in zip(*m)])  # targets as rows: 2 <= 3
+    optimum = best_total([list(col) for col in zip(*m, strict=False)])  # targets as rows: 2 <= 3
     assert greedy_total(m) < optimum
     assert reward("bbox_set", preds, gts) == pytest.approx(optimum / 3, rel=1e-15)
 

@@ -71,7 +71,7 @@ def test_non_numeric_and_non_finite_coordinates_fail(box: list[object]) -> None:
 def test_non_finite_and_too_large_coordinates_in_the_response_text_fail(literal: str) -> None:
     # Python's JSON reader accepts NaN/Infinity, 1e400 becomes inf, and a 401-digit
     # integer is too large for a float: all four are parse failures, never exceptions.
-    response = '{"answer": 2, "annotation": [0, 0, %s, 10]}' % literal
+    response = f'{{"answer": 2, "annotation": [0, 0, {literal}, 10]}}'
     result = score_response("bbox", response, BOX)
     assert result["annotation_parse_ok"] == 0.0
     assert result["annotation_reward"] == 0.0

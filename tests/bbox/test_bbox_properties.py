@@ -168,10 +168,10 @@ def test_set_reward_is_the_brute_force_optimum(pred: list, target: list) -> None
         return
     m = [[iou(parse_box(p), parse_box(g)) for g in target] for p in pred]
     if len(pred) > len(target):
-        m = [list(col) for col in zip(*m)]
+        m = [list(col) for col in zip(*m, strict=False)]
     rows, cols = len(m), len(m[0]) if m else 0
     best = max(
-        (sum(m[i][j] for i, j in zip(range(rows), perm)) for perm in itertools.permutations(range(cols), rows)),
+        (sum(m[i][j] for i, j in zip(range(rows), perm, strict=False)) for perm in itertools.permutations(range(cols), rows)),
         default=0.0,
     )
     assert math.isclose(result["annotation_reward"], best / max(len(pred), len(target)), rel_tol=1e-12, abs_tol=1e-15)

@@ -32,8 +32,7 @@ print({
 })
 """
 ANSWER_AND_ANNOTATION_OUTPUT = (
-    "{'overall': 0.6666666666666666, 'answer_reward': 1.0, "
-    "'annotation_reward': 0.3333333333333333, 'annotation_parse_ok': 1.0}\n"
+    "{'overall': 0.6666666666666666, 'answer_reward': 1.0, 'annotation_reward': 0.3333333333333333, 'annotation_parse_ok': 1.0}\n"
 )
 
 # Verbatim from the seed, section "Answer Scoring" (a bbox contract in answer mode).

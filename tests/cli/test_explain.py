@@ -16,11 +16,11 @@ def test_text_report_of_a_set_with_a_missing_and_a_duplicate_box(tmp_path: Path)
     proc = run_cli("explain", "--instance", str(path), "--id", "cars", "--response", response)
     assert proc.returncode == 0, proc.stderr.decode()
     text = proc.stdout.decode()
-    assert "final block: {\"answer\": \"2\"" in text
+    assert 'final block: {"answer": "2"' in text
     assert "format: structure yes, JSON yes, schema yes -> format 1" in text
     assert "candidate used for scoring: the final block" in text
-    assert "predicted \"2\" -> 2" in text and "expected  2 -> 2" in text and "match: yes" in text
-    rows = [line.split() for line in text.splitlines() if line.startswith("  P#") or line.startswith("  (none)")]
+    assert 'predicted "2" -> 2' in text and "expected  2 -> 2" in text and "match: yes" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith(("  P#", "  (none)"))]
     # Hungarian: one copy of the half box takes T#0 (IoU 0.5); the duplicate and the far box share the rest.
     matched = {r[0]: r for r in rows if "(unmatched)" not in r}
     assert any(r[-1] == "0.5000" and "T#0" in r for r in matched.values())
@@ -32,9 +32,7 @@ def test_text_report_of_a_set_with_a_missing_and_a_duplicate_box(tmp_path: Path)
 
 def test_recovered_candidate_and_schema_diagnostics() -> None:
     response = 'First {"answer": 1}. Then {"answer": 2, "annotation": [0, 0, 10, 10]} and some prose.'
-    proc = run_cli(
-        "explain", "--instance", str(COMBINED), "--line", "1", "--response", response, "--mode", "answer"
-    )
+    proc = run_cli("explain", "--instance", str(COMBINED), "--line", "1", "--response", response, "--mode", "answer")
     assert proc.returncode == 0, proc.stderr.decode()
     text = proc.stdout.decode()
     assert "final block: none" in text
@@ -88,7 +86,17 @@ def test_png_canvas_defaults_and_background_image(tmp_path: Path) -> None:
     pil = pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
     path = write_lines(tmp_path / "i.jsonl", [instance("p", 1, "point_set", [[50, 50], [300, 300]])])
     png = tmp_path / "points.png"
-    proc = run_cli("explain", "--instance", str(path), "--line", "1", "--response", '{"answer": 1, "annotation": [[52, 50]]}', "--png", str(png))
+    proc = run_cli(
+        "explain",
+        "--instance",
+        str(path),
+        "--line",
+        "1",
+        "--response",
+        '{"answer": 1, "annotation": [[52, 50]]}',
+        "--png",
+        str(png),
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     with pil.open(png) as image:
         assert image.size == (640, 480)  # no image size given
@@ -110,7 +118,14 @@ def test_png_canvas_defaults_and_background_image(tmp_path: Path) -> None:
 def test_png_without_pillow_names_the_extra(tmp_path: Path) -> None:
     # Pillow failing to import (a None entry in sys.modules, for this call only) stands in for a missing Pillow.
     proc = run_cli(
-        "explain", "--instance", str(COMBINED), "--line", "1", "--png", str(tmp_path / "x.png"), without=["PIL", "PIL.Image", "PIL.ImageDraw"]
+        "explain",
+        "--instance",
+        str(COMBINED),
+        "--line",
+        "1",
+        "--png",
+        str(tmp_path / "x.png"),
+        without=["PIL", "PIL.Image", "PIL.ImageDraw"],
     )
     assert proc.returncode == 2
     assert b"pip install 'trace-core[viz]'" in proc.stderr

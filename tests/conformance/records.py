@@ -41,11 +41,11 @@ def decode_tagged(value: Any) -> Any:
         return [decode_tagged(v) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
-            (tag, inner), = value.items()
+            ((tag, inner),) = value.items()
             if tag == "__tuple__":
                 return tuple(decode_tagged(v) for v in inner)
             if tag == "__set__":
-                return set(decode_tagged(v) for v in inner)
+                return {decode_tagged(v) for v in inner}
             if tag == "__complex__":
                 return complex(*inner)
             if tag == "__ellipsis__":

@@ -64,7 +64,5 @@ def score(
 
 def answer_matches(prediction_json: str, target: Any, answer_type: str = "integer") -> bool:
     """Whether the response ``{"answer": <prediction_json>}`` earns the answer reward."""
-    result = score(
-        '{"answer": ' + prediction_json + "}", answer=target, answer_type=answer_type, trace_reward_mode="answer"
-    )
+    result = score('{"answer": ' + prediction_json + "}", answer=target, answer_type=answer_type, trace_reward_mode="answer")
     return result["answer_reward"] == 1.0

@@ -23,7 +23,14 @@ def literal_matches(response: str, target: Any, answer_type: str = "index_list")
 
 def test_registered_answer_types() -> None:
     assert set(get_registry().answer_types) >= {
-        "integer", "number", "string", "boolean", "option_letter", "pi_expression", "index_list", "matrix",
+        "integer",
+        "number",
+        "string",
+        "boolean",
+        "option_letter",
+        "pi_expression",
+        "index_list",
+        "matrix",
     }
 
 
@@ -172,8 +179,11 @@ def test_unusable_answer_gt_clears_answer_parse_ok() -> None:
 
     for answer_gt in (None, 7, {"type": "integer"}, [7]):
         result = score_trace_response(
-            response='{"answer": 7}', answer_gt=answer_gt, annotation_gt={"type": "bbox", "value": [0, 0, 1, 1]},
-            reward_contract=contract(), trace_reward_mode="answer",
+            response='{"answer": 7}',
+            answer_gt=answer_gt,
+            annotation_gt={"type": "bbox", "value": [0, 0, 1, 1]},
+            reward_contract=contract(),
+            trace_reward_mode="answer",
         )
         assert (result["answer_parse_ok"], result["answer_reward"], result["accuracy"]) == (0.0, 0.0, 0.0)
     assert score('{"answer": 3}', trace_reward_mode="answer")["answer_parse_ok"] == 1.0
@@ -211,7 +221,7 @@ def test_moderate_nesting_still_matches() -> None:
 # --- properties ---------------------------------------------------------------------------------
 
 KEY = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
-SCALAR = st.one_of(st.integers(-10**6, 10**6), st.text(alphabet="xyz ", max_size=4).map(lambda s: "v" + s.strip()))
+SCALAR = st.one_of(st.integers(-(10**6), 10**6), st.text(alphabet="xyz ", max_size=4).map(lambda s: "v" + s.strip()))
 
 
 @settings(max_examples=60, deadline=None)

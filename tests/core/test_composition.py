@@ -113,10 +113,23 @@ def test_result_key_order() -> None:
 def test_one_hot_covers_every_installed_annotation_type() -> None:
     registry = get_registry()
     assert {f"annotation_type_{name}" for name in registry.annotation_types} == set(type_keys())
-    assert {f"annotation_type_{name}" for name in (
-        "bbox", "bbox_set", "bbox_sequence", "bbox_map", "bbox_set_map", "point", "point_set",
-        "point_sequence", "point_map", "point_set_map", "segment", "segment_set",
-    )} <= set(type_keys())
+    assert {
+        f"annotation_type_{name}"
+        for name in (
+            "bbox",
+            "bbox_set",
+            "bbox_sequence",
+            "bbox_map",
+            "bbox_set_map",
+            "point",
+            "point_set",
+            "point_sequence",
+            "point_map",
+            "point_set_map",
+            "segment",
+            "segment_set",
+        )
+    } <= set(type_keys())
     result = score(THIRD)
     assert [k for k in type_keys() if result[k] == 1.0] == ["annotation_type_bbox"]
     assert all(result[k] == 0.0 for k in type_keys() if k != "annotation_type_bbox")
@@ -124,7 +137,9 @@ def test_one_hot_covers_every_installed_annotation_type() -> None:
 
 def test_one_hot_is_all_zero_for_an_unknown_type() -> None:
     result = score_trace_response(
-        response=THIRD, answer_gt={"type": "integer", "value": 7}, annotation_gt={"type": "polygon", "value": []},
+        response=THIRD,
+        answer_gt={"type": "integer", "value": 7},
+        annotation_gt={"type": "polygon", "value": []},
         reward_contract=contract(),
     )
     assert all(result[k] == 0.0 for k in type_keys())
@@ -213,7 +228,9 @@ def test_diagnostics_follow_the_one_hot_when_both_sides_parse(annotation_type: s
 )
 def test_no_diagnostics_unless_both_sides_parse(response: str, annotation_gt: dict[str, Any]) -> None:
     result = score_trace_response(
-        response=response, answer_gt={"type": "integer", "value": 7}, annotation_gt=annotation_gt,
+        response=response,
+        answer_gt={"type": "integer", "value": 7},
+        annotation_gt=annotation_gt,
         reward_contract=contract(),
     )
     assert len(result) == len(LEADING_KEYS) + len(type_keys())

@@ -121,7 +121,7 @@ def test_empty_final_fence_has_no_structure() -> None:
         'He said "hello and never closed the quote. ',
         "An unclosed brace { in the reasoning. ",
         'Mixed: {"draft": "x", "open ',
-        "Closing braces }} and a quote \" and a brace {",
+        'Closing braces }} and a quote " and a brace {',
     ],
 )
 def test_text_before_the_final_object_never_hides_it(prose: str) -> None:

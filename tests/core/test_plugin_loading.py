@@ -14,7 +14,7 @@ import pytest
 from trace_tasks import PluginConflictError, PluginLoadError, PluginValidationError
 from trace_tasks.plugins import ALLOW_ENV, BLOCK_ENV, build_registry
 
-FAMILY_SOURCE = '''
+FAMILY_SOURCE = """
 from trace_tasks import AnnotationScore, AnnotationTypeSpec, hookimpl
 
 TYPE = {type_name!r}
@@ -39,25 +39,25 @@ def trace_parse_annotation(annotation_type, value):
 @hookimpl
 def trace_score_annotation(reward_id, prediction, target, context):
     return AnnotationScore(1.0 if prediction == target else 0.0)
-'''
+"""
 
-MISSPELLED_SOURCE = '''
+MISSPELLED_SOURCE = """
 from trace_tasks import hookimpl
 
 
 @hookimpl
 def trace_parse_annotaton(annotation_type, value):
     return value
-'''
+"""
 
-NO_PARSER_SOURCE = '''
+NO_PARSER_SOURCE = """
 from trace_tasks import AnnotationTypeSpec, hookimpl
 
 
 @hookimpl
 def trace_annotation_types():
     return [AnnotationTypeSpec("fake_unparsed", ("fake_unparsed_v0",))]
-'''
+"""
 
 
 class FakeSite:

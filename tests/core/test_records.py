@@ -153,7 +153,7 @@ def test_hand_authored_contract_that_disagrees_is_rejected(side: str, key: str, 
 def test_record_name_is_in_the_message() -> None:
     data = copy.deepcopy(instance_to_dict(built()))
     data["bogus"] = 1
-    with pytest.raises(RecordError, match="^rows.jsonl:3: "):
+    with pytest.raises(RecordError, match=r"^rows\.jsonl:3: "):
         instance_from_dict(data, record="rows.jsonl:3")
 
 

@@ -86,9 +86,7 @@ def core_only(monkeypatch: pytest.MonkeyPatch) -> None:
     ("annotation_type", "package"),
     [("point", "trace-plugins-point"), ("segment_set", "trace-plugins-segment"), ("point_set_map", "trace-plugins-point")],
 )
-def test_missing_official_family_names_the_package(
-    bbox_only: None, response: str, annotation_type: str, package: str
-) -> None:
+def test_missing_official_family_names_the_package(bbox_only: None, response: str, annotation_type: str, package: str) -> None:
     with pytest.raises(MissingFamilyError, match=f"pip install {package}"):
         _call(
             response,

@@ -149,7 +149,10 @@ def test_hostile_contract_gates_the_annotation(reward_contract: Any) -> None:
 )
 def test_hostile_answer_gt_never_raises(answer_gt: Any) -> None:
     result = score_trace_response(
-        response=GOOD, answer_gt=answer_gt, annotation_gt={"type": "bbox", "value": [0, 0, 10, 10]}, reward_contract=contract("bbox")
+        response=GOOD,
+        answer_gt=answer_gt,
+        annotation_gt={"type": "bbox", "value": [0, 0, 10, 10]},
+        reward_contract=contract("bbox"),
     )
     check_result(result)
     if not isinstance(answer_gt, dict) or "value" not in answer_gt:

@@ -46,8 +46,32 @@ fragments = st.one_of(
     payloads.map(json.dumps),
     payloads.map(repr),  # Python-literal spelling
     st.sampled_from(
-        ["```", "```json\n", "\n```", "<answer>", "</answer>", "<think>", "</think>", '"', "'", "{", "}", "[", "]",
-         "\\", "\\\"", ":", ",", "\n", "answer", '"answer":', "NaN", "Infinity", "1e400", "\x00"]
+        [
+            "```",
+            "```json\n",
+            "\n```",
+            "<answer>",
+            "</answer>",
+            "<think>",
+            "</think>",
+            '"',
+            "'",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\\",
+            '\\"',
+            ":",
+            ",",
+            "\n",
+            "answer",
+            '"answer":',
+            "NaN",
+            "Infinity",
+            "1e400",
+            "\x00",
+        ]
     ),
     st.text(max_size=30),
     st.text(ANY_CHAR, max_size=12),
@@ -106,7 +130,7 @@ def test_shuffling_a_predicted_point_set_never_changes_the_score(preds: list[Any
 @given(preds=st.lists(segments, min_size=1, max_size=8), targets=st.lists(segments, min_size=1, max_size=4), data=st.data())
 def test_reversing_and_shuffling_segments_never_changes_the_score(preds: list[Any], targets: list[Any], data: Any) -> None:
     flips = data.draw(st.lists(st.booleans(), min_size=len(preds), max_size=len(preds)))
-    changed = [seg[::-1] if flip else seg for seg, flip in zip(preds, flips)]
+    changed = [seg[::-1] if flip else seg for seg, flip in zip(preds, flips, strict=False)]
     changed = data.draw(st.permutations(changed))
     a = score(json.dumps({"answer": 7, "annotation": preds}), annotation_type="segment_set", annotation=targets)
     b = score(json.dumps({"answer": 7, "annotation": changed}), annotation_type="segment_set", annotation=targets)
@@ -189,9 +213,7 @@ def _reference_top_level(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-structural = st.lists(
-    st.sampled_from(["{", "}", '"', "\\", "a", " ", "{{{", "}}}", '""', "\\\\"]), max_size=40
-).map("".join)
+structural = st.lists(st.sampled_from(["{", "}", '"', "\\", "a", " ", "{{{", "}}}", '""', "\\\\"]), max_size=40).map("".join)
 
 
 @settings(max_examples=400, deadline=None)

@@ -57,8 +57,12 @@ MEGABYTE_CASES = [
     ("prose_then_final", _fill("Let me think about the boxes. ") + FINAL, WELL_FORMED, 1.0),
     ("prose_then_fenced_final", _fill("reasoning ") + "\n```json\n" + FINAL + "\n```", WELL_FORMED, 1.0),
     ("many_small_objects", _fill('{"answer": 1} ') + FINAL, WELL_FORMED, 1.0),
-    ("alternating_answer_objects", _fill('{"answer": 1}'), expect(
-        found=1.0, structure=1.0, json_ok=1.0, schema=0.0, annotation_ok=0.0), 0.0),
+    (
+        "alternating_answer_objects",
+        _fill('{"answer": 1}'),
+        expect(found=1.0, structure=1.0, json_ok=1.0, schema=0.0, annotation_ok=0.0),
+        0.0,
+    ),
     ("many_fenced_blocks", _fill('```\n{"answer": 1}\n```\n') + FINAL, WELL_FORMED, 1.0),
     # Recovery (not format) when the final block is broken.
     ("final_then_open_braces", FINAL + _fill_beside("{", FINAL), RECOVERED, 1.0),
@@ -70,8 +74,9 @@ MEGABYTE_CASES = [
 
 
 @pytest.mark.megabyte
-@pytest.mark.parametrize(("response", "expected", "answer_reward"), [c[1:] for c in MEGABYTE_CASES],
-                         ids=[c[0] for c in MEGABYTE_CASES])
+@pytest.mark.parametrize(
+    ("response", "expected", "answer_reward"), [c[1:] for c in MEGABYTE_CASES], ids=[c[0] for c in MEGABYTE_CASES]
+)
 def test_megabyte_response(response: str, expected: dict[str, float], answer_reward: float) -> None:
     result = score(response)
     assert flags(result) == expected

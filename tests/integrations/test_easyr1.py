@@ -27,7 +27,7 @@ def test_batch_equals_scorer_with_kwargs() -> None:
     scores = reward_fn(inputs)
     assert easyr1.REWARD_TYPE == "batch"
     assert len(scores) == len(rows)
-    for got, (response, inst) in zip(scores, rows):
+    for got, (response, inst) in zip(scores, rows, strict=False):
         assert tuple(got) == stable_keys()
         expected = reference(response, inst, format_weight=0.1)
         assert got == {key: expected[key] for key in got}
@@ -35,7 +35,10 @@ def test_batch_equals_scorer_with_kwargs() -> None:
 
 def test_mapping_ground_truth_and_errors() -> None:
     (response, inst) = pairs()[0]
-    assert easyr1.compute_score([{"response": response, "response_length": 1, "ground_truth": inst}])[0]["overall"] == reference(response, inst)["overall"]
+    assert (
+        easyr1.compute_score([{"response": response, "response_length": 1, "ground_truth": inst}])[0]["overall"]
+        == reference(response, inst)["overall"]
+    )
     with pytest.raises(ValueError, match=r"reward_inputs\[0\].ground_truth"):
         easyr1.compute_score([{"response": response, "response_length": 1, "ground_truth": "7"}])
     with pytest.raises(ValueError, match="unknown scorer option"):

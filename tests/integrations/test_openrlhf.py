@@ -40,7 +40,9 @@ def test_reward_func_equals_scorer() -> None:
 
 def test_score_queries_gives_plain_lists_and_exact_values() -> None:
     rows = pairs()
-    result = openrlhf.score_queries([PROMPT + r for r, _ in rows], [PROMPT] * len(rows), [i for _, i in rows], {"format_weight": 0.3})
+    result = openrlhf.score_queries(
+        [PROMPT + r for r, _ in rows], [PROMPT] * len(rows), [i for _, i in rows], {"format_weight": 0.3}
+    )
     expected = [reference(r, i, format_weight=0.3) for r, i in rows]
     assert result["rewards"] == [e["overall"] for e in expected]
     assert all(isinstance(v, float) for v in result["extra_logs"]["format"])
@@ -66,7 +68,7 @@ def test_options_from_environment(monkeypatch) -> None:
 
 
 def test_caller_mistakes_raise() -> None:
-    (response, inst) = pairs()[0]
+    (response, _inst) = pairs()[0]
     with pytest.raises(ValueError, match="same length"):
         openrlhf.reward_func([response], [""], [])
     with pytest.raises(ValueError, match=r"labels\[0\]"):

@@ -76,7 +76,9 @@ def test_get_reward_equals_scorer(base_url: str) -> None:
 
 
 def _post(base_url: str, content: bytes | str, **headers: str) -> httpx.Response:
-    return httpx.post(f"{base_url}/get_reward", content=content, headers={"content-type": "application/json", **headers}, timeout=30)
+    return httpx.post(
+        f"{base_url}/get_reward", content=content, headers={"content-type": "application/json", **headers}, timeout=30
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,7 +140,18 @@ def test_cli_serve_subprocess() -> None:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # uvicorn binds it again; a race with another process here is unlikely
-    command = [sys.executable, "-m", "trace_tasks.cli", "serve", "--port", str(port), "--mode", "answer", "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "trace_tasks.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--mode",
+        "answer",
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
     try:
         url = f"http://127.0.0.1:{port}"

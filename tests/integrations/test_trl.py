@@ -25,9 +25,7 @@ def _trl_kwargs(rows: list[tuple[str, dict]], *, conversational: bool, json_colu
     """The keyword arguments GRPOTrainer builds for one batch."""
     metrics: list[tuple[str, float]] = []
     enc = json.dumps if json_columns else (lambda v: v)
-    completions: list[Any] = [
-        [{"role": "assistant", "content": r}] if conversational else r for r, _ in rows
-    ]
+    completions: list[Any] = [[{"role": "assistant", "content": r}] if conversational else r for r, _ in rows]
     return {
         "prompts": [[{"role": "user", "content": "Q?"}] if conversational else "Q?" for _ in rows],
         "completions": completions,
@@ -68,14 +66,20 @@ def test_component_functions_for_reward_weights() -> None:
     funcs = make_component_reward_funcs(format_weight=0.1)
     assert [f.__name__ for f in funcs] == ["trace_answer", "trace_annotation", "trace_format"]
     expected = [reference(r, i, format_weight=0.1) for r, i in rows]
-    for func, key in zip(funcs, ["answer_reward", "annotation_reward", "format"]):
+    for func, key in zip(funcs, ["answer_reward", "annotation_reward", "format"], strict=False):
         assert func(**kwargs) == [e[key] for e in expected]
 
 
 def test_positional_call_and_no_log_metric() -> None:
     (response, inst) = pairs()[0]
     func = make_reward_func("annotation_reward", trace_reward_mode="answer")
-    got = func(["Q?"], [response], answer_gt=[inst["answer_gt"]], annotation_gt=[inst["annotation_gt"]], reward_contract=[inst["reward_contract"]])
+    got = func(
+        ["Q?"],
+        [response],
+        answer_gt=[inst["answer_gt"]],
+        annotation_gt=[inst["annotation_gt"]],
+        reward_contract=[inst["reward_contract"]],
+    )
     assert got == [reference(response, inst, trace_reward_mode="answer")["annotation_reward"]]
 
 
@@ -94,7 +98,12 @@ def test_rows_without_an_instance_are_not_applicable() -> None:
 
 def test_conversation_text_extraction() -> None:
     assert completion_text([{"role": "user", "content": "x"}]) == ""
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}]) == "ab"
+    assert (
+        completion_text(
+            [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}]
+        )
+        == "ab"
+    )
     assert completion_text([{"role": "assistant", "content": "first"}, {"role": "assistant", "content": "last"}]) == "last"
     assert completion_text([{"role": "assistant", "content": None}]) == ""
 
@@ -111,6 +120,18 @@ def test_caller_mistakes_raise() -> None:
         func(prompts=["q"], completions=["a"], answer_gt=[INSTANCES[0]["answer_gt"]])
     inst = INSTANCES[0]
     with pytest.raises(ValueError, match="row 0"):
-        func(prompts=["q"], completions=["a"], answer_gt=[inst["answer_gt"]], annotation_gt=[None], reward_contract=[inst["reward_contract"]])
+        func(
+            prompts=["q"],
+            completions=["a"],
+            answer_gt=[inst["answer_gt"]],
+            annotation_gt=[None],
+            reward_contract=[inst["reward_contract"]],
+        )
     with pytest.raises(ValueError, match="values for 2 completions"):
-        func(prompts=["q", "q"], completions=["a", "b"], answer_gt=[inst["answer_gt"]], annotation_gt=[inst["annotation_gt"]], reward_contract=[inst["reward_contract"]])
+        func(
+            prompts=["q", "q"],
+            completions=["a", "b"],
+            answer_gt=[inst["answer_gt"]],
+            annotation_gt=[inst["annotation_gt"]],
+            reward_contract=[inst["reward_contract"]],
+        )

@@ -59,7 +59,7 @@ def test_batch_manager_call_with_reward_kwargs() -> None:
         trace_annotation_reward_formula="additive",
     )
     assert len(result) == len(rows)
-    for got, (response, inst) in zip(result, rows):
+    for got, (response, inst) in zip(result, rows, strict=False):
         _check(got, reference(response, inst, format_weight=0.2, trace_annotation_reward_formula="additive"))
 
 

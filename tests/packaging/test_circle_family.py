@@ -145,7 +145,7 @@ def test_circle_scores_through_the_public_scorer(circle_only: Any, name: str) ->
 def test_hostile_responses_score_without_raising(circle_only: Any) -> None:
     results = circle_only["hostile"]
     assert len(results) == len(HOSTILE)
-    for text, result in zip(HOSTILE, results):
+    for text, result in zip(HOSTILE, results, strict=False):
         assert 0.0 <= result["overall"] <= 1.0, text[:80]
         assert 0.0 <= result["annotation_reward"] <= 1.0, text[:80]
     # Overflowing coordinates are a parse failure; a radius that overflows a float too.

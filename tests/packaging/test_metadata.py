@@ -14,12 +14,12 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -134,7 +134,7 @@ def test_root_license_is_the_apache_2_text() -> None:
 def test_classifiers_authors_keywords(dist: str) -> None:
     project = _project(dist)
     classifiers = set(project["classifiers"])
-    assert REQUIRED_CLASSIFIERS <= classifiers, sorted(REQUIRED_CLASSIFIERS - classifiers)
+    assert classifiers >= REQUIRED_CLASSIFIERS, sorted(REQUIRED_CLASSIFIERS - classifiers)
     # PEP 639: License :: classifiers and a license expression must not be combined.
     assert not [c for c in classifiers if c.startswith("License ::")]
     assert project["authors"] == [{"name": "The trace_tasks authors"}]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Venv
 from ..support.seed_table import FAMILY, SAMPLES, SEED_TABLE
+from .conftest import Venv
 
 pytestmark = [pytest.mark.packaging, pytest.mark.slow]
 
@@ -60,7 +60,9 @@ def score(annotation_type, value, reward_contract, mode="answer_and_annotation",
 """
 
 #: trace-core alone: answer mode serves everyone; every annotation type needs its family.
-CORE_ALONE = PRELUDE + """
+CORE_ALONE = (
+    PRELUDE
+    + """
 table = json.loads(sys.argv[1])
 samples = json.loads(sys.argv[2])
 out = {
@@ -78,10 +80,13 @@ for t, rid in table.items():
     }
 print(json.dumps(out))
 """
+)
 
 #: Whatever families are installed: resolve and score every installed type, and
 #: describe what the missing official ones raise.
-SCORE_INSTALLED = PRELUDE + """
+SCORE_INSTALLED = (
+    PRELUDE
+    + """
 table = json.loads(sys.argv[1])
 samples = json.loads(sys.argv[2])
 registry = get_registry()
@@ -99,6 +104,7 @@ for t in table:
         }
 print(json.dumps(out))
 """
+)
 
 
 def _run(venv: Venv, script: str) -> Any:

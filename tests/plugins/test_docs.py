@@ -31,9 +31,7 @@ SPEC_ATTR = f"{PROJECT_NAME}_spec"  # set by pluggy's HookspecMarker on each spe
 def hook_specs() -> dict[str, Any]:
     """Every function marked as a hook spec in ``trace_tasks.hookspecs``."""
     return {
-        name: fn
-        for name, fn in vars(hookspecs).items()
-        if inspect.isfunction(fn) and getattr(fn, SPEC_ATTR, None) is not None
+        name: fn for name, fn in vars(hookspecs).items() if inspect.isfunction(fn) and getattr(fn, SPEC_ATTR, None) is not None
     }
 
 
@@ -97,8 +95,15 @@ def test_no_hook_is_documented_that_does_not_exist(doc: str) -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [trace_tasks.AnnotationTypeSpec, trace_tasks.RewardIdSpec, trace_tasks.AnswerTypeSpec,
-     trace_tasks.ScoringContext, trace_tasks.AnnotationScore, trace_tasks.AnnotationExplanation, shapes.Primitive],
+    [
+        trace_tasks.AnnotationTypeSpec,
+        trace_tasks.RewardIdSpec,
+        trace_tasks.AnswerTypeSpec,
+        trace_tasks.ScoringContext,
+        trace_tasks.AnnotationScore,
+        trace_tasks.AnnotationExplanation,
+        shapes.Primitive,
+    ],
     ids=lambda r: r.__name__,
 )
 def test_every_record_field_is_in_the_records_table(doc: str, record: type) -> None:
@@ -124,8 +129,14 @@ def test_loading_environment_variables_are_documented(doc: str) -> None:
 
 @pytest.mark.parametrize(
     "error",
-    [trace_tasks.PluginLoadError, trace_tasks.PluginConflictError, trace_tasks.PluginValidationError,
-     trace_tasks.MissingFamilyError, trace_tasks.UnknownRewardIdError, trace_tasks.RewardPinError],
+    [
+        trace_tasks.PluginLoadError,
+        trace_tasks.PluginConflictError,
+        trace_tasks.PluginValidationError,
+        trace_tasks.MissingFamilyError,
+        trace_tasks.UnknownRewardIdError,
+        trace_tasks.RewardPinError,
+    ],
     ids=lambda e: e.__name__,
 )
 def test_plugin_errors_are_documented(doc: str, error: type) -> None:
@@ -137,8 +148,12 @@ def test_the_guide_matches_the_circle_example(doc: str) -> None:
     """The step-by-step guide quotes the example's pyproject; keep the quotes true."""
     pyproject = (REPO / "examples" / "circle_family" / "pyproject.toml").read_text(encoding="utf-8")
     guide = section(doc, "## Write a family, step by step")
-    for line in ('name = "trace-plugins-circle"', "[project.entry-points.trace_tasks]",
-                 'circle = "trace_plugins_circle.plugin:family"', 'dependencies = ["trace-core>=0.1,<0.2"]'):
+    for line in (
+        'name = "trace-plugins-circle"',
+        "[project.entry-points.trace_tasks]",
+        'circle = "trace_plugins_circle.plugin:family"',
+        'dependencies = ["trace-core>=0.1,<0.2"]',
+    ):
         assert line in guide and line in pyproject, line
 
 
@@ -192,8 +207,13 @@ def test_parsed_values_have_the_documented_python_shape(name: str) -> None:
     assert entry.spec is not None and entry.spec.examples
     for example in entry.spec.examples:
         parsed = entry.parse(annotation_type=name, value=example)
-        items = {"scalar": lambda v: [v], "set": list, "sequence": list, "map": lambda v: list(v.values()),
-                 "set_map": lambda v: [i for vs in v.values() for i in vs]}[entry.spec.shape](parsed)
+        items = {
+            "scalar": lambda v: [v],
+            "set": list,
+            "sequence": list,
+            "map": lambda v: list(v.values()),
+            "set_map": lambda v: [i for vs in v.values() for i in vs],
+        }[entry.spec.shape](parsed)
         if entry.spec.shape in ("map", "set_map"):
             assert isinstance(parsed, dict) and all(isinstance(k, str) and k == k.strip() for k in parsed)
         elif entry.spec.shape in ("set", "sequence"):

@@ -75,9 +75,7 @@ def test_image_size_never_transforms_coordinates() -> None:
     target = [1000, 1000]
     assert reward("point", [1020, 1000], target, image_size=[100, 100]) == pytest.approx(0.5, abs=1e-15)
     # The same pixel offset on a larger image only changes the scale.
-    assert reward("point", [1020, 1000], target, image_size=[640, 480]) == pytest.approx(
-        expected_similarity(20, 28.0), rel=1e-12
-    )
+    assert reward("point", [1020, 1000], target, image_size=[640, 480]) == pytest.approx(expected_similarity(20, 28.0), rel=1e-12)
     # An exact hit is 1.0 whatever the image size.
     for size in ([100, 100], [640, 480], [10_000, 10_000]):
         assert reward("point", target, target, image_size=size) == 1.0

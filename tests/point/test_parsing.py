@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import AnnotationParseError
 from trace_plugins_point.geometry import parse_point
 from trace_plugins_point.plugin import family
-
-PARSERS = family.parsers
+from trace_tasks import AnnotationParseError
 
 from .helpers import expected_similarity, score, score_text
+
+PARSERS = family.parsers
 
 TARGET = [10, 20]
 
@@ -54,9 +54,7 @@ def test_point_forms_that_fail(text: str) -> None:
     assert result["annotation_reward"] == 0.0
 
 
-@pytest.mark.parametrize(
-    "value", [[True, 1], [1, None], [float("nan"), 1], [10**400, 1], {"x": 1, "y": 2}, (1, 2, 3), "1, 2"]
-)
+@pytest.mark.parametrize("value", [[True, 1], [1, None], [float("nan"), 1], [10**400, 1], {"x": 1, "y": 2}, (1, 2, 3), "1, 2"])
 def test_parse_point_rejects_directly(value: Any) -> None:
     with pytest.raises(AnnotationParseError):
         parse_point(value)

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trace_plugins_point.geometry import similarity
 from trace_tasks import ScoringContext
 from trace_tasks.distance import soft_similarity
-from trace_plugins_point.geometry import similarity
 
 from .helpers import score
 

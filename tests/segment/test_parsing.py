@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import AnnotationParseError
 from trace_plugins_segment.geometry import parse_segment
 from trace_plugins_segment.plugin import family
-
-PARSERS = family.parsers
+from trace_tasks import AnnotationParseError
 
 from .helpers import score, score_text
+
+PARSERS = family.parsers
 
 SEGMENT = [[0, 0], [10, 0]]
 

@@ -42,7 +42,7 @@ many_segments = st.lists(segment, max_size=13)
 def test_reversing_predicted_segments_never_changes_the_score(
     pred: list[Any], gt: list[Any], flips: list[bool], hl: float | None
 ) -> None:
-    flipped = [s[::-1] if flip else s for s, flip in zip(pred, flips)]
+    flipped = [s[::-1] if flip else s for s, flip in zip(pred, flips, strict=False)]
     assert _reward("segment_set", flipped, gt, hl) == _reward("segment_set", pred, gt, hl)
     if pred and gt:
         assert _reward("segment", pred[0][::-1], gt[0], hl) == _reward("segment", pred[0], gt[0], hl)

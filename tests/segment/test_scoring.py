@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import trace_plugins_segment.geometry as geometry
-from trace_tasks import ScoringContext
 from trace_plugins_segment.geometry import segment_distance, similarity
+from trace_tasks import ScoringContext
 
 from .helpers import LN2, expected_similarity, reward, score
 

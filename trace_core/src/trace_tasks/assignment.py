@@ -31,7 +31,7 @@ def assign_pairs(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[tuple[i
     from scipy.optimize import linear_sum_assignment
 
     rows, cols = linear_sum_assignment(arr, maximize=True)
-    return list(zip(rows.tolist(), cols.tolist()))
+    return list(zip(rows.tolist(), cols.tolist(), strict=False))
 
 
 def _argmax(values: Sequence[float]) -> int:

@@ -147,7 +147,7 @@ def score_trace_batch(
     pool = _pool(children)
     futures = [_submit(pool, children, chunk, options) for chunk in chunks]
     results = _score_chunk(own, options)
-    for chunk, future in zip(chunks, futures):
+    for chunk, future in zip(chunks, futures, strict=False):
         results.extend(_collect(future, chunk, options, children, pool))
     return results
 
@@ -158,7 +158,7 @@ def _submit(
     """Send one chunk to a child, pickled here; None when it must be scored in-process."""
     try:
         blob = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001  an item that cannot be pickled still scores in-process
+    except Exception:
         return None
     try:
         return pool.submit(_score_pickled, blob, options)
@@ -198,6 +198,6 @@ def _collect(
             return future.result()
         except BrokenProcessPool:  # a child died (killed, out of memory): forget the pool
             _drop_pool(children, pool)
-        except Exception:  # noqa: BLE001  anything else that went wrong over there: score it here
+        except Exception:
             pass
     return _score_chunk(chunk, options)

@@ -60,6 +60,6 @@ def coordinates(value: Any, count: int) -> tuple[float, ...]:
 
 def is_flat(value: Any, count: int) -> bool:
     """Whether ``value`` looks like one flat item of ``count`` scalars (not a collection)."""
-    return isinstance(value, (list, tuple)) and len(value) == count and not any(
-        isinstance(v, (list, tuple, Mapping)) for v in value
+    return (
+        isinstance(value, (list, tuple)) and len(value) == count and not any(isinstance(v, (list, tuple, Mapping)) for v in value)
     )

@@ -34,4 +34,3 @@ def soft_similarity(distance: float, half_life: float) -> float:
     if not ratio < 40.0:  # also catches NaN; exp(-ln2 * 1600) underflows to 0 anyway
         return 0.0
     return math.exp(-LN2 * ratio * ratio)
-

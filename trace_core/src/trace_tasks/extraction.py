@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.numpy_values import is_mapping
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
 from trace_tasks.literals import load_json, load_literal
+from trace_tasks.numpy_values import is_mapping
 
 FENCE = "```"
 ANSWER_OPEN = "<answer>"
@@ -84,7 +84,7 @@ class _Parser:
     valid JSON three times is wasted work.
     """
 
-    __slots__ = ("budget", "last_text", "last_result")
+    __slots__ = ("budget", "last_result", "last_text")
 
     def __init__(self) -> None:
         self.budget = MAX_LITERAL_BUDGET
@@ -277,7 +277,7 @@ def fenced_blocks(text: str) -> list[str]:
     while k >= 0:
         marks.append(k)
         k = text.find(FENCE, k + 3)
-    return [_drop_json_tag(text[a + 3 : b]).strip() for a, b in zip(marks[::2], marks[1::2])]
+    return [_drop_json_tag(text[a + 3 : b]).strip() for a, b in zip(marks[::2], marks[1::2], strict=False)]
 
 
 def answer_tags(text: str) -> list[str]:

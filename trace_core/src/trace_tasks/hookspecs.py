@@ -101,9 +101,7 @@ def trace_parse_annotation(annotation_type: str, value: object) -> object:
 
 
 @hookspec(firstresult=True)
-def trace_score_annotation(
-    reward_id: str, prediction: object, target: object, context: ScoringContext
-) -> AnnotationScore | None:
+def trace_score_annotation(reward_id: str, prediction: object, target: object, context: ScoringContext) -> AnnotationScore | None:
     """Score a parsed prediction against a parsed target under ``reward_id``.
 
     Called per response on the plugin that declared ``reward_id`` (a direct

@@ -32,7 +32,7 @@ _budget: ContextVar[list[int] | None] = ContextVar("trace_tasks_literal_budget",
 MIN_LITERAL_CHARGE = 64
 
 
-class literal_budget:  # noqa: N801  (used like a function: ``with literal_budget(left):``)
+class literal_budget:
     """Within the block, literal reads draw ``max(len(text), MIN_LITERAL_CHARGE)``
     characters from ``remaining[0]``; a read that does not fit is "not parsed".
 

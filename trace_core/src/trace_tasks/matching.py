@@ -63,6 +63,6 @@ def match_sequence(preds: Sequence[Any], gts: Sequence[Any], prim: Primitive, ct
     """Index-aligned similarity; divided by the longer length."""
     sim = prim.similarity
     total = 0.0
-    for p, g in zip(preds, gts):
+    for p, g in zip(preds, gts, strict=False):
         total += sim(p, g, ctx)
     return Matched(total, min(len(preds), len(gts)), max(len(preds), len(gts), 1), None)

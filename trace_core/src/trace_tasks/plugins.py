@@ -280,8 +280,7 @@ def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.Ent
             plugin = ep.load()
         except Exception as exc:
             raise PluginLoadError(
-                f"could not import {_describe(ep)}: {type(exc).__name__}: {exc} "
-                f"(set {BLOCK_ENV}={ep.name} to run without it)"
+                f"could not import {_describe(ep)}: {type(exc).__name__}: {exc} (set {BLOCK_ENV}={ep.name} to run without it)"
             ) from exc
         _register(pm, plugin, ep.name, _describe(ep))
         sources[ep.name] = ep
@@ -419,7 +418,9 @@ def _defaults(
                 )
         default = defaults.get(name)
         if default is None:
-            raise PluginValidationError(f"{who(owner)} declares annotation type {name!r} but resolves no default reward id for it")
+            raise PluginValidationError(
+                f"{who(owner)} declares annotation type {name!r} but resolves no default reward id for it"
+            )
         if default not in spec.reward_ids:
             raise PluginValidationError(
                 f"the default reward id {default!r} that {who(owner)} resolves for {name!r} is not one it declares: {spec.reward_ids}"
@@ -445,9 +446,7 @@ def _apply_pins(
         if rid not in offered:
             elsewhere = declared.get(rid)
             why = f"it scores {elsewhere[1]!r}" if elsewhere else f"no installed plugin declares it{suggest(rid, offered)}"
-            raise RewardPinError(
-                f"{source} pins {name}={rid}, but {why}; ids registered for {name!r}: {', '.join(offered)}"
-            )
+            raise RewardPinError(f"{source} pins {name}={rid}, but {why}; ids registered for {name!r}: {', '.join(offered)}")
         defaults[name] = rid
         pinned_by[name] = PINS_ENV if source == PINS_ENV else "trace_tasks.pin_reward_id()"
     return pinned_by

@@ -153,7 +153,10 @@ def make_explainer(shape: str, prim: Primitive, scorer: Scorer) -> Callable[[Any
     def explain(pred: Any, gt: Any, ctx: ScoringContext) -> AnnotationExplanation:
         if pred is None:  # nothing predicted, or a prediction that did not parse
             return AnnotationExplanation(
-                AnnotationScore(0.0, {}), method, metric, unmatched_targets=tuple(_all_items(gt, shape)),
+                AnnotationScore(0.0, {}),
+                method,
+                metric,
+                unmatched_targets=tuple(_all_items(gt, shape)),
                 formula="no parsed prediction: 0",
             )
         trail: list[tuple[str, Matched]] = []
@@ -197,7 +200,14 @@ def make_explainer(shape: str, prim: Primitive, scorer: Scorer) -> Callable[[Any
             n, m = len(pred), len(gt)
             formula = "no items on either side: 1" if n == m == 0 else f"({' + '.join(terms) or '0'}) / max({n}, {m})"
         return AnnotationExplanation(
-            score, method, metric, tuple(pairs), tuple(extra), tuple(missing), missing_keys, extra_keys,
+            score,
+            method,
+            metric,
+            tuple(pairs),
+            tuple(extra),
+            tuple(missing),
+            missing_keys,
+            extra_keys,
             f"{formula} = {_num(score.reward)}",
         )
 

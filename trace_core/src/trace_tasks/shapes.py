@@ -78,9 +78,7 @@ class _ShapeScoring:
         #: reward id -> (annotation type, shape, primitive)
         self.rewards = dict(rewards)
         self.scorers = {rid: make_scorer(_check_shape(shape), prim) for rid, (_, shape, prim) in self.rewards.items()}
-        self.explainers = {
-            rid: make_explainer(shape, prim, self.scorers[rid]) for rid, (_, shape, prim) in self.rewards.items()
-        }
+        self.explainers = {rid: make_explainer(shape, prim, self.scorers[rid]) for rid, (_, shape, prim) in self.rewards.items()}
 
     @hookimpl
     def trace_score_annotation(
@@ -152,9 +150,7 @@ class ShapeFamily(_ShapeScoring):
     @hookimpl
     def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
         return [
-            AnnotationTypeSpec(
-                name, ids, shape=shape, examples=self._examples(shape), parsed_value=self._parsed_value(shape)
-            )
+            AnnotationTypeSpec(name, ids, shape=shape, examples=self._examples(shape), parsed_value=self._parsed_value(shape))
             for name, (shape, ids) in self.types.items()
         ]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.coordinates import coordinates, is_flat
+from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.specs import ScoringContext
 
 Point = tuple[float, float]

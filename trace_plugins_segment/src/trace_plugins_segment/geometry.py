@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.coordinates import coordinates
+from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.errors import AnnotationParseError
 from trace_tasks.numpy_values import from_numpy
 from trace_tasks.specs import ScoringContext

@@ -10,9 +10,9 @@ explaining a score and drawing circles. The entry point names :data:`family`.
 
 from __future__ import annotations
 
+from trace_plugins_circle.geometry import iou, is_circle, parse_circle
 from trace_tasks.drawing import Circle
 from trace_tasks.shapes import Primitive, ShapeFamily, pairwise
-from trace_plugins_circle.geometry import iou, is_circle, parse_circle
 
 CIRCLE = Primitive(
     name="circle",

@@ -14,8 +14,7 @@ def add_scoring_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--mode",
         default="answer_and_annotation",
-        help="trace_reward_mode: answer (alias answer_only) or answer_and_annotation (alias annotation); "
-        "default %(default)s",
+        help="trace_reward_mode: answer (alias answer_only) or answer_and_annotation (alias annotation); default %(default)s",
     )
     group.add_argument("--answer-weight", type=float, default=0.5, help="answer_weight (default %(default)s)")
     group.add_argument("--annotation-weight", type=float, default=0.5, help="annotation_weight (default %(default)s)")

@@ -91,8 +91,7 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"this trace_tasks integration needs {module!r}, which is not installed: "
-            f"pip install 'trace-core[{extra}]'"
+            f"this trace_tasks integration needs {module!r}, which is not installed: pip install 'trace-core[{extra}]'"
         ) from exc
 
 

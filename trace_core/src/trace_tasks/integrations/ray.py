@@ -62,14 +62,14 @@ def _score_pandas_batch(
     else:
         values = {name: batch[name].tolist() for name in instance_columns}
         instances = [{name: values[name][i] for name in instance_columns} for i in range(len(batch))]
-    for response, instance in zip(responses, instances):
+    for response, instance in zip(responses, instances, strict=False):
         try:
             compiled, inputs = compile_ground_truth(instance, where="instance")  # InstanceError for a broken one
             text = response if isinstance(response, str) else ""
             result = stable_view(compiled.score(text, **inputs, **options))
             error = None
         except Exception as exc:  # one bad row must not sink a job over millions of rows
-            result = {key: 0.0 for key in keys}
+            result = dict.fromkeys(keys, 0.0)
             error = f"{type(exc).__name__}: {exc}"
         for key in keys:
             columns[key].append(result[key])

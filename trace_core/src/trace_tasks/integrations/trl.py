@@ -100,7 +100,9 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
     return values
 
 
-def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options: dict[str, Any]) -> list[Optional[dict[str, float]]]:
+def _score_batch(
+    completions: Sequence[Any], kwargs: Mapping[str, Any], options: dict[str, Any]
+) -> list[Optional[dict[str, float]]]:
     n = len(completions)
     missing = [name for name in REQUIRED_FIELDS if name not in kwargs]
     if missing:
@@ -108,8 +110,10 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
             f"the dataset lacks the column(s) {missing}; trace rewards need {list(REQUIRED_FIELDS)} "
             f"(got columns {sorted(k for k in kwargs if not k.startswith('log_'))})"
         )
-    columns = {name: _column(kwargs, name, n) for name in _INSTANCE_COLUMNS + ("extra_info",)}
-    compiled: list[Optional[tuple[CompiledInstance, dict[str, Any]]]] = []  # every row first: a broken instance raises before anything is scored or logged
+    columns = {name: _column(kwargs, name, n) for name in (*_INSTANCE_COLUMNS, "extra_info")}
+    compiled: list[
+        Optional[tuple[CompiledInstance, dict[str, Any]]]
+    ] = []  # every row first: a broken instance raises before anything is scored or logged
     for i in range(n):
         row = {name: columns[name][i] for name in _INSTANCE_COLUMNS}
         if all(row[name] is None for name in REQUIRED_FIELDS):
@@ -148,7 +152,9 @@ def make_reward_func(component: str = "overall", *, name: str | None = None, **o
         raise ValueError(f"unknown component {component!r}; choose one of {list(keys)}")
     picked = scorer_options(options, strict=True)
 
-    def reward_func(prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any) -> list[Optional[float]]:
+    def reward_func(
+        prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
+    ) -> list[Optional[float]]:
         if completions is None:
             raise ValueError("TRL reward functions are called with completions=[...]")
         results = _score_batch(completions, kwargs, picked)
