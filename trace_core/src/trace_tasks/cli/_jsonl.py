@@ -40,14 +40,17 @@ def open_binary(path: str) -> Iterator[IO[bytes]]:
         else:
             yield stream
         return
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        yield fh
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as gz:
+            yield gz  # type: ignore[misc]
+    else:
+        with open(path, "rb") as fh:
+            yield fh
 
 
 def _is_gzip(stream: IO[bytes]) -> bool:
     peek = getattr(stream, "peek", None)
-    return bool(peek) and peek(2)[:2] == b"\x1f\x8b"
+    return peek is not None and peek(2)[:2] == b"\x1f\x8b"
 
 
 def parse_line(number: int, raw: bytes) -> Line:

@@ -106,7 +106,7 @@ def score_dataset(
     picked = scorer_options(options, strict=True)
     columns = instance_columns if isinstance(instance_columns, str) else tuple(instance_columns)
     return ds.map_batches(
-        _score_pandas_batch,
+        _score_pandas_batch,  # type: ignore[arg-type]  # Ray's stubs do not model fn_kwargs
         batch_format="pandas",
         batch_size=batch_size,
         fn_kwargs={
