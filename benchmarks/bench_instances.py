@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scoring import machine
-from workload import MAKERS, MODES, ANNOTATION_TYPES, _family, _final, _jitter, _predicted_set, make_item, reasoning_prose
+from workload import ANNOTATION_TYPES, MAKERS, MODES, _family, _final, _jitter, _predicted_set, make_item, reasoning_prose
 
 from trace_tasks import InstanceCache, score_trace_response
 

@@ -54,7 +54,9 @@ def test_one_file_layout_error_line_names_the_problem(case: Case, tmp_path: Path
 
 
 @pytest.mark.parametrize("case", BROKEN, ids=lambda case: case.name)
-def test_two_file_layout_reports_problems_up_front_and_exits_1(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_file_layout_reports_problems_up_front_and_exits_1(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     instances = _write(tmp_path / "instances.jsonl", [good_instance(), case.instance("broken")])
     responses = _write(
         tmp_path / "responses.jsonl", [{"id": "good", "response": GOOD_RESPONSE}, {"id": "broken", "response": GOOD_RESPONSE}]
@@ -98,7 +100,9 @@ def test_a_good_instances_file_still_exits_0(tmp_path: Path, capsys: pytest.Capt
     assert json.loads(summary.read_text())["instance_problems"] == []
 
 
-def test_repeated_instances_compile_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repeated_instances_compile_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from trace_tasks import instances as module
 
     calls = []

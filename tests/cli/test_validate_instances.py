@@ -33,7 +33,9 @@ def _write(path: Path, rows: list[Any]) -> Path:
 
 
 @pytest.mark.parametrize("case", BROKEN, ids=lambda case: case.name)
-def test_each_broken_instance_is_flagged_and_the_good_one_is_not(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_broken_instance_is_flagged_and_the_good_one_is_not(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _write(tmp_path / "instances.jsonl", [good_instance("before"), case.instance(), good_instance("after")])
     assert main(["validate", str(path)]) == 1
     lines = capsys.readouterr().out.splitlines()

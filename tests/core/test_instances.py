@@ -12,6 +12,7 @@ import math
 import pickle
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,30 @@ def _without(key: str) -> Callable[[dict[str, Any]], None]:
 
 #: The maintainers' table of broken ground truth, plus every check of an instance.
 BROKEN: tuple[Case, ...] = (
-    Case("zero-area-box", _set("annotation_gt", "value", value=[5, 0, 5, 10]), "$.annotation_gt.value", "does not parse as bbox: zero-area box"),
-    Case("non-numeric-coordinate", _set("annotation_gt", "value", value=[0, 0, "ten", 10]), "$.annotation_gt.value", "does not parse as bbox"),
-    Case("non-finite-coordinate", _set("annotation_gt", "value", value=[0, 0, math.inf, 10]), "$.annotation_gt.value", "does not parse as bbox"),
-    Case("annotation-type-BBOX", _annotation_type("BBOX"), "$.annotation_gt.type", "unknown annotation type 'BBOX' (did you mean 'bbox'?"),
+    Case(
+        "zero-area-box",
+        _set("annotation_gt", "value", value=[5, 0, 5, 10]),
+        "$.annotation_gt.value",
+        "does not parse as bbox: zero-area box",
+    ),
+    Case(
+        "non-numeric-coordinate",
+        _set("annotation_gt", "value", value=[0, 0, "ten", 10]),
+        "$.annotation_gt.value",
+        "does not parse as bbox",
+    ),
+    Case(
+        "non-finite-coordinate",
+        _set("annotation_gt", "value", value=[0, 0, math.inf, 10]),
+        "$.annotation_gt.value",
+        "does not parse as bbox",
+    ),
+    Case(
+        "annotation-type-BBOX",
+        _annotation_type("BBOX"),
+        "$.annotation_gt.type",
+        "unknown annotation type 'BBOX' (did you mean 'bbox'?",
+    ),
     Case("annotation-type-polygon", _annotation_type("polygon"), "$.annotation_gt.type", "unknown annotation type 'polygon'"),
     Case(
         "reward-id-v9",
@@ -142,14 +163,26 @@ BROKEN: tuple[Case, ...] = (
         "$.reward_contract.annotation.id",
         "must match the resolved contract for annotation_gt.type (bbox_soft_iou_v0)",
     ),
-    Case("integer-answer-abc", _set("answer_gt", "value", value="abc"), "$.answer_gt.value", "an integer answer must be a whole number"),
+    Case(
+        "integer-answer-abc",
+        _set("answer_gt", "value", value="abc"),
+        "$.answer_gt.value",
+        "an integer answer must be a whole number",
+    ),
     Case("integer-answer-null", _set("answer_gt", "value", value=None), "$.answer_gt.value", "an integer answer cannot be null"),
-    Case("integer-answer-fraction", _set("answer_gt", "value", value=2.5), "$.answer_gt.value", "an integer answer must be a whole number"),
+    Case(
+        "integer-answer-fraction",
+        _set("answer_gt", "value", value=2.5),
+        "$.answer_gt.value",
+        "an integer answer must be a whole number",
+    ),
     Case("string-answer-empty", _string_answer(""), "$.answer_gt.value", "a string answer is empty"),
     Case("answer-type-unknown", _set("answer_gt", "type", value="integr"), "$.answer_gt.type", "unknown answer type 'integr'"),
     Case("unknown-field", _set("extra_field", value=1), "$", "extra_field"),
     Case("missing-field", _without("annotation_gt"), "$.annotation_gt", "required field missing"),
-    Case("image-size-zero", _set("image_size", value=[0, 480]), "$.image_size", "must be [width, height], both finite numbers > 0"),
+    Case(
+        "image-size-zero", _set("image_size", value=[0, 480]), "$.image_size", "must be [width, height], both finite numbers > 0"
+    ),
     Case("image-size-in-metadata-unusable", _size_in_metadata, "$.metadata", "no usable size"),
 )
 
@@ -180,7 +213,9 @@ def test_every_broken_instance_is_reported_with_path_and_message(case: Case) -> 
 def test_the_lenient_scorer_still_rewards_a_correct_answer_on_a_broken_instance() -> None:
     # Why validation exists: the low-level scorer keeps its seed semantics (a silent 0.5).
     broken = BROKEN[0].instance()
-    result = score_trace_response(response=GOOD_RESPONSE, **{k: broken[k] for k in ("answer_gt", "annotation_gt", "reward_contract")})
+    result = score_trace_response(
+        response=GOOD_RESPONSE, **{k: broken[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}
+    )
     assert result["overall"] == 0.5 and result["annotation_parse_ok"] == 0.0
     with pytest.raises(InstanceError, match="zero-area box"):
         compile_instance(broken)
@@ -296,7 +331,7 @@ def _same(a: Any, b: Any) -> bool:
     """Equal result dicts (keys in order; NaN equal to NaN), or the same exception type."""
     if isinstance(a, type) or isinstance(b, type):
         return a == b
-    return list(a) == list(b) and all(x == y or (x != x and y != y) for x, y in zip(a.values(), b.values()))
+    return list(a) == list(b) and all(x == y or (x != x and y != y) for x, y in zip(a.values(), b.values(), strict=True))
 
 
 def _outcome(fn: Callable[[], dict[str, float]]) -> Any:
@@ -316,10 +351,11 @@ def test_compiled_equals_the_lenient_scorer_on_the_conformance_replay() -> None:
         except InstanceError:
             continue  # broken ground truth: the lenient scorer's business, and validation refuses it
         response = kwargs.pop("response")
-        lenient = _outcome(lambda: score_trace_response(response=response, **instance, **kwargs))
-        assert _same(_outcome(lambda: compiled.score(response, **kwargs)), lenient), record["id"]
+        lenient = _outcome(partial(score_trace_response, response=response, **instance, **kwargs))
+        assert _same(_outcome(partial(compiled.score, response, **kwargs)), lenient), record["id"]
         if isinstance(response, str):
-            assert _same(_outcome(lambda: compiled.score_group([response, response], **kwargs)[1]), lenient), record["id"]
+            group = _outcome(partial(compiled.score_group, [response, response], **kwargs))
+            assert _same(group if isinstance(group, type) else group[1], lenient), record["id"]
         compared += 1
     assert compared >= 300  # most records hold valid ground truth
 
@@ -462,9 +498,9 @@ def test_cache_is_bounded_least_recently_used_first() -> None:
 def test_cache_remembers_invalid_instances_by_content() -> None:
     cache = InstanceCache()
     broken = BROKEN[0].instance()
-    with pytest.raises(InstanceError, match="^line 1: invalid instance: .*zero-area box") as first:
+    with pytest.raises(InstanceError, match=r"^line 1: invalid instance: .*zero-area box") as first:
         cache.compile(broken, record="line 1")
-    with pytest.raises(InstanceError, match="^line 9: invalid instance: ") as again:
+    with pytest.raises(InstanceError, match=r"^line 9: invalid instance: ") as again:
         cache.compile(copy.deepcopy(broken), record="line 9")
     assert again.value.problems == first.value.problems
     assert (cache.hits, cache.misses) == (1, 1)

@@ -66,7 +66,11 @@ def test_labels_are_read_like_trainer_rows(client: Client) -> None:
     extra = _label(BROKEN_BY_NAME["unknown-field"].instance())
     assert _post(client, [extra]).status_code == 200
     got = _post(client, [_label(good_instance()), _label(BROKEN_BY_NAME["missing-field"].instance())])
-    assert got.status_code == 422 and got.json()["detail"] == "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract']"
+    assert (
+        got.status_code == 422
+        and got.json()["detail"]
+        == "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract']"
+    )
 
 
 BROKEN_BY_NAME = {case.name: case for case in BROKEN}
@@ -95,7 +99,7 @@ def test_every_broken_label_is_listed(client: Client) -> None:
     assert got.status_code == 422
     body = got.json()
     assert {p["label"] for p in body["problems"]} == set(range(len(LABEL_CASES)))
-    for i, case in enumerate(LABEL_CASES):
+    for i in range(len(LABEL_CASES)):
         assert f"labels[{i}]: invalid instance: " in body["detail"]
 
 

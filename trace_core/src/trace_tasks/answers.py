@@ -12,10 +12,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trace_tasks.numpy_values import from_numpy
 from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.literals import load_json
 from trace_tasks.markers import hookimpl
+from trace_tasks.numpy_values import from_numpy
 from trace_tasks.specs import AnswerTypeSpec
 
 ANSWER_REWARD_CONTRACT_ID = "answer_exact_match_v0"

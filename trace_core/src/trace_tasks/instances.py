@@ -50,12 +50,12 @@ from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.core.reward_scoring import (
     UNPARSED,
     AnnotationResult,
+    _check_response,
     compose_result,
     extract_response,
     parse_prediction,
     score_parsed,
     score_trace_response,
-    _check_response,
 )
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError, RecordError, suggest
@@ -209,7 +209,7 @@ def _close_names(name: str, known: Mapping[str, Any]) -> str:
 class _Parts:
     """What validation found on the way, for :func:`compile_instance`."""
 
-    __slots__ = ("answer_type", "answer_spec", "annotation_type", "entry", "target", "size_image", "size_meta")
+    __slots__ = ("annotation_type", "answer_spec", "answer_type", "entry", "size_image", "size_meta", "target")
 
     def __init__(self) -> None:
         self.answer_type: str | None = None
@@ -511,16 +511,32 @@ class CompiledInstance:
         are further size sources, in the scorer's order.
         """
         opts = resolve_options(
-            trace_reward_mode, answer_weight, annotation_weight, format_weight, trace_annotation_reward_formula, point_half_life_px
+            trace_reward_mode,
+            answer_weight,
+            annotation_weight,
+            format_weight,
+            trace_annotation_reward_formula,
+            point_half_life_px,
         )
         text = _check_response(response)
-        sizes = None if image_size is None and image_sizes is None and metadata is None and extra_info is None else (
-            image_size, image_sizes, metadata, extra_info
+        sizes = (
+            None
+            if image_size is None and image_sizes is None and metadata is None and extra_info is None
+            else (image_size, image_sizes, metadata, extra_info)
         )
         registry = get_registry()
         if registry is not self._registry:
-            return self._lenient(text, opts, sizes, point_half_life_px, trace_reward_mode, answer_weight, annotation_weight,
-                                 format_weight, trace_annotation_reward_formula)  # fmt: skip
+            return self._lenient(
+                text,
+                opts,
+                sizes,
+                point_half_life_px,
+                trace_reward_mode,
+                answer_weight,
+                annotation_weight,
+                format_weight,
+                trace_annotation_reward_formula,
+            )
         return self._score(text, opts, registry, sizes)
 
     def score_group(
@@ -546,17 +562,33 @@ class CompiledInstance:
         if isinstance(responses, (str, bytes)):
             raise TypeError("responses must be a sequence of strings (the group's decoded outputs), not one string")
         opts = resolve_options(
-            trace_reward_mode, answer_weight, annotation_weight, format_weight, trace_annotation_reward_formula, point_half_life_px
+            trace_reward_mode,
+            answer_weight,
+            annotation_weight,
+            format_weight,
+            trace_annotation_reward_formula,
+            point_half_life_px,
         )
         texts = [_check_response(response) for response in responses]
-        sizes = None if image_size is None and image_sizes is None and metadata is None and extra_info is None else (
-            image_size, image_sizes, metadata, extra_info
+        sizes = (
+            None
+            if image_size is None and image_sizes is None and metadata is None and extra_info is None
+            else (image_size, image_sizes, metadata, extra_info)
         )
         registry = get_registry()
         if registry is not self._registry:
             return [
-                self._lenient(text, opts, sizes, point_half_life_px, trace_reward_mode, answer_weight, annotation_weight,
-                              format_weight, trace_annotation_reward_formula)  # fmt: skip
+                self._lenient(
+                    text,
+                    opts,
+                    sizes,
+                    point_half_life_px,
+                    trace_reward_mode,
+                    answer_weight,
+                    annotation_weight,
+                    format_weight,
+                    trace_annotation_reward_formula,
+                )
                 for text in texts
             ]
         score = self._score
@@ -610,9 +642,15 @@ class CompiledInstance:
                 kwargs["metadata"] = metadata
             kwargs["image_sizes"], kwargs["extra_info"] = image_sizes, extra_info
         return score_trace_response(
-            response=text, trace_reward_mode=mode, answer_weight=aw, annotation_weight=nw, format_weight=fw,
-            trace_annotation_reward_formula=formula, point_half_life_px=hl, **kwargs,
-        )  # fmt: skip
+            response=text,
+            trace_reward_mode=mode,
+            answer_weight=aw,
+            annotation_weight=nw,
+            format_weight=fw,
+            trace_annotation_reward_formula=formula,
+            point_half_life_px=hl,
+            **kwargs,
+        )
 
 
 # --------------------------------------------------------------------------- cache
@@ -632,7 +670,7 @@ def _fast_key(data: Any) -> bytes | None:
     """
     try:
         return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001  not picklable: the canonical JSON decides alone
+    except Exception:
         return None
 
 
@@ -710,16 +748,15 @@ class InstanceCache:
         fast = _fast_key(data)
         with self._lock:
             key, entry = self._lookup(fast, None, registry)
-        if entry is None:
-            if key is None:
-                try:
-                    key = _content_key(data)
-                except (TypeError, ValueError, RecursionError):  # not JSON: compile it uncached
-                    return compile_instance(data, record=record)
-                with self._lock:
-                    key, entry = self._lookup(None, key, registry)
-                    if entry is not None and fast is not None:
-                        self._store(fast, key, entry, registry)  # the same content, built another way
+        if entry is None and key is None:
+            try:
+                key = _content_key(data)
+            except (TypeError, ValueError, RecursionError):  # not JSON: compile it uncached
+                return compile_instance(data, record=record)
+            with self._lock:
+                key, entry = self._lookup(None, key, registry)
+                if entry is not None and fast is not None:
+                    self._store(fast, key, entry, registry)  # the same content, built another way
         if entry is None:
             try:
                 entry = compile_instance(data)

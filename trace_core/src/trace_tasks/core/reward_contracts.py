@@ -22,13 +22,13 @@ REWARD_CONTRACT_VERSION = "v0"
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",
     "REWARD_CONTRACT_VERSION",
+    "ContractProblem",
     "RewardContract",
     "RewardContractSide",
+    "contract_problems",
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
     "validate_reward_contract_payload",
-    "ContractProblem",
-    "contract_problems",
 ]
 
 

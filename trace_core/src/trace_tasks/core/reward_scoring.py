@@ -26,17 +26,16 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trace_tasks.numpy_values import from_numpy, is_mapping
 from trace_tasks.answers import answer_target, matches_answer_target
 from trace_tasks.distance import half_life_px
-from trace_tasks.errors import MissingFamilyError
+from trace_tasks.errors import AnnotationParseError, MissingFamilyError
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, think_text
 from trace_tasks.image_size import find_image_size
 from trace_tasks.limits import MAX_LITERAL_BUDGET
 from trace_tasks.literals import literal_budget
+from trace_tasks.numpy_values import from_numpy, is_mapping
 from trace_tasks.options import ANSWER, GATED, ScoringOptions, resolve_mode, resolve_options
 from trace_tasks.plugins import OFFICIAL_TYPES, Registry, RewardEntry, get_registry
-from trace_tasks.errors import AnnotationParseError
 from trace_tasks.specs import AnnotationScore, ScoringContext
 
 __all__ = ["evaluate_trace_response_format", "extract_trace_prediction", "score_trace_response"]
@@ -181,7 +180,7 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
 class AnnotationResult:
     """The annotation part of one scored response (reward, parse flag, type one-hot, diagnostics)."""
 
-    __slots__ = ("reward", "parse_ok", "type_name", "diagnostics")
+    __slots__ = ("diagnostics", "parse_ok", "reward", "type_name")
 
     def __init__(self, type_name: str | None = None) -> None:
         self.reward = 0.0
