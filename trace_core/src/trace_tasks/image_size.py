@@ -30,6 +30,8 @@ _MAX_DEPTH = 8
 _MAX_VISITS = 256
 #: Longest string handed to the literal reader (a size literal is a few characters).
 _MAX_LITERAL_SIZE_CHARS = 4096
+#: Items of one list looked at for a nested size (``[[w, h], ...]``): a size sits near the front.
+_MAX_LIST_ITEMS = 64
 
 Size = tuple[float, float]
 
@@ -94,7 +96,7 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
         pair = _pair(value)
         if pair is not None:
             return pair
-        for item in value[:64]:
+        for item in value[:_MAX_LIST_ITEMS]:
             if isinstance(item, (list, tuple, Mapping)):
                 found = size_from(item, depth + 1, budget)
                 if found is not None:
