@@ -9,6 +9,7 @@ import pytest
 
 from trace_tasks import get_registry, score_trace_response
 
+from ..core.helpers import LEADING_KEYS
 from .helpers import REWARD_IDS, score
 
 SIZE_KEYS = ["annotation_pred_size", "annotation_gt_size"]
@@ -33,15 +34,7 @@ EXPECTED = {
 }
 
 # The core keys every result starts with (docs/contracts.md §7), before the type one-hot.
-CORE_KEYS = [
-    "overall", "format", "accuracy", "answer_reward", "annotation_reward", "task_reward_raw",
-    "task_reward_effective", "task_reward_gated", "format_weight", "trace_reward_mode_answer",
-    "trace_reward_mode_answer_only", "trace_reward_mode_answer_and_annotation",
-    "trace_answer_scoring_exact_json", "trace_annotation_reward_formula_gated",
-    "trace_annotation_reward_formula_additive", "trace_answer_weight", "trace_annotation_weight",
-    "format_structure_ok", "format_json_ok", "format_schema_ok", "answer_parse_ok",
-    "annotation_parse_ok", "json_found", "zero_reward", "trace_reward",
-]  # fmt: skip
+CORE_KEYS = list(LEADING_KEYS)  # the one independent copy of the documented order, tests/core/helpers.py
 
 
 def one_hot_keys() -> list[str]:

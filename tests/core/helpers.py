@@ -6,7 +6,8 @@ from typing import Any
 
 from trace_tasks import resolve_reward_contract, score_trace_response
 
-#: The answer-and-annotation keys every result dict starts with, in the order of docs/contracts.md §7.
+#: The keys every result dict starts with, in the order of docs/contracts.md §7: written out
+#: by hand, the tests' one independent copy of trace_tasks.CORE_RESULT_KEYS (the contract test).
 LEADING_KEYS = (
     "overall",
     "format",

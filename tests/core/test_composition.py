@@ -242,3 +242,12 @@ def test_diagnostic_values_for_a_box() -> None:
     result = score(THIRD)
     assert result["annotation_pred_size"] == result["annotation_gt_size"] == result["annotation_assigned_count"] == 1.0
     assert result["annotation_assigned_iou_mean"] == pytest.approx(1 / 3)
+
+
+def test_the_public_key_list_is_the_documented_one() -> None:
+    """``trace_tasks.CORE_RESULT_KEYS`` / ``result_keys()``: the library's one list, checked against the tests' copy."""
+    from trace_tasks import CORE_RESULT_KEYS, get_registry, result_keys
+
+    assert CORE_RESULT_KEYS == LEADING_KEYS
+    assert result_keys() == LEADING_KEYS + tuple(key for _, key in get_registry().type_indicator_keys)
+    assert tuple(score('{"answer": 7}', trace_reward_mode="answer"))[: len(result_keys())] == result_keys()

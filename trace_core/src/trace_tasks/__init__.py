@@ -20,8 +20,10 @@ from trace_tasks.core.reward_contracts import (
     validate_reward_contract_payload,
 )
 from trace_tasks.core.reward_scoring import (
+    CORE_RESULT_KEYS,
     evaluate_trace_response_format,
     extract_trace_prediction,
+    result_keys,
     score_trace_response,
 )
 from trace_tasks.errors import (
@@ -56,6 +58,7 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
 
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",
+    "CORE_RESULT_KEYS",
     "REWARD_CONTRACT_VERSION",
     "AnnotationExplanation",
     "AnnotationParseError",
@@ -89,6 +92,7 @@ __all__ = [
     "pinned_reward_ids",
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
+    "result_keys",
     "score_trace_batch",
     "score_trace_response",
     "unpin_reward_id",

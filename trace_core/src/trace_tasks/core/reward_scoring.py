@@ -205,7 +205,9 @@ def parse_prediction(parse: Callable[..., Any], type_name: str, prediction: Any,
         return UNPARSED
 
 
-def score_parsed(result: AnnotationResult, reward_entry: RewardEntry, parsed: Any, target: Any, context: ScoringContext) -> AnnotationResult:
+def score_parsed(
+    result: AnnotationResult, reward_entry: RewardEntry, parsed: Any, target: Any, context: ScoringContext
+) -> AnnotationResult:
     """Score a parsed prediction against a parsed target into ``result``; plugin bugs fail the response."""
     plugin, reward_id = reward_entry.plugin, reward_entry.reward_id
     try:
@@ -262,6 +264,56 @@ def _score_annotation(
     return score_parsed(result, registry.reward_ids[entry.current_reward_id], parsed, target, context)
 
 
+#: Per-response rewards, first in every result dict (docs/contracts.md §7).
+REWARD_KEYS: tuple[str, ...] = (
+    "overall",
+    "format",
+    "accuracy",
+    "answer_reward",
+    "annotation_reward",
+    "task_reward_raw",
+    "task_reward_effective",
+    "task_reward_gated",
+)
+#: The options the response was scored with, echoed (constant for a run).
+OPTION_KEYS: tuple[str, ...] = (
+    "format_weight",
+    "trace_reward_mode_answer",
+    "trace_reward_mode_answer_only",
+    "trace_reward_mode_answer_and_annotation",
+    "trace_answer_scoring_exact_json",
+    "trace_annotation_reward_formula_gated",
+    "trace_annotation_reward_formula_additive",
+    "trace_answer_weight",
+    "trace_annotation_weight",
+)
+#: Per-response diagnostic flags, each exactly 0.0 or 1.0.
+FLAG_KEYS: tuple[str, ...] = (
+    "format_structure_ok",
+    "format_json_ok",
+    "format_schema_ok",
+    "answer_parse_ok",
+    "annotation_parse_ok",
+    "json_found",
+    "zero_reward",
+)
+#: The keys every result dict starts with, in order; the ``annotation_type_<name>``
+#: indicators of the installed families follow, then the scored type's own
+#: diagnostics. The one list of them in the library (:func:`result_keys`).
+CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "trace_reward")
+
+
+def result_keys(registry: Registry | None = None) -> tuple[str, ...]:
+    """The keys every result dict holds, in order: :data:`CORE_RESULT_KEYS`, then one
+    ``annotation_type_<name>`` indicator per installed annotation type (official order first).
+
+    Per-type diagnostics (``annotation_pred_size``...) come after these, only
+    when an annotation was scored; trainer adapters log exactly these keys.
+    """
+    registry = registry or get_registry()
+    return CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
+
+
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
 
 
@@ -274,36 +326,24 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     cached = _templates.get(opts)
     if cached is not None and cached[0] is registry:
         return cached[1], cached[2]
-    answer_mode = opts.mode == ANSWER
-    gated = opts.formula == GATED
-    template = dict.fromkeys(
-        ("overall", "format", "accuracy", "answer_reward", "annotation_reward",
-         "task_reward_raw", "task_reward_effective", "task_reward_gated"),
-        0.0,
-    )  # fmt: skip
+    answer_mode = 1.0 if opts.mode == ANSWER else 0.0
+    gated = 1.0 if opts.formula == GATED else 0.0
+    template = dict.fromkeys(result_keys(registry), 0.0)
     template.update(
         {
             "format_weight": opts.format_weight,
-            "trace_reward_mode_answer": 1.0 if answer_mode else 0.0,
-            "trace_reward_mode_answer_only": 1.0 if answer_mode else 0.0,
-            "trace_reward_mode_answer_and_annotation": 0.0 if answer_mode else 1.0,
+            "trace_reward_mode_answer": answer_mode,
+            "trace_reward_mode_answer_only": answer_mode,
+            "trace_reward_mode_answer_and_annotation": 1.0 - answer_mode,
             "trace_answer_scoring_exact_json": 1.0,
-            "trace_annotation_reward_formula_gated": 1.0 if gated else 0.0,
-            "trace_annotation_reward_formula_additive": 0.0 if gated else 1.0,
+            "trace_annotation_reward_formula_gated": gated,
+            "trace_annotation_reward_formula_additive": 1.0 - gated,
             "trace_answer_weight": opts.answer_weight,
             "trace_annotation_weight": opts.annotation_weight,
+            "trace_reward": 1.0,
         }
     )
-    template.update(
-        dict.fromkeys(
-            ("format_structure_ok", "format_json_ok", "format_schema_ok", "answer_parse_ok",
-             "annotation_parse_ok", "json_found", "zero_reward"),
-            0.0,
-        )  # fmt: skip
-    )
-    template["trace_reward"] = 1.0
     type_keys = dict(registry.type_indicator_keys)
-    template.update(dict.fromkeys(type_keys.values(), 0.0))
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
         _templates.clear()
     _templates[opts] = (registry, template, type_keys)

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.core.reward_scoring import score_trace_response
+from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.instances import CompiledInstance, InstanceCache
 from trace_tasks.options import resolve_options
 from trace_tasks.plugins import get_registry
@@ -301,27 +301,13 @@ def scoring_kwargs(
     return kwargs
 
 
-_stable_cache: tuple[object, tuple[str, ...]] | None = None
-
-
 def stable_keys() -> tuple[str, ...]:
-    """The keys ``score_trace_response`` returns for every call, in its order.
+    """The keys ``score_trace_response`` returns for every call, in its order (``trace_tasks.result_keys``).
 
     Those are all keys except the per-type diagnostics; the one-hot
-    ``annotation_type_*`` keys follow the installed families, so the set is
-    computed once per plugin registry by scoring an empty response.
+    ``annotation_type_*`` keys follow the installed families.
     """
-    global _stable_cache
-    registry = get_registry()
-    cached = _stable_cache
-    if cached is None or cached[0] is not registry:
-        # Answer mode with no annotation target never reaches a family, so no diagnostics.
-        probe = score_trace_response(
-            response="", answer_gt=None, annotation_gt=None, reward_contract=None, trace_reward_mode="answer"
-        )
-        cached = (registry, tuple(probe))
-        _stable_cache = cached
-    return cached[1]
+    return result_keys()
 
 
 def stable_view(result: Mapping[str, float]) -> dict[str, float]:

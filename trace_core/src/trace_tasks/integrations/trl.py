@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
+from trace_tasks.core.reward_scoring import FLAG_KEYS, REWARD_KEYS
 from trace_tasks.instances import CompiledInstance
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
@@ -48,22 +49,12 @@ __all__ = ["LOGGED_COMPONENTS", "RewardFunc", "completion_text", "make_component
 
 RewardFunc = Callable[..., list[Optional[float]]]
 
-#: Components logged through ``log_metric`` (batch means). Option echoes such as
-#: the weights are constant and left out.
+#: Components logged through ``log_metric`` (batch means): the per-response
+#: rewards and flags. Option echoes are constant and left out, and
+#: ``task_reward_effective`` / ``task_reward_gated`` repeat ``task_reward_raw``.
 LOGGED_COMPONENTS: tuple[str, ...] = (
-    "overall",
-    "format",
-    "accuracy",
-    "answer_reward",
-    "annotation_reward",
-    "task_reward_raw",
-    "format_structure_ok",
-    "format_json_ok",
-    "format_schema_ok",
-    "answer_parse_ok",
-    "annotation_parse_ok",
-    "json_found",
-    "zero_reward",
+    *(key for key in REWARD_KEYS if key not in ("task_reward_effective", "task_reward_gated")),
+    *FLAG_KEYS,
 )
 _INSTANCE_COLUMNS = REQUIRED_FIELDS + SIZE_FIELDS
 
