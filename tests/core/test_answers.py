@@ -257,3 +257,22 @@ TEXT = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E) | 
 def test_surrounding_whitespace_and_case_never_matter(text: str, before: str, after: str, case: Any) -> None:
     prediction = before + case(text) + after
     assert answer_matches(json.dumps(prediction), text, "string")
+
+
+@pytest.mark.parametrize(
+    ("value", "reads_json", "shown"),
+    [
+        (" Queen ", True, "'queen'"),
+        ("7", True, "7"),
+        ("7", False, "'7'"),
+        (True, True, "True"),
+        ([1, {"B": 2.0}], True, "[1, {'b': 2}]"),
+        ({3, 1}, True, "[1, 3]"),
+        (float("nan"), True, "<no match>"),
+    ],
+)
+def test_canonical_text_shows_what_the_matcher_compares(value: object, reads_json: bool, shown: str) -> None:
+    """The public helper reports use (``trace-tasks explain``): the canonical form as plain text."""
+    from trace_tasks.answers import canonical_text
+
+    assert canonical_text(value, reads_json_strings=reads_json) == shown

@@ -125,10 +125,16 @@ def _collection_check(what: str, kinds: tuple[type, ...], shape: str) -> Callabl
 
 BUILTIN_ANSWER_TYPES: tuple[AnswerTypeSpec, ...] = (
     AnswerTypeSpec("integer", description="a whole number", check_value=_numeric_check(_integral, "an integer", "7")),
-    AnswerTypeSpec("number", description="a real number, compared exactly", check_value=_numeric_check(_finite_real, "a number", "3.5")),
-    AnswerTypeSpec("string", reads_json_strings=False, description="text, stripped and case-folded", check_value=_text_check("a string")),
+    AnswerTypeSpec(
+        "number", description="a real number, compared exactly", check_value=_numeric_check(_finite_real, "a number", "3.5")
+    ),
+    AnswerTypeSpec(
+        "string", reads_json_strings=False, description="text, stripped and case-folded", check_value=_text_check("a string")
+    ),
     AnswerTypeSpec("boolean", description="true or false (never equal to 1 or 0)", check_value=_check_boolean),
-    AnswerTypeSpec("option_letter", description="a multiple-choice letter such as 'B'", check_value=_text_check("an option_letter")),
+    AnswerTypeSpec(
+        "option_letter", description="a multiple-choice letter such as 'B'", check_value=_text_check("an option_letter")
+    ),
     AnswerTypeSpec("pi_expression", description="an expression in pi such as '12π'", check_value=_text_check("a pi_expression")),
     AnswerTypeSpec(
         "index_list",
@@ -138,7 +144,9 @@ BUILTIN_ANSWER_TYPES: tuple[AnswerTypeSpec, ...] = (
     AnswerTypeSpec(
         "matrix",
         description="nested lists (or mappings) of numbers",
-        check_value=_collection_check("a matrix", (list, tuple, Mapping), "nested lists (or mappings) of numbers such as [[1, 2], [3, 4]]"),
+        check_value=_collection_check(
+            "a matrix", (list, tuple, Mapping), "nested lists (or mappings) of numbers such as [[1, 2], [3, 4]]"
+        ),
     ),
 )
 
@@ -248,6 +256,32 @@ _UNCOMPARABLE = (_TooDeep, RecursionError, MemoryError, TypeError, ValueError)
 NEVER_MATCHES: Any = _NoMatch()
 
 
+def _plain(value: Any) -> Any:
+    """A canonical form turned back into plain JSON-like values (lists, dicts, booleans)."""
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == _LIST:
+        return [_plain(v) for v in value[1]]
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == _DICT:
+        return {k: _plain(v) for k, v in value[1]}
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == _BOOL:
+        return value[1]
+    return value
+
+
+def canonical_text(value: Any, *, reads_json_strings: bool = True) -> str:
+    """The normalized form ``answer_exact_match_v0`` compares, as readable text (for reports).
+
+    ``reads_json_strings`` is the answer type's flag: a string that is a JSON
+    literal is read first. A value too deep or too odd to normalize is said so
+    (the matcher counts it as no match).
+    """
+    if reads_json_strings:
+        value = read_string_literal(value)
+    try:
+        return repr(_plain(canonical(value)))
+    except Exception as exc:
+        return f"<cannot normalize: {type(exc).__name__}>"
+
+
 def answer_target(target: Any, *, reads_json_strings: bool = True) -> Any:
     """A target answer prepared once for :func:`matches_answer_target` (its canonical form)."""
     if reads_json_strings:
@@ -272,4 +306,6 @@ def matches_answer_target(prediction: Any, prepared: Any, *, reads_json_strings:
 
 def answers_match(prediction: Any, target: Any, *, reads_json_strings: bool = True) -> bool:
     """``answer_exact_match_v0`` on two raw values."""
-    return matches_answer_target(prediction, answer_target(target, reads_json_strings=reads_json_strings), reads_json_strings=reads_json_strings)
+    return matches_answer_target(
+        prediction, answer_target(target, reads_json_strings=reads_json_strings), reads_json_strings=reads_json_strings
+    )

@@ -18,7 +18,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.answers import _BOOL, _DICT, _LIST, canonical, read_string_literal
+from trace_tasks.answers import canonical_text
 from trace_tasks.extraction import extract
 from trace_tasks.limits import MAX_LITERAL_BUDGET
 from trace_tasks.literals import literal_budget
@@ -54,25 +54,9 @@ def predicted_answer(response: str, required_keys: frozenset[str]) -> Any:
     return extract(response, required_keys).answer(response)
 
 
-def readable(value: Any) -> Any:
-    """A canonical answer form turned back into plain JSON-like values for display."""
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == _LIST:
-        return [readable(v) for v in value[1]]
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == _DICT:
-        return {k: readable(v) for k, v in value[1]}
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == _BOOL:
-        return value[1]
-    return value
-
-
 def canonical_form(value: Any, reads_json_strings: bool) -> str:
     """The normalized form the exact matcher compares, as text."""
-    if reads_json_strings:
-        value = read_string_literal(value)
-    try:
-        return repr(readable(canonical(value)))
-    except Exception as exc:  # too deep or odd: the matcher counts it as no match
-        return f"<cannot normalize: {type(exc).__name__}>"
+    return canonical_text(value, reads_json_strings=reads_json_strings)
 
 
 #: Longest rendering of one value (an item, a key) in the report.
