@@ -137,9 +137,6 @@ class InstanceIndex:
             return
         self.by_id[row_id] = (line.number, instance)
 
-    def invalid_ids(self) -> int:
-        return sum(isinstance(entry, str) for _, entry in self.by_id.values())
-
 
 def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
     """Slots for response lines, each joined by ``id`` to an instance of ``index``."""
