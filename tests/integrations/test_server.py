@@ -177,3 +177,20 @@ def test_cli_serve_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> No
     # In-process: the options are checked before anything starts (or touches the environment).
     assert main(["serve", "--format-weight", "3"]) == 2
     assert "format_weight" in capsys.readouterr().err
+
+
+def test_cli_serve_refuses_a_bad_pin_before_starting(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bad TRACE_TASKS_REWARD_IDS stops the server at start with one line, not every request later.
+    from trace_tasks.plugins import reset_registry
+
+    monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "bbox=bbox_soft_iou_v9")
+    reset_registry()
+    try:
+        assert main(["serve", "--port", "0"]) == 1
+    finally:
+        monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")
+        reset_registry()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RewardPinError" in err and "bbox_soft_iou_v9" in err

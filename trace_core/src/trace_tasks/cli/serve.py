@@ -48,6 +48,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from trace_tasks.integrations._common import MissingExtraError, require
     from trace_tasks.integrations.server import CONFIG_ENV, create_app
+    from trace_tasks.plugins import get_registry
 
     try:
         options = scoring_options(args)
@@ -61,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         uvicorn = require("uvicorn", "server")
         config = {"max_request_bytes": args.max_request_bytes, **options}
         create_app(**config)  # fail here, with a message, rather than inside every worker
+        # Plugins and the user's pins too: a broken plugin or a bad TRACE_TASKS_REWARD_IDS
+        # stops the server now (one line, exit 1, from main) instead of failing every request.
+        get_registry()
     except MissingExtraError as exc:
         print(f"trace-tasks serve: {exc}", file=sys.stderr)
         return 1
