@@ -34,6 +34,7 @@ DISTRIBUTIONS: Mapping[str, str] = {
     "trace-plugins-point": "trace_plugins_point",
     "trace-plugins-segment": "trace_plugins_segment",
     "trace-plugins-circle": "examples/circle_family",
+    "trace-plugins-bbox-giou": "examples/giou_bbox",
 }
 FAMILIES = [d for d in DISTRIBUTIONS if d != "trace-core"]
 
@@ -179,7 +180,7 @@ def test_version_is_the_installed_metadata() -> None:
     assert installed == _project("trace-core")["version"]
 
 
-@pytest.mark.parametrize("dist", [d for d in DISTRIBUTIONS if d != "trace-plugins-circle"])
+@pytest.mark.parametrize("dist", [d for d in DISTRIBUTIONS if not DISTRIBUTIONS[d].startswith("examples/")])
 def test_installed_metadata_carries_the_license_expression(dist: str) -> None:
     """The workspace members are installed (editable) in the test environment: their metadata is PEP 639."""
     if not _is_installed(dist):
