@@ -49,7 +49,7 @@ def test_scores_equal_the_library_call() -> None:
     rows = read_jsonl(proc.stdout)
     inputs = read_jsonl(COMBINED)
     assert len(rows) == len(inputs)
-    for got, row in zip(rows[::7], inputs[::7]):
+    for got, row in zip(rows[::7], inputs[::7], strict=False):
         fields = {k: row[k] for k in ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")}
         expected = score_trace_response(response=row["response"], **fields)
         assert {k: got[k] for k in expected} == expected
@@ -127,7 +127,7 @@ def test_bad_lines_become_error_lines_and_the_run_continues(tmp_path: Path) -> N
     assert errors[2].startswith("line 2: not valid JSON")
     assert errors[3].startswith("line 3: invalid instance") and "$.reward_contract" in errors[3]
     assert errors[4] == "line 4: empty line"
-    assert "line 5: $.response: required field missing" == errors[5]
+    assert errors[5] == "line 5: $.response: required field missing"
     assert errors[6].startswith("line 6: $.response: must be a string")
     assert errors[7].startswith("line 7: $: a line must be a JSON object")
 

@@ -1,4 +1,4 @@
-"""Replay the recorded calls of the original scorer; differ only where SPEC.md improves on it."""
+"""Replay the recorded calls of the original scorer; differ only where docs/contracts.md improves on it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .records import decode_tagged, load, load_deviations
 SCORER = load("original-scorer.jsonl")
 HELPERS = load("original-helpers.jsonl")
 DEVIATIONS = load_deviations()
-#: Options the original offered and we deliberately do not (conformance README).
+#: Options the original offered and we deliberately do not (docs/contracts.md, "Compatibility").
 RETIRED_OPTIONS = {"trace_answer_scoring", "legacy_strict_scorer", "bbox_iou_threshold"}
 RETIRED_KEYS = {"trace_answer_scoring_legacy_strict"}
 TOLERANCE = 1e-6
@@ -120,7 +120,7 @@ def _eq_nan(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_eq_nan(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_eq_nan(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_eq_nan(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b if not isinstance(a, (int, float)) else a == b and type(a) is type(b)

@@ -1,4 +1,4 @@
-"""Seed "Annotation and reward contracts" sections 2 and 3, the resolver, and the contract gate."""
+"""Reward contracts (docs/contracts.md §9 and §10), the resolver, and the contract gate (§5.6)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from trace_tasks.core.reward_contracts import contract_problems
 from ..support.seed_table import SEED_TABLE
 from .helpers import LEADING_KEYS, contract
 
-#: Seed section 3, exactly.
+#: docs/contracts.md §10, exactly.
 RESOLVER_TABLE = SEED_TABLE
 
 
@@ -103,8 +103,9 @@ def test_resolve_reward_contract() -> None:
     assert (resolved.answer.id, resolved.annotation.type) == ("answer_exact_match_v0", "point_set")
 
 
-@pytest.mark.parametrize("answer_type", ["integer", "number", "string", "boolean", "option_letter",
-                                         "pi_expression", "index_list", "matrix"])
+@pytest.mark.parametrize(
+    "answer_type", ["integer", "number", "string", "boolean", "option_letter", "pi_expression", "index_list", "matrix"]
+)
 def test_every_answer_type_uses_exact_match(answer_type: str) -> None:
     assert resolve_reward_contract(answer_type=answer_type, annotation_type="bbox").answer.id == "answer_exact_match_v0"
 
@@ -333,9 +334,7 @@ class WidgetFamily:
         return value.strip()
 
     @hookimpl
-    def trace_score_annotation(
-        self, reward_id: str, prediction: str, target: str, context: ScoringContext
-    ) -> AnnotationScore:
+    def trace_score_annotation(self, reward_id: str, prediction: str, target: str, context: ScoringContext) -> AnnotationScore:
         hit = 1.0 if prediction == target else 0.0
         return AnnotationScore(hit, {"annotation_widget_hit": hit, "annotation_widget_half_life_px": context.half_life_px})
 
@@ -416,9 +415,13 @@ def test_register_plugin_refuses_conflicts(widget_family: None) -> None:
 # --- the contract gate while scoring --------------------------------------------------------
 
 
-def gate(annotation_gt: Any, reward_contract: Any, response: str = '{"answer": 7, "annotation": [0, 0, 10, 10]}') -> tuple[float, float]:
+def gate(
+    annotation_gt: Any, reward_contract: Any, response: str = '{"answer": 7, "annotation": [0, 0, 10, 10]}'
+) -> tuple[float, float]:
     result = score_trace_response(
-        response=response, answer_gt={"type": "integer", "value": 7}, annotation_gt=annotation_gt,
+        response=response,
+        answer_gt={"type": "integer", "value": 7},
+        annotation_gt=annotation_gt,
         reward_contract=reward_contract,
     )
     return result["annotation_reward"], result["annotation_parse_ok"]

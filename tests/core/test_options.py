@@ -1,4 +1,4 @@
-"""Scorer options (SPEC.md "Options", seed "Reward Composition"): names, validation, half-life."""
+"""Scorer options (docs/contracts.md §6 and §5.4): names, validation, half-life."""
 
 from __future__ import annotations
 
@@ -140,8 +140,7 @@ def test_half_life_upper_bound_is_inclusive_and_documented() -> None:
 
 @pytest.mark.parametrize("value", [20, 20.0, "20", " 20 ", Fraction(20, 1)])
 def test_point_half_life_is_converted_with_float(value: Any) -> None:
-    result = score('{"answer": 7, "annotation": [0, 0]}', annotation=[0, 0], annotation_type="point",
-                   point_half_life_px=value)
+    result = score('{"answer": 7, "annotation": [0, 0]}', annotation=[0, 0], annotation_type="point", point_half_life_px=value)
     assert result["annotation_point_half_life_px"] == 20.0
 
 
@@ -229,8 +228,7 @@ def test_image_size_never_changes_coordinates() -> None:
 
 def test_half_life_scales_the_point_similarity() -> None:
     # Distance 28 at half-life 28 gives similarity exactly 1/2.
-    result = score('{"answer": 7, "annotation": [28, 0]}', annotation=[0, 0], annotation_type="point",
-                   image_size=[640, 480])
+    result = score('{"answer": 7, "annotation": [28, 0]}', annotation=[0, 0], annotation_type="point", image_size=[640, 480])
     assert result["annotation_reward"] == pytest.approx(0.5)
 
 

@@ -179,9 +179,7 @@ def test_cli_serve_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> No
     assert "format_weight" in capsys.readouterr().err
 
 
-def test_cli_serve_refuses_a_bad_pin_before_starting(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_serve_refuses_a_bad_pin_before_starting(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # A bad TRACE_TASKS_REWARD_IDS stops the server at start with one line, not every request later.
     from trace_tasks.plugins import reset_registry
 

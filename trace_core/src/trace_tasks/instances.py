@@ -6,7 +6,7 @@ its ``$``-path and what to fix:
 
 * the record structure (the records' cattrs converter: unknown keys, wrong
   types, missing fields);
-* the contract's rules (seed section 2): version, answer side, the contract's
+* the contract's rules (docs/contracts.md §9): version, answer side, the contract's
   annotation type equal to ``annotation_gt.type``, its annotation id the
   current one for that type;
 * both types known to the installed families (a missing official family names
@@ -30,7 +30,7 @@ rollouts (or a dataset visited every epoch) pays for its ground truth once.
 
 ``score_trace_response`` stays the lenient low-level scorer (broken ground
 truth gives zero reward, never an exception); tools that read instances from
-data use this module (``docs/contracts.md``, "Which function to call").
+data use this module (``docs/contracts.md §12.3``, "Which function to call").
 """
 
 from __future__ import annotations
@@ -246,12 +246,12 @@ def _check_types(data: Mapping[str, Any], registry: Registry, parts: _Parts, pro
     if name in OFFICIAL_TYPES:
         problems.append(Problem("$.annotation_gt.type", str(MissingFamilyError(name, OFFICIAL_TYPES[name]))))
         return
-    known = registry.annotation_types
+    owned = registry.annotation_types
     problems.append(
         Problem(
             "$.annotation_gt.type",
-            f"unknown annotation type {name!r}{_close_names(name, known)}: no installed family owns it; "
-            f"use one of {', '.join(sorted(known)) or 'none installed'}, or install the family that provides it",
+            f"unknown annotation type {name!r}{_close_names(name, owned)}: no installed family owns it; "
+            f"use one of {', '.join(sorted(owned)) or 'none installed'}, or install the family that provides it",
         )
     )
 
@@ -755,7 +755,7 @@ class InstanceCache:
                 return compile_instance(data, record=record)
             with self._lock:
                 key, entry = self._lookup(None, key, registry)
-                if entry is not None and fast is not None:
+                if entry is not None and fast is not None and key is not None:
                     self._store(fast, key, entry, registry)  # the same content, built another way
         if entry is None:
             try:

@@ -1,7 +1,7 @@
 """Scorer options: validated once per distinct combination, then cached.
 
 Invalid options are caller mistakes and raise ``ValueError`` before the response
-is looked at (SPEC.md "Options").
+is looked at (docs/contracts.md §6).
 """
 
 from __future__ import annotations
@@ -114,7 +114,9 @@ def _half_life(value: Any) -> float | None:
     return number
 
 
-def _resolve(mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any) -> ScoringOptions:
+def _resolve(
+    mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any
+) -> ScoringOptions:
     fw = _real(format_weight, "format_weight")
     if not 0.0 <= fw <= 1.0:
         raise ValueError(f"Trace format_weight must be in [0, 1], got {format_weight!r}")

@@ -178,7 +178,13 @@ def build_instance(
     """Build an instance from its public types; the contract is resolved, never hand-authored."""
     contract = resolve_reward_contract(answer_type=answer_gt["type"], annotation_type=annotation_gt["type"])
     return instance_from_dict(
-        {"answer_gt": dict(answer_gt), "annotation_gt": dict(annotation_gt), "reward_contract": contract.to_dict(), "id": id, **fields}
+        {
+            "answer_gt": dict(answer_gt),
+            "annotation_gt": dict(annotation_gt),
+            "reward_contract": contract.to_dict(),
+            "id": id,
+            **fields,
+        }
     )
 
 

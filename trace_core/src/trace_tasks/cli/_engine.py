@@ -34,6 +34,7 @@ class Work(Protocol):
     @property
     def compiled(self) -> Any: ...
 
+
 ENGINES = ("local", "ray")
 #: Items per chunk in-process (the unit of progress updates and output writes).
 LOCAL_CHUNK = 1024

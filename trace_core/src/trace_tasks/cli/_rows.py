@@ -160,6 +160,8 @@ def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
         else:
             instance_line, instance = index.by_id[row_id]
             if isinstance(instance, str):
-                yield Slot(n, row_id, error=f"line {n}: instance {row_id!r} ({index.source} line {instance_line}) is invalid: {instance}")
+                yield Slot(
+                    n, row_id, error=f"line {n}: instance {row_id!r} ({index.source} line {instance_line}) is invalid: {instance}"
+                )
             else:
                 yield _slot(n, instance, response, row_id)

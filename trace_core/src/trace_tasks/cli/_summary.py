@@ -14,7 +14,7 @@ MEANS = (("overall", "overall"), ("answer_reward", "answer"), ("annotation_rewar
 
 
 class _Totals:
-    __slots__ = ("count", "sums", "no_json", "annotation_parse_failures", "format_failures")
+    __slots__ = ("annotation_parse_failures", "count", "format_failures", "no_json", "sums")
 
     def __init__(self) -> None:
         self.count = 0
@@ -72,14 +72,21 @@ class Summary:
 
     def table(self) -> str:
         """A fixed-width table: one row per annotation type, then the overall row."""
-        headers = ["annotation type", "count", *(f"mean {title}" for _, title in MEANS), "no JSON", "ann. parse fail", "format fail"]
+        headers = [
+            "annotation type",
+            "count",
+            *(f"mean {title}" for _, title in MEANS),
+            "no JSON",
+            "ann. parse fail",
+            "format fail",
+        ]
         rows = [self._row(name, self.by_type[name]) for name in sorted(self.by_type)]
         rows.append(self._row(OVERALL, self.overall))
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
         def line(cells: list[str]) -> str:
             first = cells[0].ljust(widths[0])
-            return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))])
+            return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=False))])
 
         rule = "-" * len(line(headers))
         out = [line(headers), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]

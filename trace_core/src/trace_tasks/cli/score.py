@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
         help="score stored responses (JSON Lines in, JSON Lines of scores out)",
         description=(
             "Score stored responses. INPUT holds instances with a 'response' field, or, with --responses, "
-            "instances joined by 'id' to a file of {\"id\", \"response\"} lines. Files may be .jsonl or "
+            'instances joined by \'id\' to a file of {"id", "response"} lines. Files may be .jsonl or '
             ".jsonl.gz; '-' is standard input. Every instance is validated first. One output line per input "
             "line, in order; a line that cannot be scored (an invalid instance among them) gets an 'error' field "
             "naming every problem, and the exit code is 1; so do problems of an instances file (--responses "
@@ -56,9 +56,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("input", metavar="INPUT", help="instances (with 'response' unless --responses is given), or '-'")
     parser.add_argument("--responses", metavar="FILE", help="responses joined to INPUT by id (several per instance allowed)")
-    parser.add_argument("-o", "--output", metavar="FILE", default=None, help="where to write scores (default: stdout; .gz compresses)")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", default=None, help="where to write scores (default: stdout; .gz compresses)"
+    )
     parser.add_argument("--summary-json", metavar="FILE", help="also write the summary as JSON to FILE")
-    parser.add_argument("--workers", type=_positive_int, default=1, metavar="N", help="scoring processes, or Ray CPUs with --engine ray (default %(default)s)")
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="scoring processes, or Ray CPUs with --engine ray (default %(default)s)",
+    )
     parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or ray (needs trace-core[ray])")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
     add_scoring_options(parser)
@@ -143,7 +151,7 @@ def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list
 
 def _write_all(slots: Iterator[Slot], out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]) -> None:
     progress = make_progress("scoring", quiet=args.quiet)
-    chunks = _chunks(slots, chunk_size(args.engine, args.workers))
+    chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(args.engine, args.workers))
     try:
         for group, results in score_chunks(chunks, options=options, workers=args.workers, engine=args.engine):
             errors_before = summary.errors

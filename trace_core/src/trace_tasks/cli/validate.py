@@ -48,15 +48,14 @@ def frame_problems(report: Any, notes: dict[str, str] | None = None) -> list[Pro
     try:
         frame = frame_report(get_registry(), report.annotation_type, report.target, report.image_size)
     except Exception as exc:  # a family's explain or draw capability failing is its bug, not the data's
-        frame = None
         note = f"the {report.annotation_type!r} family failed to describe its geometry ({type(exc).__name__}: {exc}); image frame not checked"
     else:
+        if frame.checked:
+            return [Problem(path, message) for path, message in frame.problems]
         note = frame.note
-    if frame is None or not frame.checked:
-        if notes is not None:
-            notes.setdefault(report.annotation_type, note)
-        return []
-    return [Problem(path, message) for path, message in frame.problems]
+    if notes is not None:
+        notes.setdefault(report.annotation_type, note)
+    return []
 
 
 def file_problems(path: str, notes: dict[str, str] | None = None) -> Iterator[tuple[int, Problem]]:
@@ -110,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         for note in notes.values():
             print(f"note: {note}")
     files = len(args.files)
-    print(f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "
-          f"in {files} file{'s' * (files != 1)}")
+    print(
+        f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "
+        f"in {files} file{'s' * (files != 1)}"
+    )
     return EXIT_PROBLEMS if problems else EXIT_OK

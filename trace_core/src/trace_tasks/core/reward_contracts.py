@@ -2,8 +2,8 @@
 
 Task code never hand-authors a ``reward_contract``; it calls
 :func:`resolve_reward_contract`. The resolver table is whatever the installed
-families declare; with the three official families it is exactly seed section 3
-(see ``docs/contracts.md``).
+families declare; with the three official families it is exactly the table of
+``docs/contracts.md §10``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class RewardContractSide:
 
 @attrs.frozen(slots=True)
 class RewardContract:
-    """The instance-local contract of seed section 2."""
+    """The instance-local contract of docs/contracts.md §9."""
 
     reward_contract_version: str
     answer: RewardContractSide
@@ -149,7 +149,7 @@ def contract_problems(
     annotation_type: str | None = None,
     first_only: bool = False,
 ) -> list[ContractProblem]:
-    """Every rule of seed section 2 that ``payload`` breaks, in the documented order.
+    """Every rule of docs/contracts.md §9 that ``payload`` breaks, in the documented order.
 
     ``first_only`` stops at the first problem; then a payload naming an official
     type whose family is not installed raises
@@ -160,7 +160,11 @@ def contract_problems(
     ``annotation.type``.
     """
     if not isinstance(payload, Mapping):
-        return [ContractProblem("object", _ROOT, "reward_contract must be an object", f"reward_contract must be an object, got {_shown(payload)}")]
+        return [
+            ContractProblem(
+                "object", _ROOT, "reward_contract must be an object", f"reward_contract must be an object, got {_shown(payload)}"
+            )
+        ]
     problems: list[ContractProblem] = []
 
     def add(problem: ContractProblem) -> bool:
@@ -181,7 +185,14 @@ def contract_problems(
     answer = payload["answer"] if not answer_side else None
     if answer is not None and answer["id"] != ANSWER_REWARD_CONTRACT_ID:
         message = f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
-        if add(ContractProblem("answer_id", f"{_ROOT}.answer.id", message, f"{message} (every answer type is scored by it); got {_shown(answer['id'])}")):
+        if add(
+            ContractProblem(
+                "answer_id",
+                f"{_ROOT}.answer.id",
+                message,
+                f"{message} (every answer type is scored by it); got {_shown(answer['id'])}",
+            )
+        ):
             return problems
     annotation_side = _side_problems(payload, "annotation", first_only)
     if annotation_side:
@@ -254,7 +265,7 @@ def contract_problems(
 def validate_reward_contract_payload(
     payload: Any, *, answer_type: str | None = None, annotation_type: str | None = None
 ) -> str | None:
-    """Check a contract payload against the six rules of seed section 2.
+    """Check a contract payload against the six rules of docs/contracts.md §9.
 
     Returns a human-readable message for the first problem, or ``None`` when the
     payload is valid. ``answer_type`` and ``annotation_type`` are the instance's

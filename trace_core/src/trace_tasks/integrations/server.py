@@ -220,7 +220,7 @@ def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options:
         return {"status": "ok", "version": __version__, "annotation_types": sorted(get_registry().annotation_types)}
 
     @app.post("/get_reward")
-    async def get_reward(request: fastapi.Request) -> Any:
+    async def get_reward(request: fastapi.Request) -> Any:  # type: ignore[name-defined]  # fastapi is imported lazily
         body = await request.body()
         try:
             payload = json.loads(body)
