@@ -1,11 +1,11 @@
-"""The seed's runnable examples ("Verifiers And Rewards") print exactly what the seed shows."""
+"""The worked examples of docs/contracts.md §8 print exactly what that section shows."""
 
 from __future__ import annotations
 
 from ..support.readme_example import run_snippet
 from .helpers import score
 
-# Verbatim from the seed, section "Answer-And-Annotation Scoring".
+# The answer-and-annotation example of docs/contracts.md §8.
 ANSWER_AND_ANNOTATION_EXAMPLE = """
 from trace_tasks import score_trace_response
 
@@ -35,7 +35,7 @@ ANSWER_AND_ANNOTATION_OUTPUT = (
     "{'overall': 0.6666666666666666, 'answer_reward': 1.0, 'annotation_reward': 0.3333333333333333, 'annotation_parse_ok': 1.0}\n"
 )
 
-# Verbatim from the seed, section "Answer Scoring" (a bbox contract in answer mode).
+# The answer-mode example of docs/contracts.md §8 (a bbox contract in answer mode).
 ANSWER_EXAMPLE = """
 from trace_tasks import score_trace_response
 
@@ -60,8 +60,8 @@ ANSWER_OUTPUT = "{'overall': 1.0, 'answer_reward': 1.0, 'format': 1.0, 'format_s
 
 
 def run_seed_snippet(code: str) -> str:
-    """Run a seed snippet as a script (the seed pipes it to ``python -``), in this process; what it printed."""
-    return run_snippet(code, "<seed snippet>")
+    """Run an example snippet as a script (as ``python -`` would), in this process; what it printed."""
+    return run_snippet(code, "<docs/contracts.md §8 example>")
 
 
 def test_answer_and_annotation_example_prints_the_seed_output() -> None:

@@ -1,4 +1,4 @@
-"""Loading the recorded conformance calls (``shared/conformance``) with their encodings decoded."""
+"""Loading the recorded conformance calls (``data/``) with their encodings decoded."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ HERE = Path(__file__).parent
 
 
 def conformance_dir() -> Path:
-    """The recorded calls: a copy of ``shared/conformance`` kept in ``data/`` beside this file.
+    """The recorded calls, kept in ``data/`` beside this file (``data/README.md`` describes them).
 
     Kept in the repository so the replay runs from any clone; set
     TRACE_TASKS_CONFORMANCE_DIR to replay another set of records.

@@ -211,7 +211,7 @@ def test_every_broken_instance_is_reported_with_path_and_message(case: Case) -> 
 
 
 def test_the_lenient_scorer_still_rewards_a_correct_answer_on_a_broken_instance() -> None:
-    # Why validation exists: the low-level scorer keeps its seed semantics (a silent 0.5).
+    # Why validation exists: the low-level scorer stays lenient (docs/contracts.md §2: a silent 0.5).
     broken = BROKEN[0].instance()
     result = score_trace_response(
         response=GOOD_RESPONSE, **{k: broken[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}

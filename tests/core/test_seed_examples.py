@@ -1,4 +1,4 @@
-"""The two runnable examples of the seed "Verifiers And Rewards", output compared exactly."""
+"""The two worked examples of docs/contracts.md §8, output compared exactly."""
 
 from __future__ import annotations
 

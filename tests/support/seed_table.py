@@ -6,7 +6,7 @@ check the installed code against the contract, not against itself.
 
 from __future__ import annotations
 
-#: docs/contracts.md §10, the resolver table (the contract's original "seed" table): annotation type -> reward id.
+#: docs/contracts.md §10, the resolver table: annotation type -> its default reward id.
 SEED_TABLE = {
     "bbox": "bbox_soft_iou_v0",
     "bbox_set": "bbox_set_soft_iou_v0",

@@ -1,6 +1,6 @@
 """Answer types and ``answer_exact_match_v0``: exact match after typed normalization.
 
-Canonical form (seed "Answer Scoring", SPEC.md "Answers"): strings stripped and
+Canonical form (docs/contracts.md §4): strings stripped and
 case-folded; finite integral floats equal to ints; non-finite numbers match
 nothing; booleans stay booleans; mapping keys normalized and order ignored; set
 order ignored (a set is its items in sorted order); list and tuple order kept.

@@ -1,7 +1,7 @@
 """Generic trace scoring: one response against an instance's typed ground truth.
 
-``score_trace_response`` is the public entry point (seed "Verifiers And
-Rewards"). Per call it validates options (cached), extracts the final object
+``score_trace_response`` is the public entry point (docs/contracts.md
+§2). Per call it validates options (cached), extracts the final object
 once, matches the answer exactly after typed normalization, gates and scores
 the annotation through the owning family (one dict lookup), and composes the
 flat result dict. It never raises on model output.
@@ -318,7 +318,7 @@ _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str
 
 
 def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float], dict[str, str]]:
-    """The result dict of ``opts`` in SPEC.md order with every per-response value at 0.
+    """The result dict of ``opts`` in docs/contracts.md §7 order with every per-response value at 0.
 
     Built once per options and registry, so a call copies it and sets a dozen
     values instead of building forty keys.
@@ -367,7 +367,7 @@ def score_trace_response(
     metadata: Any = None,
     extra_info: Any = None,
 ) -> dict[str, float]:
-    """Score one model response; returns a flat ``dict[str, float]`` (SPEC.md "The result dict").
+    """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
 
     Raises only for caller mistakes: ``ValueError`` for invalid options,
     ``TypeError`` for a non-string response, and
@@ -407,7 +407,7 @@ def extract_response(text: str, opts: ScoringOptions, literal_left: list[int]) -
 def compose_result(
     opts: ScoringOptions, registry: Registry, ext: Extraction, answer_reward: float, answer_parse_ok: float, ann: AnnotationResult
 ) -> dict[str, float]:
-    """The flat result dict (SPEC.md "The result dict") of one scored response."""
+    """The flat result dict (docs/contracts.md §7) of one scored response."""
     fw = opts.format_weight
     if opts.mode == ANSWER:
         task = answer_reward
