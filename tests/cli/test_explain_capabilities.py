@@ -18,7 +18,7 @@ import attrs
 import pytest
 
 from tests.cli.helpers import INSTANCES, instance, write_lines
-from tests.support.seed_table import SEED_TABLE
+from tests.support.resolver_table import RESOLVER_TABLE
 from trace_tasks import (
     AnnotationParseError,
     AnnotationScore,
@@ -391,7 +391,7 @@ def _prediction(annotation_type: str, value: Any) -> Any:
     return _shifted(value, 3)
 
 
-@pytest.mark.parametrize("annotation_type", sorted(SEED_TABLE))
+@pytest.mark.parametrize("annotation_type", sorted(RESOLVER_TABLE))
 def test_every_official_type_lists_pairs_and_the_formula(tmp_path: Path, explain: Run, annotation_type: str) -> None:
     row = _first_row(annotation_type)
     value = row["annotation_gt"]["value"]

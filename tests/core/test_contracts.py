@@ -29,11 +29,11 @@ from trace_tasks import (
 )
 from trace_tasks.core.reward_contracts import contract_problems
 
-from ..support.seed_table import SEED_TABLE
+from ..support.resolver_table import RESOLVER_TABLE
 from .helpers import LEADING_KEYS, contract
 
 #: docs/contracts.md §10, exactly.
-RESOLVER_TABLE = SEED_TABLE
+RESOLVER_TABLE = RESOLVER_TABLE
 
 
 def valid_payload() -> dict[str, Any]:
@@ -62,11 +62,11 @@ def test_constants() -> None:
 
 
 @pytest.mark.parametrize(("annotation_type", "reward_id"), sorted(RESOLVER_TABLE.items()))
-def test_resolver_table_is_seed_section_3(annotation_type: str, reward_id: str) -> None:
+def test_resolver_table_is_the_documented_one(annotation_type: str, reward_id: str) -> None:
     assert resolve_annotation_reward_contract_id(annotation_type) == reward_id
 
 
-def test_installed_types_are_exactly_the_seed_table() -> None:
+def test_installed_types_are_exactly_the_resolver_table() -> None:
     registry = get_registry()
     assert {name: entry.current_reward_id for name, entry in registry.annotation_types.items()} == RESOLVER_TABLE
 

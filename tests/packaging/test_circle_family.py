@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..support.seed_table import SEED_TABLE
+from ..support.resolver_table import RESOLVER_TABLE
 
 pytestmark = [pytest.mark.packaging, pytest.mark.slow]
 
@@ -188,8 +188,8 @@ print(json.dumps({
 }))
 """
     out = make_venv(CORE, CIRCLE, *OFFICIAL).run_json(script)
-    assert out["resolved"] == {**SEED_TABLE, **CIRCLE_TABLE}
-    official = [f"annotation_type_{t}" for t in SEED_TABLE]
+    assert out["resolved"] == {**RESOLVER_TABLE, **CIRCLE_TABLE}
+    official = [f"annotation_type_{t}" for t in RESOLVER_TABLE]
     assert sorted(out["indicators"][:12]) == sorted(official)
     assert out["indicators"][12:] == ["annotation_type_circle", "annotation_type_circle_set"]
     assert out["reward"] == 1.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ..support.seed_table import FAMILY, SAMPLES, SEED_TABLE
+from ..support.resolver_table import FAMILY, RESOLVER_TABLE, SAMPLES
 from .conftest import Venv
 
 pytestmark = [pytest.mark.packaging, pytest.mark.slow]
@@ -108,7 +108,7 @@ print(json.dumps(out))
 
 
 def _run(venv: Venv, script: str) -> Any:
-    return venv.run_json(script, json.dumps(SEED_TABLE), json.dumps(SAMPLES))
+    return venv.run_json(script, json.dumps(RESOLVER_TABLE), json.dumps(SAMPLES))
 
 
 def _assert_missing_family(error: dict[str, Any] | None, annotation_type: str) -> None:
@@ -140,7 +140,7 @@ def test_core_alone_loads_only_the_builtin_answer_types(core_alone: Any) -> None
     assert core_alone["annotation_types"] == []
 
 
-@pytest.mark.parametrize("annotation_type", sorted(SEED_TABLE))
+@pytest.mark.parametrize("annotation_type", sorted(RESOLVER_TABLE))
 def test_core_alone_scores_answer_mode_without_the_annotation(core_alone: Any, annotation_type: str) -> None:
     result = core_alone["types"][annotation_type]["answer_mode"]
     assert result["answer_reward"] == 1.0 and result["overall"] == 1.0
@@ -150,7 +150,7 @@ def test_core_alone_scores_answer_mode_without_the_annotation(core_alone: Any, a
     assert not any(key.startswith("annotation_type_") for key in result)
 
 
-@pytest.mark.parametrize("annotation_type", sorted(SEED_TABLE))
+@pytest.mark.parametrize("annotation_type", sorted(RESOLVER_TABLE))
 def test_core_alone_names_the_family_to_install(core_alone: Any, annotation_type: str) -> None:
     calls = core_alone["types"][annotation_type]
     for call in ("score", "resolve_id", "resolve_contract"):
@@ -158,15 +158,15 @@ def test_core_alone_names_the_family_to_install(core_alone: Any, annotation_type
 
 
 def test_core_and_bbox_owns_exactly_the_box_types(core_and_bbox: Any) -> None:
-    boxes = [t for t in SEED_TABLE if FAMILY[t] == "trace-plugins-bbox"]
+    boxes = [t for t in RESOLVER_TABLE if FAMILY[t] == "trace-plugins-bbox"]
     assert sorted(core_and_bbox["annotation_types"]) == sorted(boxes)
-    assert core_and_bbox["resolved"] == {t: SEED_TABLE[t] for t in boxes}
+    assert core_and_bbox["resolved"] == {t: RESOLVER_TABLE[t] for t in boxes}
 
 
-@pytest.mark.parametrize("annotation_type", [t for t in SEED_TABLE if t.startswith("bbox")])
+@pytest.mark.parametrize("annotation_type", [t for t in RESOLVER_TABLE if t.startswith("bbox")])
 def test_core_and_bbox_scores_every_box_type(core_and_bbox: Any, annotation_type: str) -> None:
     scored = core_and_bbox["scores"][annotation_type]
-    assert scored["contract"]["annotation"] == {"id": SEED_TABLE[annotation_type], "type": annotation_type}
+    assert scored["contract"]["annotation"] == {"id": RESOLVER_TABLE[annotation_type], "type": annotation_type}
     result = scored["result"]
     assert result["annotation_parse_ok"] == 1.0
     assert result["annotation_reward"] == 1.0 and result["overall"] == 1.0
@@ -174,27 +174,27 @@ def test_core_and_bbox_scores_every_box_type(core_and_bbox: Any, annotation_type
     assert result[f"annotation_type_{annotation_type}"] == 1.0
 
 
-@pytest.mark.parametrize("annotation_type", [t for t in SEED_TABLE if not t.startswith("bbox")])
+@pytest.mark.parametrize("annotation_type", [t for t in RESOLVER_TABLE if not t.startswith("bbox")])
 def test_core_and_bbox_names_the_point_or_segment_family(core_and_bbox: Any, annotation_type: str) -> None:
     missing = core_and_bbox["missing"][annotation_type]
     for call in ("score", "resolve_id", "resolve_contract"):
         _assert_missing_family(missing[call], annotation_type)
 
 
-def test_all_three_families_resolve_exactly_the_seed_table(all_families: Any) -> None:
-    assert all_families["resolved"] == SEED_TABLE
-    assert sorted(all_families["annotation_types"]) == sorted(SEED_TABLE)
+def test_all_three_families_resolve_exactly_the_resolver_table(all_families: Any) -> None:
+    assert all_families["resolved"] == RESOLVER_TABLE
+    assert sorted(all_families["annotation_types"]) == sorted(RESOLVER_TABLE)
     assert all_families["missing"] == {}
 
 
-@pytest.mark.parametrize("annotation_type", sorted(SEED_TABLE))
+@pytest.mark.parametrize("annotation_type", sorted(RESOLVER_TABLE))
 def test_all_three_families_score_every_type(all_families: Any, annotation_type: str) -> None:
     result = all_families["scores"][annotation_type]["result"]
     assert result["annotation_parse_ok"] == 1.0
     assert result["annotation_reward"] == 1.0 and result["overall"] == 1.0
     # One indicator per installed type, exactly one of them set.
     indicators = {k: v for k, v in result.items() if k.startswith("annotation_type_")}
-    assert set(indicators) == {f"annotation_type_{t}" for t in SEED_TABLE}
+    assert set(indicators) == {f"annotation_type_{t}" for t in RESOLVER_TABLE}
     assert [k for k, v in indicators.items() if v == 1.0] == [f"annotation_type_{annotation_type}"]
 
 
@@ -207,6 +207,6 @@ def test_installed_console_script_lists_the_three_families(make_venv: Any) -> No
     assert set(by_dist) == set(OFFICIAL)
     for dist, info in by_dist.items():
         assert info["version"] == "0.1.0"
-        assert sorted(info["annotation_types"]) == sorted(t for t in SEED_TABLE if FAMILY[t] == dist)
+        assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == dist)
         assert info["current_reward_ids"] == info["reward_ids"]  # one version of each today
-    assert {t: e["current_reward_id"] for t, e in listing["annotation_types"].items()} == SEED_TABLE
+    assert {t: e["current_reward_id"] for t, e in listing["annotation_types"].items()} == RESOLVER_TABLE

@@ -24,7 +24,7 @@ import pytest
 from trace_tasks.cli import main
 
 from ..cli.helpers import run_cli as run_in_process
-from ..support.seed_table import FAMILY, SEED_TABLE
+from ..support.resolver_table import FAMILY, RESOLVER_TABLE
 from .interval_family import V0, V1, IntervalFamily
 from .test_family_kit import GIOU_SRC, Toy
 
@@ -126,11 +126,11 @@ def test_json_lists_the_installed_families() -> None:
         if info["distribution"]:
             assert info["entry_point"].startswith(f"{info['name']} = ")
             assert set(info["hooks"]) == HOOKS
-            assert sorted(info["annotation_types"]) == sorted(t for t in SEED_TABLE if FAMILY[t] == info["distribution"])
+            assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == info["distribution"])
     assert listing["annotation_types"] == {
         t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid], "default_reward_id": rid,
             "current_reward_id": rid, "pinned_by": None}
-        for t, rid in SEED_TABLE.items()
+        for t, rid in RESOLVER_TABLE.items()
     }  # fmt: skip
     assert listing["pins"] == {} and listing["added_reward_ids"] == {}
     assert listing["orphan_reward_ids"] == {} and listing["problems"] == []
@@ -153,8 +153,8 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
         "REWARD IDS (* = current)",
     ]
     type_rows = {row.split()[0]: row.split() for row in table_rows(out, "ANNOTATION TYPE")}
-    assert set(type_rows) == set(SEED_TABLE)
-    for annotation_type, reward_id in SEED_TABLE.items():
+    assert set(type_rows) == set(RESOLVER_TABLE)
+    for annotation_type, reward_id in RESOLVER_TABLE.items():
         owner = FAMILY[annotation_type].rsplit("-", 1)[-1]
         # owner, default id, current id, pinned by, every registered id (* = current)
         assert type_rows[annotation_type][1:] == [owner, reward_id, reward_id, "-", f"{reward_id}*"]

@@ -59,17 +59,17 @@ print({
 ANSWER_OUTPUT = "{'overall': 1.0, 'answer_reward': 1.0, 'format': 1.0, 'format_schema_ok': 1.0}\n"
 
 
-def run_seed_snippet(code: str) -> str:
+def run_contract_snippet(code: str) -> str:
     """Run an example snippet as a script (as ``python -`` would), in this process; what it printed."""
     return run_snippet(code, "<docs/contracts.md §8 example>")
 
 
-def test_answer_and_annotation_example_prints_the_seed_output() -> None:
-    assert run_seed_snippet(ANSWER_AND_ANNOTATION_EXAMPLE) == ANSWER_AND_ANNOTATION_OUTPUT
+def test_answer_and_annotation_example_prints_the_contract_output() -> None:
+    assert run_contract_snippet(ANSWER_AND_ANNOTATION_EXAMPLE) == ANSWER_AND_ANNOTATION_OUTPUT
 
 
-def test_answer_mode_example_with_a_bbox_contract_prints_the_seed_output() -> None:
-    assert run_seed_snippet(ANSWER_EXAMPLE) == ANSWER_OUTPUT
+def test_answer_mode_example_with_a_bbox_contract_prints_the_contract_output() -> None:
+    assert run_contract_snippet(ANSWER_EXAMPLE) == ANSWER_OUTPUT
 
 
 def test_the_example_values_are_the_hand_computed_ones() -> None:

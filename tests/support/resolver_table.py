@@ -7,7 +7,7 @@ check the installed code against the contract, not against itself.
 from __future__ import annotations
 
 #: docs/contracts.md §10, the resolver table: annotation type -> its default reward id.
-SEED_TABLE = {
+RESOLVER_TABLE = {
     "bbox": "bbox_soft_iou_v0",
     "bbox_set": "bbox_set_soft_iou_v0",
     "bbox_sequence": "bbox_sequence_soft_iou_v0",
@@ -24,9 +24,9 @@ SEED_TABLE = {
 
 #: Which distribution provides each official type (docs/contracts.md §11).
 FAMILY = {
-    **{t: "trace-plugins-bbox" for t in SEED_TABLE if t.startswith("bbox")},
-    **{t: "trace-plugins-point" for t in SEED_TABLE if t.startswith("point")},
-    **{t: "trace-plugins-segment" for t in SEED_TABLE if t.startswith("segment")},
+    **{t: "trace-plugins-bbox" for t in RESOLVER_TABLE if t.startswith("bbox")},
+    **{t: "trace-plugins-point" for t in RESOLVER_TABLE if t.startswith("point")},
+    **{t: "trace-plugins-segment" for t in RESOLVER_TABLE if t.startswith("segment")},
 }
 
 #: One well-formed value per official type; predicting it exactly scores 1.0.
@@ -45,4 +45,4 @@ SAMPLES = {
     "segment_set": [[[0, 0], [40, 30]], [[5, 5], [5, 80]]],
 }
 
-assert set(FAMILY) == set(SEED_TABLE) == set(SAMPLES)
+assert set(FAMILY) == set(RESOLVER_TABLE) == set(SAMPLES)
