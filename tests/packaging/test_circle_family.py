@@ -111,7 +111,7 @@ def circle_only(make_venv: Any) -> Any:
 
 
 def test_circle_family_is_found_through_its_entry_point(circle_only: Any) -> None:
-    assert circle_only["plugins"]["circle"] == [CIRCLE, "circle = trace_plugins_circle.plugin", ["circle", "circle_set"]]
+    assert circle_only["plugins"]["circle"] == [CIRCLE, "circle = trace_plugins_circle.plugin:family", ["circle", "circle_set"]]
     assert circle_only["resolved"] == CIRCLE_TABLE
 
 
