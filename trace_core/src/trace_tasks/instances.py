@@ -56,6 +56,7 @@ from trace_tasks.core.reward_scoring import (
     parse_prediction,
     score_parsed,
     score_trace_response,
+    scoring_context,
 )
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError, RecordError, suggest
@@ -614,9 +615,8 @@ class CompiledInstance:
         if sizes is None:
             if opts.point_half_life_px is None:
                 return self._context
-            return ScoringContext(opts.point_half_life_px, self.image_size)
-        size = self._find_size(*sizes)
-        return ScoringContext(half_life_px(size, opts.point_half_life_px), size)
+            return scoring_context(self.image_size, opts.point_half_life_px)
+        return scoring_context(self._find_size(*sizes), opts.point_half_life_px)
 
     def _find_size(self, image_size: Any, image_sizes: Any, metadata: Any, extra_info: Any) -> Size | None:
         """``find_image_size(image_size, image_sizes, metadata, extra_info)`` with the instance's own sizes reused."""

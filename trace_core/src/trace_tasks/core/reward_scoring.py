@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trace_tasks.answers import answer_target, matches_answer_target
+from trace_tasks.answers import answers_match
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import AnnotationParseError, MissingFamilyError
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, think_text
@@ -88,8 +88,8 @@ def _score_answer(ext: Extraction, response: str, answer_gt: Any, registry: Regi
     answer_type = answer_gt.get("type")
     spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
     reads_json = spec.reads_json_strings if spec is not None else True
-    target = answer_target(answer_gt["value"], reads_json_strings=reads_json)
-    return (1.0 if matches_answer_target(ext.answer(response), target, reads_json_strings=reads_json) else 0.0), 1.0
+    matched = answers_match(ext.answer(response), answer_gt["value"], reads_json_strings=reads_json)
+    return (1.0 if matched else 0.0), 1.0
 
 
 _RESERVED_KEYS = frozenset({"annotation_reward", "annotation_parse_ok"})
@@ -225,6 +225,25 @@ def score_parsed(
     return result
 
 
+_contexts: dict[tuple[tuple[float, float] | None, float | None], ScoringContext] = {}
+
+
+def scoring_context(size: tuple[float, float] | None, explicit_half_life: float | None) -> ScoringContext:
+    """The :class:`ScoringContext` for an image size and the caller's half-life option (frozen, so shared).
+
+    Built once per distinct pair: a run sees a handful of image sizes, and
+    building the record costs more than finding it.
+    """
+    key = (size, explicit_half_life)
+    context = _contexts.get(key)
+    if context is None:
+        context = ScoringContext(half_life_px(size, explicit_half_life), size)
+        if len(_contexts) >= 1024:  # many distinct sizes: keep memory bounded
+            _contexts.clear()
+        _contexts[key] = context
+    return context
+
+
 def _score_annotation(
     prediction: Any,
     annotation_gt: Any,
@@ -259,8 +278,12 @@ def _score_annotation(
     parsed = parse_prediction(parse, name, prediction, literal_left)
     if parsed is UNPARSED:
         return result
-    size = find_image_size(*size_sources) if any(source is not None for source in size_sources) else None
-    context = ScoringContext(half_life_px(size, opts.point_half_life_px), size)
+    image_size, image_sizes, metadata, extra_info = size_sources
+    if image_size is None and image_sizes is None and metadata is None and extra_info is None:
+        size = None
+    else:
+        size = find_image_size(image_size, image_sizes, metadata, extra_info)
+    context = scoring_context(size, opts.point_half_life_px)
     return score_parsed(result, registry.reward_ids[entry.current_reward_id], parsed, target, context)
 
 
@@ -379,8 +402,11 @@ def score_trace_response(
     )
     text = _check_response(response)
     registry = get_registry()
+    # One literal-reader budget for everything the model wrote (extraction, annotation strings);
+    # the same two lines as extract_response, inline on the hot path.
     literal_left = [MAX_LITERAL_BUDGET]
-    ext = extract_response(text, opts, literal_left)
+    with literal_budget(literal_left):
+        ext = extract(text, _required_keys(opts.mode))
     answer_reward, answer_parse_ok = _score_answer(ext, text, answer_gt, registry)
     prediction = ext.payload.get("annotation") if ext.payload is not None else None
     ann = _score_annotation(
