@@ -464,18 +464,22 @@ def test_cache_is_keyed_by_content() -> None:
     assert (cache.hits, cache.misses, len(cache)) == (2, 2, 2)
 
 
-def test_a_repeated_instance_is_found_without_writing_its_json(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_group_compiles_its_instance_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from trace_tasks import instances
 
-    written = []
-    real = instances._content_key
-    monkeypatch.setattr(instances, "_content_key", lambda data: written.append(1) or real(data))
+    compiled = []
+    real = instances.compile_instance
+    monkeypatch.setattr(instances, "compile_instance", lambda data, **kw: compiled.append(1) or real(data, **kw))
     cache = InstanceCache()
     first = cache.compile(good_instance())
     assert all(cache.compile(good_instance()) is first for _ in range(7))  # a GRPO group of 8
-    assert len(written) == 1  # the canonical JSON only for the first; the others by their pickle
-    cache.compile(dict(reversed(list(good_instance().items()))))
-    assert len(written) == 2 and cache.hits == 8
+    nested = good_instance()
+    nested["reward_contract"] = {
+        k: dict(reversed(list(v.items()))) if isinstance(v, dict) else v
+        for k, v in reversed(list(nested["reward_contract"].items()))
+    }
+    assert cache.compile(nested) is first  # key order ignored at every level of dicts
+    assert len(compiled) == 1 and (cache.hits, cache.misses) == (8, 1)
 
 
 def test_cache_is_bounded_least_recently_used_first() -> None:
