@@ -240,15 +240,20 @@ def _final(rng: random.Random, payload: dict[str, Any]) -> str:
     return body + "\nHope this helps."
 
 
-def make_item(rng: random.Random, annotation_type: str, mode: str, prose_chars: int = 1500) -> Item:
-    """One scorer call (the keyword arguments of ``score_trace_response``)."""
+def make_item(rng: random.Random, annotation_type: str, mode: str, prose_chars: int = 1500, final: Any = None) -> Item:
+    """One scorer call (the keyword arguments of ``score_trace_response``).
+
+    ``final(rng, payload)`` writes the final object (default: the mixed endings of :func:`_final`).
+    """
     answer_type, answer_gt, answer_pred = _answer(rng)
     ann_gt, ann_pred = _annotation(rng, annotation_type)
     payload: dict[str, Any] = {"answer": answer_pred}
     if mode != "answer":
         payload["annotation"] = ann_pred
     think = reasoning_prose(rng, prose_chars)
-    response = f"<think>{think}</think>\n{_final(rng, payload)}\n" if rng.random() < 0.5 else f"{think}\n\n{_final(rng, payload)}"
+    tagged_think = rng.random() < 0.5  # drawn before the ending: the same seed gives the same batch as ever
+    ending = (final or _final)(rng, payload)
+    response = f"<think>{think}</think>\n{ending}\n" if tagged_think else f"{think}\n\n{ending}"
     item: Item = {
         "response": response,
         "answer_gt": {"type": answer_type, "value": answer_gt},
