@@ -1,4 +1,31 @@
-"""Maximum-total-similarity one-to-one assignment (scipy's Hungarian solver)."""
+"""Maximum-total-similarity one-to-one assignment.
+
+Two solvers give the same optimum:
+
+* :func:`assign_pairs` hands the whole matrix to scipy's Hungarian solver
+  (small sets, and the reference the reduced solver is tested against);
+* :func:`assign_groups` solves a matrix whose rows and columns stand for
+  *groups of identical items* (a repetition loop writes one box 1,000 times)
+  without expanding them when it can. scipy's solver costs up to
+  rows² x columns on such matrices (every identical row searches through all
+  the others: 1.3 s for one box repeated 1,000 times against 1,000 targets),
+  so the copies are collapsed first and the solver runs only on what is left,
+  charged to an :class:`AssignmentBudget` per response.
+
+Why the reductions are exact (rows are the smaller side, all of them assigned):
+
+* a group of c identical rows can earn at most the sum of its own top-c cells
+  (any c distinct columns); if every group can take its top-c positive cells
+  without two groups wanting one column more often than it exists, that upper
+  bound is reached, so it is the optimum (always the case for one group);
+* otherwise each row's partner can be taken among its own top-N columns
+  (N rows in all): of those N, at most N - 1 are used by the other rows, and
+  swapping to a free one never lowers the total; columns outside every
+  group's top-N are dropped, and copies beyond N of one column never matter.
+
+The optimum's value is unique, so summing the chosen cells with ``math.fsum``
+(exact before its one rounding) gives the same reward as the full solve.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +33,42 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from trace_tasks.errors import AnnotationParseError
+from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK
+
+#: ``(row group, column group, how many pairs)`` of a grouped assignment.
+GroupPairs = list[tuple[int, int, int]]
+
+
+class AssignmentBudget:
+    """What one response may spend on assignments, across every key of a set-map.
+
+    ``cells``: similarity cells computed (distinct predictions x distinct
+    targets). ``work``: the solver's worst-case cost, rows² x columns of every
+    matrix handed to scipy (its shortest-augmenting-path search visits every
+    assigned row for each new one). Charging past either raises
+    :class:`AnnotationParseError`: the annotation is a parse failure.
+    """
+
+    __slots__ = ("cells", "work")
+
+    def __init__(self, cells: int = MAX_ASSIGNMENT_CELLS, work: int = MAX_ASSIGNMENT_WORK) -> None:
+        self.cells = cells
+        self.work = work
+
+    def charge_cells(self, cells: int) -> None:
+        self.cells -= cells
+        if self.cells < 0:
+            raise AnnotationParseError(f"assignments of this response exceed {MAX_ASSIGNMENT_CELLS} similarity cells")
+
+    def charge_solver(self, rows: int, cols: int) -> None:
+        small, large = (rows, cols) if rows <= cols else (cols, rows)
+        if small < 2:  # one row or column: a scan, not the solver
+            return
+        self.work -= small * small * large
+        if self.work < 0:
+            raise AnnotationParseError(f"assignments of this response exceed the solver budget {MAX_ASSIGNMENT_WORK}")
 
 
 def assign_pairs(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[tuple[int, int]]:
@@ -27,6 +90,10 @@ def assign_pairs(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[tuple[i
         return []
     if not np.isfinite(arr).all():
         arr = np.where(np.isfinite(arr), arr, 0.0)
+    return _scipy_pairs(arr)
+
+
+def _scipy_pairs(arr: np.ndarray) -> list[tuple[int, int]]:
     # Imported here: scipy costs ~0.1 s to import and answer-only users never need it.
     from scipy.optimize import linear_sum_assignment
 
@@ -40,3 +107,96 @@ def _argmax(values: Sequence[float]) -> int:
         if v > best and math.isfinite(v):
             best, best_i = v, i
     return best_i
+
+
+def assign_groups(
+    values: np.ndarray, row_counts: Sequence[int], col_counts: Sequence[int], budget: AssignmentBudget
+) -> GroupPairs:
+    """A maximum assignment of ``sum(row_counts)`` rows to ``sum(col_counts)`` columns.
+
+    ``values[i, j]`` is the similarity of every row of group ``i`` with every
+    column of group ``j``; min(rows, columns) pairs are returned as
+    ``(i, j, count)``. Non-finite cells count as 0. Only a problem the exact
+    shortcuts cannot settle reaches scipy, charged to ``budget`` first.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(arr).all():
+        arr = np.where(np.isfinite(arr), arr, 0.0)
+    rows = np.asarray(row_counts, dtype=np.int64)
+    cols = np.asarray(col_counts, dtype=np.int64)
+    if arr.size == 0 or rows.sum() == 0 or cols.sum() == 0:
+        return []
+    if rows.sum() > cols.sum():  # make the rows the side that is assigned in full
+        return [(i, j, c) for j, i, c in _assign_rows(arr.T, cols, rows, budget)]
+    return _assign_rows(arr, rows, cols, budget)
+
+
+def _assign_rows(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray, budget: AssignmentBudget) -> GroupPairs:
+    """:func:`assign_groups` with no more rows than columns: every row is assigned."""
+    take = _own_best(arr, rows, cols)
+    if take is None:
+        return _solve_expanded(arr, rows, cols, budget)
+    hit_rows, hit_cols = np.nonzero(take)
+    pairs = list(zip(hit_rows.tolist(), hit_cols.tolist(), take[hit_rows, hit_cols].tolist(), strict=True))
+    # Rows left over have no positive cell among their top ones: any free column is optimal.
+    free_rows = rows - take.sum(axis=1)
+    free_cols = cols - take.sum(axis=0)
+    j = 0
+    for i in np.nonzero(free_rows)[0].tolist():
+        need = int(free_rows[i])
+        while need:
+            while free_cols[j] == 0:
+                j += 1
+            c = min(need, int(free_cols[j]))
+            pairs.append((i, j, c))
+            free_cols[j] -= c
+            need -= c
+    return pairs
+
+
+def _top_slots(row: np.ndarray, cols: np.ndarray, want: int) -> np.ndarray:
+    """How many copies of each column group are among this row's ``want`` best columns."""
+    order = np.argsort(-row, kind="stable")
+    slots = cols[order]
+    before = np.cumsum(slots) - slots
+    took = np.zeros_like(cols)
+    took[order] = np.clip(want - before, 0, slots)
+    return took
+
+
+def _own_best(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    """Each row group's top positive cells, ``take[i, j]`` copies, if no column is wanted too often.
+
+    Every group then earns its upper bound at once: the optimum. None when two
+    groups want the same column more often than it exists (or a tie hides a
+    way out: the caller solves it properly).
+    """
+    take = np.zeros(arr.shape, dtype=np.int64)
+    single = rows == 1
+    if single.any():  # one copy: its best column (the first of equal ones)
+        idx = np.nonzero(single)[0]
+        best = arr[idx].argmax(axis=1)
+        take[idx, best] = 1
+    for i in np.nonzero(~single)[0].tolist():
+        take[i] = _top_slots(arr[i], cols, int(rows[i]))
+    take[arr <= 0.0] = 0  # zero cells earn nothing: left to the fill-in
+    if (take.sum(axis=0) > cols).any():
+        return None
+    return take
+
+
+def _solve_expanded(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray, budget: AssignmentBudget) -> GroupPairs:
+    """scipy on the copies that can matter: each group's top-N columns, at most N copies of each."""
+    n = int(rows.sum())
+    keep = np.minimum(cols, n)
+    if len(rows) * n < int(keep.sum()):  # the groups' top-N columns cannot cover every column
+        keep = np.max([_top_slots(arr[i], keep, n) for i in range(len(rows))], axis=0)
+    row_group = np.repeat(np.arange(len(rows)), rows)
+    col_group = np.repeat(np.arange(len(cols)), keep)
+    budget.charge_solver(n, len(col_group))
+    pairs = _scipy_pairs(arr[np.ix_(row_group, col_group)])
+    counts: dict[tuple[int, int], int] = {}
+    for r, c in pairs:
+        key = (int(row_group[r]), int(col_group[c]))
+        counts[key] = counts.get(key, 0) + 1
+    return [(i, j, c) for (i, j), c in counts.items()]

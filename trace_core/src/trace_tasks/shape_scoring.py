@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
+from trace_tasks.assignment import AssignmentBudget
 from trace_tasks.matching import _ONE_PAIR, Matched, match_sequence, match_set
 from trace_tasks.primitives import Primitive
 from trace_tasks.specs import SHAPES, AnnotationExplanation, AnnotationScore, ExplainedItem, MatchedPair, ScoringContext
@@ -81,10 +82,12 @@ def make_scorer(shape: str, prim: Primitive) -> Scorer:
         assigned = 0
         mean_sum = 0.0
         mean_keys = 0
+        # One budget for every key: a set-map cannot multiply the per-response bound by its keys.
+        budget = AssignmentBudget() if per_key else None
         for key in shared:
             if per_key:
                 p, g = pred[key], gt[key]
-                matched = match_set(p, g, prim, ctx)
+                matched = match_set(p, g, prim, ctx, budget)
                 total += _set_reward(matched, len(p), len(g))
                 assigned += matched.count
                 if matched.count:
