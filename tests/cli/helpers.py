@@ -40,6 +40,24 @@ class _Sink(io.BytesIO):
         self.flush()
 
 
+class TerminalSink(_Sink):
+    """A sink that says it is a terminal (the progress bar draws only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class FailingSink(_Sink):
+    """A sink whose writes fail with ``error``: a closed pipe (``BrokenPipeError``) or a full disk."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, data: Any) -> int:
+        raise self.error
+
+
 def binary_stdin(data: bytes | io.RawIOBase) -> io.TextIOWrapper:
     """A ``sys.stdin`` stand-in whose ``.buffer`` is a ``BufferedReader`` (it has ``peek``, as a pipe does)."""
     raw = io.BytesIO(data) if isinstance(data, bytes) else data
@@ -125,6 +143,8 @@ def run_cli(
     env: Mapping[str, str | None] | None = None,
     pythonpath: Path | None = None,
     without: Iterable[str] = (),
+    stdout: io.BytesIO | None = None,
+    stderr: io.BytesIO | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """``trace-tasks ARGS`` run in-process, with stdout and stderr captured (bytes).
 
@@ -133,11 +153,14 @@ def run_cli(
     stderr and returns 1, the working directory is the repository root.
     ``env`` sets (or, with ``None``, unsets) environment variables for the
     call, ``pythonpath`` is put first on ``sys.path`` and ``without`` names
-    modules that fail to import; each is undone afterwards. ``timeout`` is
-    accepted for the old signature and ignored: nothing here can hang on a pipe.
+    modules that fail to import; each is undone afterwards. ``stdout`` and
+    ``stderr`` replace the capturing buffers (a :class:`FailingSink`, a
+    :class:`TerminalSink`). ``timeout`` is accepted for the old signature and
+    ignored: nothing here can hang on a pipe.
     """
     del timeout
-    out, err = _Sink(), _Sink()
+    out = stdout if stdout is not None else _Sink()
+    err = stderr if stderr is not None else _Sink()
     streams = (sys.stdin, sys.stdout, sys.stderr)
     cwd = os.getcwd()
     sys.stdin = binary_stdin(b"" if stdin is None else stdin)

@@ -8,15 +8,40 @@ type, a bad ``TRACE_TASKS_REWARD_IDS`` pin, a missing official family: any
 :class:`~trace_tasks.errors.TraceTasksError` a subcommand lets through) is
 reported by :func:`main` as one line, ``trace-tasks: error: <message>``, with
 exit code 1 and no traceback, whatever the subcommand.
+
+So are the ordinary events of any run (:mod:`trace_tasks.cli._errors`):
+Ctrl-C (130), a closed pipe on standard output (141, quietly), a failed read
+or write part-way (74: a full disk says "writing output failed"), an input
+that cannot be opened or an output that cannot be created (2), and an output
+that is the same file as an input or another output (2, checked before the
+subcommand runs, :func:`trace_tasks.cli._output.check_distinct_files`).
+Standard output is wrapped for the run so that its write errors are told
+apart from read errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 from trace_tasks import __version__
+from trace_tasks.cli._errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    EXIT_USAGE,
+    CannotOpen,
+    InputFailed,
+    OutputClosed,
+    OutputFailed,
+    UsageError,
+)
+from trace_tasks.cli._output import check_distinct_files, guard
 from trace_tasks.errors import TraceTasksError
 
 #: Subcommand modules, in the order ``--help`` lists them.
@@ -38,16 +63,65 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
+    """Run one subcommand; every ordinary event ends in one line on stderr and its exit code (``docs/cli.md``)."""
+    real_stdout = sys.stdout
+    command = "trace-tasks"
     try:
-        return int(args.func(args) or 0)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        command = f"trace-tasks {args.command}"
+        sys.stdout = guard(real_stdout, "standard output")
+        check_distinct_files(args)
+        code = int(args.func(args) or 0)
+        # Flushed here, not at exit: a full disk or a closed pipe on the last write is reported like any other.
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        _say(f"{command}: interrupted")
+        return EXIT_INTERRUPTED
+    except (OutputClosed, BrokenPipeError):  # the reader went away (| head): nothing left to say, nobody to say it to
+        _silence(real_stdout)
+        return EXIT_CLOSED_PIPE
+    except OutputFailed as exc:
+        _silence(real_stdout)
+        _say(f"{command}: error: {exc}")
+        return EXIT_IO
+    except InputFailed as exc:
+        _say(f"{command}: error: {exc}")
+        return EXIT_IO
+    except (UsageError, CannotOpen) as exc:
+        _say(f"{command}: error: {exc}")
+        return EXIT_USAGE
     except TraceTasksError as exc:
-        print(f"trace-tasks: error: {error_line(exc)}", file=sys.stderr)
-        return 1
+        _say(f"trace-tasks: error: {error_line(exc)}")
+        return EXIT_FAILED
+    finally:
+        sys.stdout = real_stdout
+
+
+def _say(line: str) -> None:
+    """One line on stderr, unless stderr itself is gone."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _silence(stdout: IO[str]) -> None:
+    """Point standard output at the null device, so Python's own flush at exit cannot fail (and print) again.
+
+    A stand-in without a file descriptor (an in-process test) has nothing to flush at exit.
+    """
+    try:
+        fd = stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def error_line(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -110,11 +111,21 @@ def _on_ray(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], 
             ray.shutdown()
 
 
+def ignore_interrupts() -> None:
+    """Pool worker initializer: Ctrl-C reaches the whole process group, and only the parent answers it.
+
+    The parent stops, reports one line and exits 130; a worker that took the
+    interrupt too would print its own ``KeyboardInterrupt`` traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _pooled(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
     # spawn, not fork: forking a process that runs threads can deadlock (as in batch.py).
     context_mp = multiprocessing.get_context("spawn")
     pending: collections.deque[tuple[T, Future[list[Result]] | None]] = collections.deque()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context_mp) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context_mp, initializer=ignore_interrupts)
+    try:
         for context, items in chunks:
             future = pool.submit(score_trace_batch, items, **options) if items else None
             pending.append((context, future))
@@ -122,6 +133,9 @@ def _pooled(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], 
                 yield _finish(pending.popleft())
         while pending:
             yield _finish(pending.popleft())
+    finally:
+        # Stopped early (interrupt, closed pipe, failed write): drop the chunks not started yet.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _finish(entry: tuple[T, Future[list[Result]] | None]) -> tuple[T, list[Result]]:

@@ -1,5 +1,7 @@
 """Reading and writing JSON Lines for the CLI: ``.jsonl``, ``.jsonl.gz`` and ``-``.
 
+Gzip input is recognised by its magic bytes, whatever the file is called.
+
 Lines are read as bytes and decoded one at a time, so a stray invalid UTF-8
 byte or a malformed line costs that line only (it is reported, not raised).
 Every physical line yields exactly one item, blank lines included: the scorer
@@ -8,16 +10,24 @@ promises one output line per input line.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import json
+import os
+import stat
 import sys
+import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import attrs
 
-STDIO = "-"
+from trace_tasks.cli._errors import CannotOpen, InputFailed, describe
+from trace_tasks.cli._output import STDIO, open_outputs
+
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = codecs.BOM_UTF8
 
 
 @attrs.frozen(slots=True)
@@ -29,32 +39,86 @@ class Line:
     error: str | None = None
 
 
+@attrs.define
+class Source:
+    """An opened input: ``stream`` yields its bytes (decompressed when gzip), ``raw`` is the file read.
+
+    :meth:`size` and :meth:`position` measure ``raw``, so a progress bar can
+    show how far through the file reading is, compressed or not.
+    """
+
+    stream: IO[bytes]
+    raw: IO[bytes]
+    name: str
+
+    def size(self) -> int | None:
+        """The size in bytes of a regular file (stdin redirected from one included), else ``None``."""
+        try:
+            st = os.fstat(self.raw.fileno())
+        except (AttributeError, OSError, ValueError):  # a pipe's stand-in without a descriptor
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def position(self) -> int | None:
+        """Bytes of ``raw`` read so far (``None`` when it cannot tell, as for a pipe)."""
+        try:
+            return self.raw.tell()
+        except (OSError, ValueError):
+            return None
+
+
+@contextlib.contextmanager
+def open_source(path: str) -> Iterator[Source]:
+    """Open ``path`` (``-`` is standard input) for reading bytes; gzip is recognised by its magic bytes.
+
+    An input that cannot be opened (missing, a directory, unreadable) raises
+    :class:`~trace_tasks.cli._errors.CannotOpen` (exit 2).
+    """
+    if path == STDIO:
+        raw: IO[bytes] = sys.stdin.buffer
+        name = "<stdin>"
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise CannotOpen(path, describe(exc)) from exc
+        name = path
+    try:
+        try:
+            compressed = _is_gzip(raw)
+        except OSError as exc:  # a directory opens on some systems and fails on the first read
+            raise CannotOpen(path, describe(exc)) from exc
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb")) if compressed else raw
+        yield Source(stream, raw, name)
+    finally:
+        if path != STDIO:
+            raw.close()
+
+
 @contextlib.contextmanager
 def open_binary(path: str) -> Iterator[IO[bytes]]:
-    """Open ``path`` for reading bytes; ``-`` is standard input, ``.gz`` is decompressed."""
-    if path == STDIO:
-        stream: IO[bytes] = sys.stdin.buffer
-        if _is_gzip(stream):
-            with gzip.open(stream, "rb") as gz:
-                yield gz  # type: ignore[misc]
-        else:
-            yield stream
-        return
-    if path.endswith(".gz"):
-        with gzip.open(path, "rb") as gz:
-            yield gz  # type: ignore[misc]
-    else:
-        with open(path, "rb") as fh:
-            yield fh
+    """Open ``path`` for reading bytes: the stream of :func:`open_source`."""
+    with open_source(path) as source:
+        yield source.stream
 
 
 def _is_gzip(stream: IO[bytes]) -> bool:
     peek = getattr(stream, "peek", None)
-    return peek is not None and peek(2)[:2] == b"\x1f\x8b"
+    return peek is not None and peek(2)[:2] == GZIP_MAGIC
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at column 30``: the line holds one JSON text, so its column is the position."""
+    message = exc.msg[: -len(" at")] if exc.msg.endswith(" at") else exc.msg
+    return f"{message} at column {exc.colno}"
 
 
 def parse_line(number: int, raw: bytes) -> Line:
     """Decode and parse one line; problems become ``Line.error``, never exceptions."""
+    # The line terminator is not part of the JSON text: handed to the parser, an
+    # unterminated string would be reported as an "invalid control character".
+    if raw.endswith(b"\n"):
+        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -63,29 +127,36 @@ def parse_line(number: int, raw: bytes) -> Line:
         return Line(number, error=f"line {number}: empty line")
     try:
         return Line(number, json.loads(text))
+    except json.JSONDecodeError as exc:
+        return Line(number, error=f"line {number}: not valid JSON: {_json_error(exc)}")
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
         return Line(number, error=f"line {number}: not valid JSON: {exc}")
 
 
-def read_lines(fh: IO[bytes]) -> Iterator[Line]:
-    """One :class:`Line` per physical line of ``fh``, lazily (memory stays flat)."""
-    for number, raw in enumerate(fh, start=1):
-        yield parse_line(number, raw)
+def read_lines(fh: IO[bytes], name: str = "input") -> Iterator[Line]:
+    """One :class:`Line` per physical line of ``fh``, lazily (memory stays flat).
+
+    A UTF-8 byte-order mark at the start of line 1 is dropped (editors on
+    Windows write one). A read that fails part-way (a truncated or corrupt
+    .gz, an I/O error) raises :class:`~trace_tasks.cli._errors.InputFailed`
+    naming ``name``.
+    """
+    try:
+        for number, raw in enumerate(fh, start=1):
+            yield parse_line(number, raw[len(BOM) :] if number == 1 and raw.startswith(BOM) else raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFailed(name, exc) from exc
 
 
 @contextlib.contextmanager
 def open_output(path: str | None) -> Iterator[IO[str]]:
-    """Open the output for text; ``None`` or ``-`` is standard output, ``.gz`` is compressed."""
-    if path is None or path == STDIO:
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    if path.endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as gz:
-            yield gz
-        return
-    with open(path, "w", encoding="utf-8") as fh:
-        yield fh
+    """The output for text (``None`` or ``-`` is standard output, ``.gz`` compresses), replaced atomically.
+
+    See :func:`trace_tasks.cli._output.open_outputs`.
+    """
+    with open_outputs(path if path is not None else STDIO) as (stream,):
+        assert stream is not None
+        yield stream
 
 
 def dumps(value: Any) -> str:

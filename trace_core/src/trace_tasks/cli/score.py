@@ -16,19 +16,20 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, load_ray_scorer, score_chunks
-from trace_tasks.cli._jsonl import STDIO, dumps, open_binary, open_output, read_lines
+from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from trace_tasks.cli._jsonl import STDIO, Source, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, open_outputs
 from trace_tasks.cli._progress import make_progress
 from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots
 from trace_tasks.cli._summary import Summary
 
-EXIT_OK, EXIT_LINE_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_LINE_ERRORS = EXIT_FAILED
 
 
 def _positive_int(text: str) -> int:
@@ -51,15 +52,21 @@ def register(subparsers: Any) -> None:
             ".jsonl.gz; '-' is standard input. Every instance is validated first. One output line per input "
             "line, in order; a line that cannot be scored (an invalid instance among them) gets an 'error' field "
             "naming every problem, and the exit code is 1; so do problems of an instances file (--responses "
-            "layout), which are printed before scoring."
+            "layout), which are printed before scoring. An output may not be an input or another output (exit 2)."
         ),
     )
     parser.add_argument("input", metavar="INPUT", help="instances (with 'response' unless --responses is given), or '-'")
     parser.add_argument("--responses", metavar="FILE", help="responses joined to INPUT by id (several per instance allowed)")
     parser.add_argument(
-        "-o", "--output", metavar="FILE", default=None, help="where to write scores (default: stdout; .gz compresses)"
+        "-o",
+        "--output",
+        metavar="FILE",
+        default=None,
+        help=f"where to write scores (default: stdout; .gz compresses); {REPLACED_WHEN_DONE}",
     )
-    parser.add_argument("--summary-json", metavar="FILE", help="also write the summary as JSON to FILE")
+    parser.add_argument(
+        "--summary-json", metavar="FILE", help=f"also write the summary as JSON to FILE ('-': stdout); {REPLACED_WHEN_DONE}"
+    )
     parser.add_argument(
         "--workers",
         type=_positive_int,
@@ -79,65 +86,58 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check options, then score; opening, reading and writing problems reach ``main`` (one line, documented code)."""
     try:
         options = scoring_options(args)
     except ValueError as exc:
         return _fail(str(exc))
     if args.responses is not None and STDIO == args.input == args.responses:
         return _fail("only one of INPUT and --responses can be standard input")
+    if args.summary_json == STDIO and args.output in (None, STDIO):
+        return _fail("--summary-json - and the scores would both go to standard output: give -o FILE for the scores")
     if args.engine == "ray":
         try:
             load_ray_scorer()
         except EngineError as exc:
             return _fail(str(exc))
-    try:
-        return _score(args, options)
-    except FileNotFoundError as exc:
-        return _fail(f"cannot open {exc.filename}: {exc.strerror}")
-    except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, and keep Python from
-        # complaining again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_LINE_ERRORS
-    except (OSError, EOFError) as exc:  # for example a truncated .gz file
-        print(f"trace-tasks score: error: reading input failed: {exc}", file=sys.stderr)
-        return EXIT_LINE_ERRORS
+    return _score(args, options)
 
 
 def _score(args: argparse.Namespace, options: dict[str, Any]) -> int:
     summary = Summary()
     instance_problems: list[str] = []
-    if args.responses is None:
-        with open_binary(args.input) as fh, open_output(args.output) as out:
-            _write_all(combined_slots(read_lines(fh)), out, summary, args, options)
-    else:
-        with open_binary(args.input) as fh:
-            index = InstanceIndex.load(read_lines(fh), _name(args.input))
-        instance_problems = index.problems
-        # Up front, before any scoring: a broken instances file is the first thing to know.
-        for problem in instance_problems:
-            print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
-        if instance_problems:
-            count = len(instance_problems)
-            print(
-                f"trace-tasks score: {count} problem{'s' * (count != 1)} in {_name(args.input)}; responses to an "
-                "unusable instance get an error line, and the exit code will be 1",
-                file=sys.stderr,
-            )
-        with open_binary(args.responses) as fh, open_output(args.output) as out:
-            _write_all(joined_slots(read_lines(fh), index), out, summary, args, options)
-    if not args.quiet:
-        print(summary.table(), file=sys.stderr)
-    if args.summary_json:
-        data = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
-        with open(args.summary_json, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
+    # Outputs first: one that cannot be written fails before any input is read.
+    with open_outputs(args.output or STDIO, args.summary_json) as (out, summary_out):
+        assert out is not None
+        if args.responses is None:
+            with open_source(args.input) as source:
+                _write_all(combined_slots(read_lines(source.stream, source.name)), source, out, summary, args, options)
+        else:
+            with open_source(args.input) as source:
+                index = InstanceIndex.load(read_lines(source.stream, source.name), source.name)
+            instance_problems = index.problems
+            _report_instance_problems(instance_problems, index.source)
+            with open_source(args.responses) as source:
+                _write_all(joined_slots(read_lines(source.stream, source.name), index), source, out, summary, args, options)
+        if not args.quiet:
+            print(summary.table(), file=sys.stderr)
+        if summary_out is not None:
+            data = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
+            summary_out.write(json.dumps(data, indent=2) + "\n")
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
 
 
-def _name(path: str) -> str:
-    return "<stdin>" if path == STDIO else path
+def _report_instance_problems(problems: list[str], source: str) -> None:
+    """Up front, before any scoring: a broken instances file is the first thing to know."""
+    for problem in problems:
+        print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
+    if problems:
+        count = len(problems)
+        print(
+            f"trace-tasks score: {count} problem{'s' * (count != 1)} in {source}; responses to an "
+            "unusable instance get an error line, and the exit code will be 1",
+            file=sys.stderr,
+        )
 
 
 def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list[Slot]]]:
@@ -149,8 +149,10 @@ def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list
         yield group, [slot for slot in group if slot.item is not None]
 
 
-def _write_all(slots: Iterator[Slot], out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]) -> None:
-    progress = make_progress("scoring", quiet=args.quiet)
+def _write_all(
+    slots: Iterator[Slot], source: Source, out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]
+) -> None:
+    progress = make_progress("scoring", quiet=args.quiet, total=source.size())
     chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(args.engine, args.workers))
     try:
         for group, results in score_chunks(chunks, options=options, workers=args.workers, engine=args.engine):
@@ -159,7 +161,7 @@ def _write_all(slots: Iterator[Slot], out: IO[str], summary: Summary, args: argp
             for slot in group:
                 out.write(dumps(_record(slot, next(scored) if slot.item is not None else None, summary)))
                 out.write("\n")
-            progress.update(len(group), summary.errors - errors_before)
+            progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 from typing import Any
 
@@ -45,6 +46,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, an unknown address), or ``None``.
+
+    Bound and released the way uvicorn binds (``SO_REUSEADDR``), just before
+    uvicorn does: a busy port is one line and exit 2 here, where uvicorn would
+    log its own error and exit 3.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:  # socket.gaierror (an unknown host) is one too
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from trace_tasks.integrations._common import MissingExtraError, require
     from trace_tasks.integrations.server import CONFIG_ENV, create_app
@@ -68,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
     except MissingExtraError as exc:
         print(f"trace-tasks serve: {exc}", file=sys.stderr)
         return 1
+    problem = port_problem(args.host, args.port)
+    if problem is not None:
+        print(f"trace-tasks serve: error: {problem}", file=sys.stderr)
+        return 2
     # Workers are separate processes that build their own app from the environment.
     os.environ[CONFIG_ENV] = json.dumps(config)
     uvicorn.run(

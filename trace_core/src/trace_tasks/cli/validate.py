@@ -13,16 +13,16 @@ a family that cannot say gets a note, not a problem).
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed
 from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
 from trace_tasks.frames import frame_report
 from trace_tasks.instances import Problem, instance_report
 from trace_tasks.plugins import get_registry
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+EXIT_PROBLEMS = EXIT_FAILED
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +65,7 @@ def file_problems(path: str, notes: dict[str, str] | None = None) -> Iterator[tu
     """
     seen_ids: dict[str, int] = {}
     with open_binary(path) as fh:
-        for line in read_lines(fh):
+        for line in read_lines(fh, "<stdin>" if path == STDIO else path):
             if line.error is not None:
                 yield line.number, Problem("$", line.error.split(": ", 1)[1])
                 continue
@@ -99,12 +99,11 @@ def run(args: argparse.Namespace) -> int:
                 last_line = number
                 if not args.quiet:
                     print(f"{name}:{number}: {problem}")
-        except FileNotFoundError as exc:
-            print(f"trace-tasks validate: error: cannot open {exc.filename}: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE
-        except (OSError, EOFError) as exc:
-            print(f"{name}: reading failed: {exc}")
+        except InputFailed as exc:  # part-way through (a truncated .gz): a problem of this file; go on with the next
+            print(exc)
             problems += 1
+        # An input that cannot be opened at all (missing, a directory, unreadable) is not caught:
+        # main reports it in one line with exit 2, as for every command.
     if not args.quiet:
         for note in notes.values():
             print(f"note: {note}")

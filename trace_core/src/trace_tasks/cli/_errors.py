@@ -1,0 +1,71 @@
+"""The ordinary events of a command run, as exceptions :func:`trace_tasks.cli.main` turns into exit codes.
+
+A subcommand raises one of these (or lets it through from the shared input and
+output helpers) and ``main`` prints one line on stderr and returns the
+documented exit code: no subcommand needs its own ``try`` for them, and none
+of them ever shows a traceback. The table is in ``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+#: Exit codes (``docs/cli.md``, "Exit codes").
+EXIT_OK = 0
+#: Some lines failed or problems were found (the run completed); also a plugin that fails to load.
+EXIT_FAILED = 1
+#: The command could not start: a bad option, an input that cannot be opened, an output that cannot be created
+#: or would overwrite an input, a port in use, a missing optional dependency.
+EXIT_USAGE = 2
+#: The run started but could not finish: reading an input or writing an output failed (sysexits' EX_IOERR).
+EXIT_IO = 74
+#: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
+EXIT_INTERRUPTED = 130
+#: The reader of standard output went away (``| head``): 128 + SIGPIPE, as a shell reports it.
+EXIT_CLOSED_PIPE = 141
+
+
+class UsageError(Exception):
+    """The command cannot start as asked; the message says what to fix (exit 2)."""
+
+
+class CannotOpen(OSError):
+    """An input cannot be opened (missing, a directory, unreadable): exit 2.
+
+    An ``OSError``, so a subcommand that already reports ``OSError`` on opening keeps doing so.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot open {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class InputFailed(Exception):
+    """Reading an input failed part-way (a truncated .gz, an I/O error): exit 74."""
+
+    def __init__(self, name: str, cause: BaseException) -> None:
+        super().__init__(f"reading input failed: {name}: {describe(cause)}")
+
+
+class OutputFailed(Exception):
+    """Writing an output failed (a full disk, a lost mount): exit 74.
+
+    Deliberately not an ``OSError``: code that reports a failed *read* as ``OSError``
+    must not mistake a failed write for one.
+    """
+
+    def __init__(self, name: str, cause: BaseException) -> None:
+        super().__init__(f"writing output failed: {name}: {describe(cause)}")
+
+
+class OutputClosed(Exception):
+    """The reader of standard output went away (``| head -1``): exit 141, quietly."""
+
+
+def describe(exc: BaseException) -> str:
+    """An ``OSError`` as its bare reason (``No space left on device``); anything else as its message."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
