@@ -120,3 +120,73 @@ def test_past_the_collection_limit_is_a_parse_failure() -> None:
         result = score(annotation_type, too_many, [[0, 0, 1, 1]])
         assert result["annotation_parse_ok"] == 0.0
         assert result["annotation_reward"] == 0.0
+
+
+# Repetition loops (issue 17): identical predictions are collapsed before solving
+# (docs/limits.md, "Assignment cost"); the reward stays the full solve's, bit for bit.
+
+WHOLE_IMAGE = [0, 0, 1024, 768]
+
+
+def _targets(n: int, seed: int = 5) -> list[list[float]]:
+    rng = random.Random(seed)
+    boxes = []
+    for _ in range(n):
+        x, y = rng.uniform(0, 1000), rng.uniform(0, 740)
+        boxes.append([x, y, x + rng.uniform(2, 120), y + rng.uniform(2, 90)])
+    return boxes
+
+
+@pytest.fixture
+def no_solver(monkeypatch) -> None:
+    import trace_tasks.assignment as assignment
+
+    def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
+        raise AssertionError(f"the solver was called on {arr.shape}")
+
+    monkeypatch.setattr(assignment, "_scipy_pairs", forbidden)
+
+
+def test_a_thousand_whole_image_boxes_take_every_target_without_the_solver(no_solver) -> None:
+    import math
+
+    targets = _targets(1000)
+    result = score("bbox_set", [WHOLE_IMAGE] * 1000, targets)
+    assert result["annotation_parse_ok"] == 1.0
+    assert result["annotation_assigned_count"] == 1000
+    whole = parse_box(WHOLE_IMAGE)
+    # As many copies as targets: the optimum pairs every target with a copy.
+    assert result["annotation_reward"] == math.fsum(iou(whole, parse_box(t)) for t in targets) / 1000
+
+
+def test_a_set_map_of_five_repeated_keys_scores_each_key_exactly(no_solver) -> None:
+    targets = _targets(1000)
+    one = score("bbox_set", [WHOLE_IMAGE] * 1000, targets)["annotation_reward"]
+    keys = {f"k{i}": [WHOLE_IMAGE] * 1000 for i in range(5)}
+    result = score("bbox_set_map", keys, {f"k{i}": targets for i in range(5)})
+    assert result["annotation_parse_ok"] == 1.0
+    total = 0.0
+    for _ in range(5):
+        total += one
+    assert result["annotation_reward"] == total / 5
+
+
+@pytest.mark.parametrize("cycle", [2, 3, 5])
+def test_a_repeated_cycle_of_boxes_equals_the_full_solve(cycle: int) -> None:
+    import math
+
+    from trace_plugins_bbox.plugin import BOX
+    from trace_tasks import ScoringContext
+    from trace_tasks.assignment import assign_pairs
+    from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
+
+    rng = random.Random(cycle)
+    loop = [parse_box(t) for t in _targets(cycle, seed=cycle)]
+    preds = [loop[k % cycle] for k in range(150)]
+    gts = [parse_box(t) for t in _targets(120)] + [parse_box(rng.choice(loop))] * 5
+    assert len(preds) * len(gts) >= REDUCE_MIN_CELLS
+    ctx = ScoringContext(half_life_px=32.0)
+    matched = match_set(preds, gts, BOX, ctx)
+    full = assign_pairs(iou_matrix(preds, gts))
+    assert matched.total == math.fsum(iou(preds[i], gts[j]) for i, j in full)
+    assert len(matched.pairs) == len({i for i, _ in matched.pairs}) == len({j for _, j in matched.pairs}) == 125
