@@ -108,6 +108,97 @@ def best_time(response: str, repeat: int) -> float:
     return best
 
 
+def degenerate_assignment(repeat: int = 3) -> None:
+    """Repetition loops against large target sets (issue 17): the old full solve vs today's, one run.
+
+    "before" is the plain path of ``match_set`` (the whole matrix to scipy, as
+    every release before the reduction did), reached by patching the reduction
+    threshold and the per-response budget away; "after" is the library as it
+    is. Rounds alternate; medians are printed with the load average, and the
+    two paths' rewards are compared bit for bit.
+    """
+    import json
+    import os
+    import random
+    import statistics
+    from unittest import mock
+
+    from trace_tasks import assignment, matching, shape_scoring
+
+    rng = random.Random(17)
+    points = [[rng.uniform(0, 1024), rng.uniform(0, 768)] for _ in range(2000)]
+    boxes = []
+    for _ in range(1000):
+        x, y = rng.uniform(0, 1000), rng.uniform(0, 740)
+        boxes.append([x, y, x + rng.uniform(2, 120), y + rng.uniform(2, 90)])
+    whole = [0, 0, 1024, 768]
+    cases = {
+        "500 x [512,384] vs 2,000 points": ("point_set", [[512, 384]] * 500, points),
+        "1,000 whole-image boxes vs 1,000": ("bbox_set", [whole] * 1000, boxes),
+        "bbox_set_map 5 keys x 1,000": (
+            "bbox_set_map",
+            {f"k{i}": [whole] * 1000 for i in range(5)},
+            {f"k{i}": boxes for i in range(5)},
+        ),
+        "300 jittered points vs 300 (no copies)": ("point_set", [[512 + k * 1e-3, 384] for k in range(300)], points[:300]),
+        "400 jittered points vs 400 (past budget)": ("point_set", [[512 + k * 1e-3, 384] for k in range(400)], points[:400]),
+    }
+
+    def unbounded() -> assignment.AssignmentBudget:
+        return assignment.AssignmentBudget(cells=10**18, work=10**18)
+
+    def call(annotation_type: str, prediction: object, target: object) -> tuple[float, dict[str, float]]:
+        response = '{"answer": 7, "annotation": ' + json.dumps(prediction) + "}"
+        contract = {
+            "reward_contract_version": "v0",
+            "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+            "annotation": {
+                "id": f"{annotation_type}_soft_{'iou' if 'bbox' in annotation_type else 'distance'}_v0",
+                "type": annotation_type,
+            },
+        }
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            result = score_trace_response(
+                response=response,
+                answer_gt=ANSWER_GT,
+                annotation_gt={"type": annotation_type, "value": target},
+                reward_contract=contract,
+                image_size=[1024, 768],
+            )
+            return time.perf_counter() - start, result
+        finally:
+            gc.enable()
+
+    def before(*case: object) -> tuple[float, dict[str, float]]:
+        with (
+            mock.patch.object(matching, "REDUCE_MIN_CELLS", 10**18),
+            mock.patch.object(matching, "AssignmentBudget", unbounded),
+            mock.patch.object(shape_scoring, "AssignmentBudget", unbounded),
+        ):
+            return call(*case)  # type: ignore[arg-type]
+
+    print(f"\nDegenerate assignment: median of {repeat} alternating rounds, load average {os.getloadavg()[0]:.2f} at start")
+    print(f"{'case':42s}{'before ms':>12s}{'after ms':>12s}{'ratio':>9s}  same reward")
+    for name, case in cases.items():
+        old, new = [], []
+        for _ in range(repeat):
+            seconds, old_result = before(*case)
+            old.append(seconds)
+            seconds, new_result = call(*case)  # type: ignore[arg-type]
+            new.append(seconds)
+        same = old_result["annotation_reward"] == new_result["annotation_reward"]
+        if not same and new_result["annotation_parse_ok"] == 0.0:
+            same_text = "past the budget: parse failure"
+        else:
+            same_text = "yes" if same else f"NO ({old_result['annotation_reward']!r} vs {new_result['annotation_reward']!r})"
+        t_old, t_new = statistics.median(old), statistics.median(new)
+        print(f"{name:42s}{t_old * 1e3:12.1f}{t_new * 1e3:12.1f}{t_old / t_new:9.1f}  {same_text}")
+        sys.stdout.flush()
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1024", help="response sizes in KiB, comma-separated")
@@ -137,6 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
     if worst:
         print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms")
+    degenerate_assignment()
 
 
 if __name__ == "__main__":
