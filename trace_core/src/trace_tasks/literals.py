@@ -10,6 +10,12 @@ most a few milliseconds. Every failure is reported as "not parsed".
 after another (the values of a 10,000-key set-map, each a 64 KiB literal) could
 add up to seconds. :func:`literal_budget` caps the total characters the literal
 reader accepts while scoring one response; past it, strings are "not parsed".
+
+Both readers recurse once per nesting level, and the JSON decoder is bounded only
+by ``sys.getrecursionlimit()``: under a raised limit, deep nesting overflows the
+C stack and kills the process. So nesting is measured first, by C-speed passes
+(numpy finds which characters lie inside JSON strings and takes the running
+bracket count), against fixed bounds that do not depend on the recursion limit.
 """
 
 from __future__ import annotations
@@ -19,11 +25,25 @@ import json
 from contextvars import ContextVar
 from typing import Any
 
-from trace_tasks.limits import MAX_LITERAL_CHARS, MAX_LITERAL_DEPTH
+import numpy as np
+
+from trace_tasks.limits import MAX_JSON_DEPTH, MAX_LITERAL_CHARS, MAX_LITERAL_DEPTH
 
 _json_loads = json.JSONDecoder().decode
-_OPENERS = frozenset("([{")
-_CLOSERS = frozenset(")]}")
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+def _steps(openers: str, closers: str) -> np.ndarray:
+    # +1 for an opener byte, -1 for a closer byte, 0 for every other byte (UTF-8
+    # continuation bytes are >= 0x80, so non-ASCII text never counts).
+    table = np.zeros(256, dtype=np.int8)
+    table[[ord(c) for c in openers]] = 1
+    table[[ord(c) for c in closers]] = -1
+    return table
+
+
+_JSON_STEPS = _steps("[{", "]}")
+_LITERAL_STEPS = _steps("([{", ")]}")
 #: Characters the literal reader may still accept in the current scoring call
 #: (a one-item list so nested readers share it); None: no budget in force.
 _budget: ContextVar[list[int] | None] = ContextVar("trace_tasks_literal_budget", default=None)
@@ -53,8 +73,74 @@ class literal_budget:
         _budget.reset(self._token)
 
 
+def _codes(text: str) -> np.ndarray:
+    # UTF-8 bytes: every ASCII character is one byte, and no byte of a multi-byte
+    # character (all >= 0x80) equals a bracket, quote or backslash.
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def inside_json_strings(codes: np.ndarray) -> np.ndarray:
+    """Per byte, 1 where a JSON string is open after it (0 outside strings).
+
+    Read left to right, a quote outside a string opens one; inside, the first
+    quote preceded by an even run of backslashes closes it. As a function of
+    the state, an escaped quote sets "inside" and an unescaped one toggles it,
+    so the state after each quote follows from two running counts (no loop).
+    """
+    quotes = np.flatnonzero(codes == _QUOTE)
+    inside = np.zeros(codes.size, dtype=np.int8)
+    if quotes.size == 0:
+        return inside
+    # Length of the backslash run before each quote: distance to the last other byte.
+    positions = np.arange(codes.size, dtype=np.int32 if codes.size < 2**31 else np.int64)
+    last_other = np.where(codes != _BACKSLASH, positions, -1)
+    np.maximum.accumulate(last_other, out=last_other)
+    before = np.maximum(quotes - 1, 0)
+    run = np.where(quotes > 0, quotes - 1 - last_other[before], 0)
+    escaped = (run & 1).astype(bool)
+    unescaped_so_far = np.cumsum(~escaped)
+    rank = np.arange(quotes.size)
+    last_escaped = np.where(escaped, rank, -1)
+    np.maximum.accumulate(last_escaped, out=last_escaped)
+    since = unescaped_so_far - np.where(last_escaped >= 0, unescaped_so_far[np.maximum(last_escaped, 0)], 0)
+    after = ((since & 1) ^ (last_escaped >= 0)).astype(np.int8)  # odd count, flipped after an escaped quote
+    change = np.diff(after, prepend=np.int8(0))
+    inside[quotes] = change
+    return np.cumsum(inside, dtype=np.int8)
+
+
+def _peak_nesting(codes: np.ndarray, steps: np.ndarray) -> int:
+    """The highest running count of openers minus closers (0 at least)."""
+    if codes.size == 0:
+        return 0
+    return max(0, int(np.cumsum(steps, dtype=np.int32).max()))
+
+
+def json_nesting_ok(text: str) -> bool:
+    """Whether decoding ``text`` as JSON stays within ``MAX_JSON_DEPTH`` levels.
+
+    Brackets inside JSON strings do not count. On the part of the text the decoder
+    reads before it stops, the running count equals the decoder's depth, so a text
+    that passes never recurses deeper; a text that fails is invalid JSON past its
+    first error or nested too deep. Fast path: with at most ``MAX_JSON_DEPTH``
+    openers in all (two ``str.count`` calls), nothing can be too deep.
+    """
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return True
+    codes = _codes(text)
+    steps = _JSON_STEPS[codes]
+    steps[inside_json_strings(codes) == 1] = 0
+    return _peak_nesting(codes, steps) <= MAX_JSON_DEPTH
+
+
 def load_json(text: str) -> tuple[Any, bool]:
-    """``json.loads`` that reports failure instead of raising (depth, digits, syntax)."""
+    """``json.loads`` that reports failure instead of raising (depth, digits, syntax).
+
+    The one place model or caller text is decoded as JSON: the nesting check
+    comes first, so no recursion limit can let the decoder overflow the C stack.
+    """
+    if not isinstance(text, str) or not json_nesting_ok(text):
+        return None, False
     try:
         return _json_loads(text), True
     except (ValueError, RecursionError, MemoryError, TypeError):
@@ -65,20 +151,33 @@ def _nesting_depth(text: str, limit: int) -> int:
     # Exceeds ``limit`` exactly when the bracket nesting does (0 when it cannot).
     # Counts brackets inside quotes too: an over-estimate is a safe refusal.
     # Fast path (three C-speed counts): with at most ``limit`` openers in all,
-    # no nesting can exceed ``limit``; only bracket-heavy text walks characters.
+    # no nesting can exceed ``limit``.
     if text.count("(") + text.count("[") + text.count("{") <= limit:
         return 0
-    depth = peak = 0
-    for ch in text:
-        if ch in _OPENERS:
-            depth += 1
-            if depth > peak:
-                peak = depth
-                if peak > limit:
-                    return peak
-        elif ch in _CLOSERS:
-            depth -= 1
-    return peak
+    codes = _codes(text)
+    return _peak_nesting(codes, _LITERAL_STEPS[codes])
+
+
+def _plain_values(value: Any) -> bool:
+    """No complex number, bytes or Ellipsis anywhere in ``value`` (mapping keys included).
+
+    ``ast.literal_eval`` builds them, but JSON has none and no answer or
+    annotation is written with them (docs/limits.md): such a literal is "not parsed".
+    Sets stay (a set answer compares ignoring order, docs/contracts.md §4).
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, (str, int, float)):  # bool is an int
+            continue
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        else:
+            return False
+    return True
 
 
 def load_literal(text: str) -> tuple[Any, bool]:
@@ -94,9 +193,10 @@ def load_literal(text: str) -> tuple[Any, bool]:
     if _nesting_depth(text, MAX_LITERAL_DEPTH) > MAX_LITERAL_DEPTH:
         return None, False
     try:
-        return ast.literal_eval(text.strip()), True
+        value = ast.literal_eval(text.strip())
     except Exception:  # SyntaxError, ValueError, MemoryError, RecursionError...: all "not a literal"
         return None, False
+    return (value, True) if _plain_values(value) else (None, False)
 
 
 def load_json_or_literal(text: str) -> tuple[Any, bool]:
