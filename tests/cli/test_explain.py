@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,20 @@ TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)
 
 
+def area_of(out: str) -> tuple[int, int, int, int, int]:
+    """``(width, height, x, y, scale)`` of the image area, from ``wrote FILE (...; image area WxH at (x, y), scale xS)``."""
+    found = re.search(r"image area (\d+)x(\d+) at \((\d+), (\d+)\), scale x(\d+)", out)
+    assert found, out
+    w, h, x, y, scale = map(int, found.groups())
+    return w, h, x, y, scale
+
+
+def pixel(image: object, out: str, x: float, y: float) -> tuple[int, int, int]:
+    """The colour at source pixel ``(x, y)`` of a picture ``explain`` reported in ``out``."""
+    _, _, ox, oy, scale = area_of(out)
+    return image.convert("RGB").getpixel((round(ox + scale * x), round(oy + scale * y)))  # type: ignore[attr-defined, no-any-return]
+
+
 def test_png_draws_targets_and_predictions_where_the_boxes_are(tmp_path: Path) -> None:
     pil = pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
     path = write_lines(tmp_path / "i.jsonl", [instance("b", 1, "bbox", [100, 100, 200, 200], image_size=[320, 240])])
@@ -72,14 +87,16 @@ def test_png_draws_targets_and_predictions_where_the_boxes_are(tmp_path: Path) -
     response = '{"answer": 1, "annotation": [120, 110, 220, 210]}'
     proc = run_cli("explain", "--instance", str(path), "--line", "1", "--response", response, "--png", str(png))
     assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    # A small canvas is scaled up by a whole factor (320 -> 640) under a header with the reward breakdown.
+    assert area_of(out)[0:2] == (640, 480) and area_of(out)[4] == 2
     with pil.open(png) as image:
-        assert image.size == (320, 240)
-        rgb = image.convert("RGB")
-        assert rgb.getpixel((100, 150)) == TARGET_RGB  # left edge of the target
-        assert rgb.getpixel((150, 200)) == TARGET_RGB  # bottom edge of the target
-        assert rgb.getpixel((120, 160)) == PRED_RGB  # left edge of the prediction
-        assert rgb.getpixel((220, 160)) == PRED_RGB  # right edge of the prediction
-        assert rgb.getpixel((10, 10)) == (255, 255, 255)  # blank canvas elsewhere
+        assert image.size[0] == 640 and image.size[1] > 480 + area_of(out)[3]
+        assert pixel(image, out, 100, 150) == TARGET_RGB  # left edge of the target
+        assert pixel(image, out, 150, 200) == TARGET_RGB  # bottom edge of the target
+        assert pixel(image, out, 120, 160) == PRED_RGB  # left edge of the prediction
+        assert pixel(image, out, 220, 160) == PRED_RGB  # right edge of the prediction
+        assert pixel(image, out, 10, 10) == (255, 255, 255)  # blank canvas elsewhere
 
 
 def test_png_canvas_defaults_and_background_image(tmp_path: Path) -> None:
@@ -99,7 +116,8 @@ def test_png_canvas_defaults_and_background_image(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr.decode()
     with pil.open(png) as image:
-        assert image.size == (640, 480)  # no image size given
+        assert area_of(proc.stdout.decode())[0:2] == (640, 480)  # no image size given
+        assert image.size[0] == 640
     background = tmp_path / "bg.png"
     pil.new("RGB", (400, 300), (10, 20, 30)).save(background)
     png2 = tmp_path / "over.png"
@@ -107,12 +125,13 @@ def test_png_canvas_defaults_and_background_image(tmp_path: Path) -> None:
         "explain", "--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png2), "--image", str(background)
     )
     assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
     with pil.open(png2) as image:
-        rgb = image.convert("RGB")
-        assert image.size == (400, 300)
-        assert rgb.getpixel((5, 5)) == (10, 20, 30)
-        # Nothing predicted: the two targets are still drawn (a circle of radius 6 around each point).
-        assert rgb.getpixel((56, 50)) == TARGET_RGB
+        assert area_of(out)[0:2] == (800, 600)  # 400x300 scaled up twice
+        assert pixel(image, out, 5, 5) == (10, 20, 30)
+        # Nothing predicted: the two targets are still drawn (a circle of radius 6 around each point, 3 px wide).
+        _, _, ox, oy, _ = area_of(out)
+        assert image.convert("RGB").getpixel((ox + 100 + 5, oy + 100)) == TARGET_RGB
 
 
 def test_png_without_pillow_names_the_extra(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from tests.cli.helpers import INSTANCES, instance, write_lines
+from tests.cli.test_explain import area_of
 from tests.support.resolver_table import RESOLVER_TABLE
 from trace_tasks import (
     AnnotationParseError,
@@ -64,6 +65,12 @@ def explain(capsys: pytest.CaptureFixture[str]) -> Run:
 
 def _pil() -> Any:
     return pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
+
+
+def _source(rgb: Any, out: str) -> Callable[[float, float], tuple[int, int, int]]:
+    """``colour(x, y)`` at source-image pixel ``(x, y)`` of the picture ``explain`` reported in ``out``."""
+    _, _, ox, oy, scale = area_of(out)
+    return lambda x, y: rgb.getpixel((round(ox + scale * x), round(oy + scale * y)))  # type: ignore[no-any-return]
 
 
 def _response(annotation: Any, answer: Any = 1) -> str:
@@ -230,17 +237,18 @@ def test_circle_example_draws_circles(
         "--instance", str(path), "--line", "1", "--response", _response(prediction if scalar else [prediction]), "--png", str(png)
     )
     assert code == 0, err
-    assert "formula:" in out and f"wrote {png} (320x240, PNG)" in out
+    assert "formula:" in out and f"wrote {png} (640x" in out and "image area 640x480" in out
     with pil.open(png) as image:
-        rgb = image.convert("RGB")
-        for rim in [(60, 100), (140, 100), (100, 60), (100, 140)]:
-            assert rgb.getpixel(rim) == TARGET_RGB, rim
-        for rim in [(170, 120), (230, 120), (200, 90)]:
-            assert rgb.getpixel(rim) == PRED_RGB, rim
+        at = _source(image.convert("RGB"), out)
+        # The outline is 3 px wide inside the circle's box: half a source pixel in, at scale 2.
+        for rim in [(60.5, 100), (139.5, 100), (100, 60.5), (100, 139.5)]:
+            assert at(*rim) == TARGET_RGB, rim
+        for rim in [(170.5, 120), (229.5, 120), (200, 90.5)]:
+            assert at(*rim) == PRED_RGB, rim
         # Circles, not discs nor points: the centres and the insides are not painted in the item colours.
-        assert rgb.getpixel((100, 100)) not in (TARGET_RGB, PRED_RGB)
-        assert rgb.getpixel((200, 120)) not in (TARGET_RGB, PRED_RGB)
-        assert rgb.getpixel((100, 125)) == WHITE
+        assert at(100, 100) not in (TARGET_RGB, PRED_RGB)
+        assert at(200, 120) not in (TARGET_RGB, PRED_RGB)
+        assert at(100, 125) == WHITE
 
 
 def test_polygon_family_draws_closed_polygons_and_explains_nested_tuples(tmp_path: Path, explain: Run, register: Any) -> None:
@@ -257,24 +265,24 @@ def test_polygon_family_draws_closed_polygons_and_explains_nested_tuples(tmp_pat
     assert "[[50, 50], [150, 50], [50, 150]]" in out and "[[200, 50], [300, 50], [200, 150]]" in out
     assert "  formula: (0) / max(1, 1) = 0" in out
     with pil.open(png) as image:
-        rgb = image.convert("RGB")
-        assert rgb.getpixel((100, 50)) == TARGET_RGB  # first edge
-        assert rgb.getpixel((50, 100)) == TARGET_RGB  # the closing edge, from the last point back to the first
-        assert rgb.getpixel((200, 100)) == PRED_RGB  # the prediction's closing edge
-        assert rgb.getpixel((75, 75)) == WHITE  # outlines only
+        at = _source(image.convert("RGB"), out)
+        assert at(100, 50) == TARGET_RGB  # first edge
+        assert at(50, 100) == TARGET_RGB  # the closing edge, from the last point back to the first
+        assert at(200, 100) == PRED_RGB  # the prediction's closing edge
+        assert at(75, 75) == WHITE  # outlines only
 
 
 def test_segments_are_open_polylines_with_end_dots(tmp_path: Path, explain: Run) -> None:
     pil = _pil()
     path = _instance_file(tmp_path, "segment", [[50, 50], [150, 50]], image_size=[320, 240])
     png = tmp_path / "segment.png"
-    code, _, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))
     assert code == 0, err
     with pil.open(png) as image:
-        rgb = image.convert("RGB")
-        assert rgb.getpixel((100, 50)) == TARGET_RGB
-        assert rgb.getpixel((50, 52)) == TARGET_RGB and rgb.getpixel((150, 52)) == TARGET_RGB  # the end dots
-        assert rgb.getpixel((100, 53)) == WHITE
+        at = _source(image.convert("RGB"), out)
+        assert at(100, 50) == TARGET_RGB
+        assert at(50, 51) == TARGET_RGB and at(150, 51) == TARGET_RGB  # the end dots (radius 3 px at scale 2)
+        assert at(100, 52) == WHITE
 
 
 def test_a_family_without_draw_capability_is_an_error_not_a_traceback(tmp_path: Path, explain: Run, register: Any) -> None:
@@ -301,45 +309,75 @@ def test_a_family_without_draw_capability_is_an_error_not_a_traceback(tmp_path: 
     assert "has no draw capability (trace_draw_annotation)" in err and "Traceback" not in err
 
 
-def test_title_and_notes_when_items_lie_outside_the_canvas(tmp_path: Path, explain: Run) -> None:
+def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, explain: Run) -> None:
     pil = _pil()
     path = _instance_file(tmp_path, "bbox", [10, 10, 50, 50], image_size=[320, 240])
     png = tmp_path / "outside.png"
-    # A model answering in 0-1000 normalized coordinates: the prediction is off the canvas.
+    # A model answering in 0-1000 normalised coordinates: the prediction is off the image.
     code, out, err = explain(
         "--instance", str(path), "--line", "1", "--response", _response([500, 500, 900, 900]), "--png", str(png)
     )
     assert code == 0, err
-    assert "note: 1 of 2 items lie (partly) outside the 320x240 canvas" in out
+    note = "note: 1 of 2 items lie (partly) outside the 320x240 image frame or could not be drawn (P)"
+    assert out.count(note) == 1  # in the text report, and not repeated after "wrote"
+    assert out.index(note) < out.index("\nReward\n")
+    assert "normalised 0-1000 coordinates?" in out
+    _, _, _, oy, scale = area_of(out)
     with pil.open(png) as image:
         rgb = image.convert("RGB")
-        bottom = [rgb.getpixel((x, y)) for x in range(200) for y in range(220, 240)]
-        assert any(max(p) < 100 for p in bottom)  # the title (reward id and annotation_reward) is written there
+        header = [rgb.getpixel((x, y)) for x in range(image.width) for y in range(oy)]
+        assert oy > 60 and any(max(p) < 100 for p in header)  # the reward breakdown is written above the image
+        footer = [rgb.getpixel((x, y)) for x in range(image.width) for y in range(oy + 240 * scale, image.height)]
+        assert any(p[0] > 120 and p[2] < 60 and p[1] < 100 for p in footer)  # a note, in its own brown
+    # The same note without --png: the text report is enough to see it.
+    code, out, _ = explain("--instance", str(path), "--line", "1", "--response", _response([500, 500, 900, 900]))
+    assert code == 0 and note in out
     code, out, err = explain(
         "--instance", str(path), "--line", "1", "--response", _response([0.1, 0.1, 0.5, 0.5]), "--png", str(png)
     )
     assert code == 0, err
-    assert "normalized coordinates?" in out
+    assert "normalised 0-1 coordinates?" in out
+    # Inside the frame: no note.
+    code, out, _ = explain("--instance", str(path), "--line", "1", "--response", _response([12, 10, 50, 52]))
+    assert code == 0 and "note:" not in out
 
 
-def test_labels_are_kept_inside_the_canvas(tmp_path: Path, explain: Run) -> None:
+def test_labels_are_kept_inside_the_image_and_apart(tmp_path: Path, explain: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     pil = _pil()
-    path = _instance_file(tmp_path, "bbox", [100, 0, 200, 60], image_size=[320, 240])
+    from trace_tasks.cli import _drawing
+
+    rendered: dict[str, Any] = {}
+    real = _drawing.render_image
+
+    def spy(*args: Any, **kwargs: Any) -> Any:  # keeps the Picture record, with the label rectangles
+        canvas, picture = real(*args, **kwargs)
+        rendered["picture"] = picture
+        return canvas, picture
+
+    monkeypatch.setattr(_drawing, "render_image", spy)
+    # Three overlapping targets at the top edge and three predictions at the bottom edge: no room on the
+    # preferred side, and every label competes for the same place.
+    targets = [[100, 0, 200, 60], [110, 0, 210, 50], [0, 0, 30, 30]]
+    predictions = [[100, 200, 200, 240], [105, 205, 205, 240], [290, 210, 320, 240]]
+    path = _instance_file(tmp_path, "bbox_set", targets, image_size=[320, 240])
     png = tmp_path / "labels.png"
-    # No room above the target (top edge) nor below the prediction (bottom edge): each label goes to the other side.
-    code, _, err = explain(
-        "--instance", str(path), "--line", "1", "--response", _response([100, 200, 200, 240]), "--png", str(png)
-    )
+    code, out, err = explain("--instance", str(path), "--line", "1", "--response", _response(predictions, 3), "--png", str(png))
     assert code == 0, err
+    picture = rendered["picture"]
+    _, _, ox, oy, _ = area_of(out)
+    labels = [rect for _, rect in picture.labels]
+    assert len(labels) == 6
+    for x0, y0, x1, y1 in labels:  # inside the image area, not over the header or the legend
+        assert ox <= x0 < x1 <= ox + picture.area[0] and oy <= y0 < y1 <= oy + picture.area[1]
+    for n, a in enumerate(labels):
+        for b in labels[n + 1 :]:
+            assert _drawing.overlap(a, b) == 0, (a, b)
     with pil.open(png) as image:
         rgb = image.convert("RGB")
-
-        def inked(colour_test: Callable[[tuple[int, int, int]], bool], ys: range) -> bool:
-            return any(colour_test(rgb.getpixel((x, y))) for x in range(102, 160) for y in ys)
-
-        assert inked(lambda p: p[1] > p[0] + 40 and p[1] > p[2] + 40, range(63, 90))  # "T" under the target
-        assert inked(lambda p: p[0] > p[1] + 60 and p[0] > p[2] + 60, range(170, 197))  # "P IoU 0.00" over the prediction
-        assert not inked(lambda p: p != WHITE and p != (30, 90, 230), range(100, 160))  # nowhere else
+        for text, (x0, y0, x1, y1) in picture.labels:  # each label is written where it was placed, in its colour
+            colour = PRED_RGB if text.startswith("P") else TARGET_RGB
+            ink = [rgb.getpixel((x, y)) for x in range(int(x0), int(x1)) for y in range(int(y0), int(y1))]
+            assert any(abs(p[0] - colour[0]) + abs(p[1] - colour[1]) + abs(p[2] - colour[2]) < 90 for p in ink), text
 
 
 def test_jpeg_for_jpg_names_and_other_suffixes_refused(tmp_path: Path, explain: Run) -> None:
@@ -352,7 +390,7 @@ def test_jpeg_for_jpg_names_and_other_suffixes_refused(tmp_path: Path, explain: 
         )
         assert code == 0, err
         assert picture.read_bytes()[:3] == b"\xff\xd8\xff"
-        assert "(120x90, JPEG)" in out
+        assert "(480x" in out and ", JPEG; image area 480x360" in out  # 120x90 scaled up four times
         with pil.open(picture) as image:
             assert image.format == "JPEG"
     png = tmp_path / "out.png"
@@ -569,6 +607,6 @@ def test_undrawable_shapes_are_skipped_and_said(tmp_path: Path, explain: Run, re
     png = tmp_path / "junk.png"
     code, out, err = explain("--instance", str(path), "--line", "1", "--response", "{}", "--png", str(png))
     assert code == 0, err
-    assert "note: 1 of 1 items lie (partly) outside the 200x150 canvas or could not be drawn (T#0)" in out
+    assert "note: 1 of 1 items lie (partly) outside the 200x150 image frame or could not be drawn (T#0)" in out
     with pil.open(png) as image:
-        assert image.convert("RGB").getpixel((10, 15)) == TARGET_RGB  # the one good box is drawn
+        assert _source(image.convert("RGB"), out)(10, 15) == TARGET_RGB  # the one good box is drawn

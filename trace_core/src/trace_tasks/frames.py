@@ -57,3 +57,63 @@ def frame_report(
                 if not 0 <= y <= height:
                     problems.append((_item_path(path, item.label), f"y={y:g} is outside the image frame [0, {height:g}]"))
     return FrameReport(tuple(problems), True)
+
+
+#: Most item names listed in an outside-the-frame note.
+NOTE_NAMES = 6
+
+
+@attrs.frozen(slots=True)
+class PlacedItem:
+    """One explained item as drawn: its name (``T#0``), side, extent points and drawables that could not be drawn."""
+
+    name: str
+    predicted: bool
+    points: tuple[tuple[float, float], ...]
+    skipped: int = 0
+
+
+def _inside(point: tuple[float, float], width: float, height: float) -> bool:
+    return 0 <= point[0] <= width and 0 <= point[1] <= height
+
+
+def normalised_hint(items: list[PlacedItem], width: float, height: float) -> str:
+    """Why the predictions may be off: normalised 0-1 or 0-1000 coordinates, or "" when they do not look so.
+
+    0-1: every predicted coordinate within [0, 1] on an image larger than that.
+    0-1000: some predicted coordinate outside the frame, every one within
+    [0, 1000], on an image smaller than 1000 px on some side.
+    """
+    points = [p for item in items if item.predicted for p in item.points]
+    if not points:
+        return ""
+    if max(width, height) > 2 and all(0 <= x <= 1 and 0 <= y <= 1 for x, y in points):
+        return "every predicted coordinate is within [0, 1]: normalised 0-1 coordinates? the scorer reads pixels"
+    in_thousand = all(0 <= x <= 1000 and 0 <= y <= 1000 for x, y in points)
+    if in_thousand and min(width, height) < 1000 and any(not _inside(p, width, height) for p in points):
+        return (
+            f"predicted coordinates within [0, 1000] reach outside the {width:g}x{height:g} image: normalised 0-1000 "
+            "coordinates? the scorer reads pixels"
+        )
+    return ""
+
+
+def frame_notes(items: list[PlacedItem], size: tuple[float, float]) -> list[tuple[str, str]]:
+    """``(short, full)`` notes about items (partly) outside ``[0, width] x [0, height]``, with a normalisation hint.
+
+    The short form fits a picture's footer, the full one a terminal line.
+    """
+    width, height = size
+    notes: list[tuple[str, str]] = []
+    outside = [item for item in items if item.skipped or any(not _inside(p, width, height) for p in item.points)]
+    if outside:
+        names = ", ".join(item.name for item in outside[:NOTE_NAMES]) + (", ..." if len(outside) > NOTE_NAMES else "")
+        notes.append((
+            f"{len(outside)} of {len(items)} items outside the image ({names})",
+            f"{len(outside)} of {len(items)} items lie (partly) outside the {width:g}x{height:g} image frame or could "
+            f"not be drawn ({names}); coordinates are pixels of the source image",
+        ))  # fmt: skip
+    hint = normalised_hint(items, width, height)
+    if hint:
+        notes.append((hint.split(":", 1)[0] + ": normalised?", hint))
+    return notes

@@ -1,4 +1,4 @@
-"""The picture of ``trace-tasks explain --png`` (needs Pillow, ``trace-core[viz]``).
+"""The picture of ``trace-tasks explain --png`` and of ``trace-tasks report`` (needs Pillow, ``trace-core[viz]``).
 
 Nothing here knows what a family's parsed values look like. Every item of the
 family's :class:`~trace_tasks.specs.AnnotationExplanation` is handed to the
@@ -8,25 +8,34 @@ and only those are drawn: a :class:`~trace_tasks.drawing.Box` as a rectangle, a
 ``Point`` as a marked circle, a ``Polyline`` open with a dot at each end, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.
 
-Targets are green, predictions red; each matched pair is joined by a thin blue
-line between the :func:`~trace_tasks.drawing.anchor` of its two drawings.
-Targets are labelled above (``T#0``), predictions below with the pair's
-similarity (``P#0 IoU 0.50``, or ``P#2 unmatched``); a label with no room on
-its side goes to the other, and labels are clamped inside the canvas, clear of
-the footer. The footer's last line names the reward id and
-``annotation_reward``; above it go short notes (the full text is returned to
-the caller, who prints it) when items lie outside the canvas or could not be
-drawn, so a blank picture is never silent: a model answering in normalized
-0-1 or 0-1000 coordinates draws into a corner or off the canvas.
+The picture has three bands. On top, the header: the caller's lines (the
+reward breakdown of :mod:`trace_tasks.cli._breakdown`). In the middle, the
+image area: the source image (or a white canvas of its size), scaled up by a
+whole factor when it is small so that labels stay readable, clipped to the
+frame. Targets are green, predictions red; each matched pair is joined by a
+thin blue line between the :func:`~trace_tasks.drawing.anchor` of its two
+drawings; for a metric other than IoU every target point and segment end gets
+a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
+``P[key] extra key``) are placed greedily: each tries positions around its
+item and takes the one overlapping the labels already placed and the items
+least, always inside the image area. At the bottom, the legend and the notes:
+items outside the frame (with a hint when coordinates look normalised, see
+:mod:`trace_tasks.frames`), an image resized to the instance's size, a family
+that gave something undrawable.
 
 The file type follows the name: ``.png`` is PNG, ``.jpg``/``.jpeg`` JPEG;
 anything else is refused by :func:`picture_format` before any work is done.
+The file is written beside its target and renamed over it at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
-from collections.abc import Callable, Iterable
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +43,28 @@ import attrs
 
 from trace_tasks.cli._extraction_view import item_name, plain, show_number
 from trace_tasks.drawing import DRAWABLES, Box, Circle, Drawable, Label, Point, Polygon, Polyline, anchor, extent_points
+from trace_tasks.frames import PlacedItem, frame_notes
 from trace_tasks.specs import AnnotationExplanation
 
 TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)
 LINK_RGB = (30, 90, 230)
+HALF_LIFE_RGB = (120, 200, 120)
 TEXT_RGB = (0, 0, 0)
+NOTE_RGB = (150, 60, 0)
+FRAME_RGB = (160, 160, 160)
+WHITE = (255, 255, 255)
 DEFAULT_CANVAS = (640, 480)
 LINE_WIDTH = 3
 POINT_RADIUS = 6
 END_DOT_RADIUS = 3
 LABEL_GAP = 2
+FONT_SIZE = 13
+#: An image area whose longer side is below this is scaled up by a whole factor (at most MAX_SCALE).
+MIN_AREA_SIDE = 480
+MAX_SCALE = 16
+#: The picture is at least this wide, so the header and the legend have room.
+MIN_WIDTH = 480
 #: Coordinates beyond this (in pixels, either sign) are not drawn, only counted.
 MAX_COORDINATE = 1e6
 #: Largest blank canvas drawn (a side, in pixels) when the image size comes from the instance.
@@ -58,6 +78,7 @@ FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
 VIZ_MISSING = "drawing needs Pillow: pip install 'trace-core[viz]'"
 
 Rgb = tuple[int, int, int]
+Rect = tuple[float, float, float, float]
 DrawItem = Callable[[Any], Any]
 
 
@@ -81,6 +102,15 @@ def picture_format(path: str) -> str:
     return found
 
 
+def pillow_available() -> bool:
+    """True when Pillow can be imported (pictures can be drawn)."""
+    try:
+        _pil()
+    except DrawingUnavailable:
+        return False
+    return True
+
+
 @attrs.frozen
 class Figure:
     """One explained item as drawn: its drawables, colour and caption."""
@@ -90,11 +120,20 @@ class Figure:
     caption: str
     below: bool  # predictions are captioned under their drawing, targets above
     skipped: int = 0  # drawables not drawn (non-finite or absurd coordinates, not a drawable)
+    name: str = ""  # T#0, P[left]
+
+    def placed(self) -> PlacedItem:
+        points = tuple((float(x), float(y)) for s in self.shapes for x, y in extent_points(s))
+        return PlacedItem(self.name, self.below, points, self.skipped)
 
 
 @attrs.frozen
 class Picture:
-    """What :func:`render` wrote: size, format and the notes shown in the picture."""
+    """What :func:`render` drew: size, format, notes, and where the source image's pixels are.
+
+    A source pixel ``(x, y)`` is at ``(origin[0] + scale * x, origin[1] + scale * y)``
+    of the picture; ``labels`` are the captions with their rectangles in the picture.
+    """
 
     width: int
     height: int
@@ -102,6 +141,15 @@ class Picture:
     items: int
     outside: int
     notes: tuple[str, ...] = ()
+    origin: tuple[int, int] = (0, 0)
+    scale: int = 1
+    area: tuple[int, int] = (0, 0)
+    labels: tuple[tuple[str, Rect], ...] = ()
+    header: tuple[str, ...] = ()
+
+    def at(self, x: float, y: float) -> tuple[int, int]:
+        """The picture pixel of the source pixel ``(x, y)``."""
+        return (round(self.origin[0] + self.scale * x), round(self.origin[1] + self.scale * y))
 
 
 def _pil() -> Any:
@@ -138,6 +186,14 @@ def _drawable(shape: Any) -> bool:
     return all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in values)
 
 
+def _key(label: Any) -> str | None:
+    """The map key of an item label (``left`` of ``left`` or ``left#1``), None for ``#0`` and odd labels."""
+    if not isinstance(label, str) or not label or label.startswith("#"):
+        return None
+    key, sep, index = label.rpartition("#")
+    return key if sep and key and index.isdigit() else label
+
+
 def _figure(draw_item: DrawItem, owner: str, item: Any, prefix: str, colour: Rgb, caption: str | None) -> Figure:
     label = getattr(item, "label", "?")
     name = item_name(prefix, label)
@@ -162,50 +218,132 @@ def _figure(draw_item: DrawItem, owner: str, item: Any, prefix: str, colour: Rgb
                 skipped += 1
     except Exception as exc:  # not iterable, or an iterator that breaks
         raise CannotDraw(f"{owner} returned {type(result).__name__} for {name}, not a list of drawables") from exc
-    return Figure(tuple(shapes), colour, name if caption is None else f"{name} {caption}", prefix == "P", skipped)
+    return Figure(tuple(shapes), colour, name if caption is None else f"{name} {caption}", prefix == "P", skipped, name)
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else ()
+
+
+def _keys(value: Any) -> set[str]:
+    return {k for k in _as_tuple(value) if isinstance(k, str)}
 
 
 def figures(
     explanation: AnnotationExplanation, draw_item: DrawItem, *, owner: str, metric: str
 ) -> tuple[list[Figure], list[Figure], list[tuple[Figure, Figure]]]:
-    """``(targets, predictions, matched pairs)`` of an explanation, drawn by the owner's capability."""
+    """``(targets, predictions, matched pairs)`` of an explanation, drawn by the owner's capability.
+
+    Unmatched items whose map key is one of the explanation's missing (extra)
+    keys are captioned ``missing key`` (``extra key``).
+    """
     targets: list[Figure] = []
     predictions: list[Figure] = []
     links: list[tuple[Figure, Figure]] = []
-    pairs = explanation.pairs if isinstance(explanation.pairs, (tuple, list)) else ()
-    for pair in pairs:
+    missing, extra = _keys(explanation.missing_keys), _keys(explanation.extra_keys)
+    for pair in _as_tuple(explanation.pairs):
         similarity = show_number(getattr(pair, "similarity", None), 2)
         target = _figure(draw_item, owner, getattr(pair, "target", None), "T", TARGET_RGB, None)
         prediction = _figure(draw_item, owner, getattr(pair, "prediction", None), "P", PRED_RGB, f"{metric} {similarity}")
         targets.append(target)
         predictions.append(prediction)
         links.append((target, prediction))
-    for item in explanation.unmatched_targets if isinstance(explanation.unmatched_targets, (tuple, list)) else ():
-        targets.append(_figure(draw_item, owner, item, "T", TARGET_RGB, None))
-    for item in explanation.unmatched_predictions if isinstance(explanation.unmatched_predictions, (tuple, list)) else ():
-        predictions.append(_figure(draw_item, owner, item, "P", PRED_RGB, "unmatched"))
+    for item in _as_tuple(explanation.unmatched_targets):
+        mark = "missing key" if _key(getattr(item, "label", None)) in missing else None
+        targets.append(_figure(draw_item, owner, item, "T", TARGET_RGB, mark))
+    for item in _as_tuple(explanation.unmatched_predictions):
+        mark = "extra key" if _key(getattr(item, "label", None)) in extra else "unmatched"
+        predictions.append(_figure(draw_item, owner, item, "P", PRED_RGB, mark))
     return targets, predictions, links
 
 
-def _xy(x: float, y: float) -> tuple[float, float]:
-    return (float(x), float(y))
+def explanation_notes(
+    explanation: AnnotationExplanation, draw_item: DrawItem, *, owner: str, size: tuple[float, float]
+) -> list[str]:
+    """The outside-the-frame notes of an explanation (needs no Pillow): for the text report of ``explain``."""
+    targets, predictions, _ = figures(explanation, draw_item, owner=owner, metric="")
+    return [full for _, full in frame_notes([f.placed() for f in targets + predictions], size)]
 
 
-def _draw_shape(draw: Any, shape: Drawable, colour: Rgb, font: Any) -> None:
+# --- pure layout: scale and label placement ---
+
+
+def area_scale(width: int, height: int) -> int:
+    """The whole factor a ``width`` x ``height`` image is scaled up by (1 when it is large enough)."""
+    side = max(width, height, 1)
+    return 1 if side >= MIN_AREA_SIDE else min(math.ceil(MIN_AREA_SIDE / side), MAX_SCALE)
+
+
+def overlap(a: Rect, b: Rect) -> float:
+    """The area two rectangles ``(x0, y0, x1, y1)`` share."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return min(max(value, low), max(high, low))
+
+
+def label_candidates(bbox: Rect, text: tuple[float, float], below_first: bool) -> list[tuple[float, float]]:
+    """Top-left corners to try for a ``text``-sized label beside ``bbox``, in order of preference."""
+    x0, y0, x1, y1 = bbox
+    tw, th = text
+    gap = LABEL_GAP + POINT_RADIUS
+    above, below = (x0, y0 - th - gap), (x0, y1 + gap)
+    sides = [
+        (x1 + gap, y0),
+        (x0 - tw - gap, y0),
+        (x1 - tw, y0 - th - gap),
+        (x1 - tw, y1 + gap),
+        (x0 + LABEL_GAP, y0 + LABEL_GAP),
+    ]
+    first, second = (below, above) if below_first else (above, below)
+    # Then further out on the preferred side and the other, a line at a time, for crowded places.
+    ladder = [(x, y + k * (th + LABEL_GAP) * sign) for k in (1, 2, 3) for (x, y), sign in ((first, 1), (second, -1))]
+    if not below_first:
+        ladder = [(x, y + k * (th + LABEL_GAP) * sign) for k in (1, 2, 3) for (x, y), sign in ((first, -1), (second, 1))]
+    return [first, second, *sides, *ladder]
+
+
+def place_label(
+    bbox: Rect, text: tuple[float, float], below_first: bool, placed: Sequence[Rect], items: Sequence[Rect], area: Rect
+) -> Rect:
+    """Where a label goes: the candidate (clamped inside ``area``) overlapping ``placed`` labels, then
+    ``items``, least; among equals the first (a clamped candidate counts as far as it moved)."""
+    tw, th = text
+    best: tuple[float, Rect] | None = None
+    for rank, (x, y) in enumerate(label_candidates(bbox, text, below_first)):
+        cx, cy = _clamp(x, area[0], area[2] - tw), _clamp(y, area[1], area[3] - th)
+        rect = (cx, cy, cx + tw, cy + th)
+        cost = 1000.0 * sum(overlap(rect, other) for other in placed)
+        cost += sum(overlap(rect, item) for item in items) + abs(cx - x) + abs(cy - y) + rank
+        if best is None or cost < best[0]:
+            best = (cost, rect)
+    assert best is not None
+    return best[1]
+
+
+# --- drawing ---
+
+
+def _xy(x: float, y: float, scale: int) -> tuple[float, float]:
+    return (float(x) * scale, float(y) * scale)
+
+
+def _draw_shape(draw: Any, shape: Drawable, colour: Rgb, font: Any, scale: int) -> None:
     if isinstance(shape, Box):
-        x0, x1 = sorted((float(shape.x0), float(shape.x1)))
-        y0, y1 = sorted((float(shape.y0), float(shape.y1)))
+        x0, x1 = sorted((float(shape.x0) * scale, float(shape.x1) * scale))
+        y0, y1 = sorted((float(shape.y0) * scale, float(shape.y1) * scale))
         draw.rectangle([x0, y0, x1, y1], outline=colour, width=LINE_WIDTH)
     elif isinstance(shape, Point):
-        (x, y), r = _xy(shape.x, shape.y), float(POINT_RADIUS)
+        (x, y), r = _xy(shape.x, shape.y, scale), float(POINT_RADIUS)
         draw.ellipse([x - r, y - r, x + r, y + r], outline=colour, width=LINE_WIDTH)
         draw.line([x - r, y, x + r, y], fill=colour, width=1)
         draw.line([x, y - r, x, y + r], fill=colour, width=1)
     elif isinstance(shape, Circle):
-        (x, y), r = _xy(shape.cx, shape.cy), float(shape.r)
+        (x, y), r = _xy(shape.cx, shape.cy, scale), float(shape.r) * scale
         draw.ellipse([x - r, y - r, x + r, y + r], outline=colour, width=LINE_WIDTH)
     elif isinstance(shape, (Polyline, Polygon)):
-        pts = [_xy(x, y) for x, y in shape.points]
+        pts = [_xy(x, y, scale) for x, y in shape.points]
         closed = isinstance(shape, Polygon)
         if len(pts) == 1 or (closed and len(set(pts)) == 1):
             _dot(draw, pts[0], END_DOT_RADIUS, colour)
@@ -215,7 +353,24 @@ def _draw_shape(draw: Any, shape: Drawable, colour: Rgb, font: Any) -> None:
                 _dot(draw, pts[0], END_DOT_RADIUS, colour)
                 _dot(draw, pts[-1], END_DOT_RADIUS, colour)
     elif isinstance(shape, Label):
-        _text(draw, _xy(shape.x, shape.y), plain(shape.text, 200), colour, font)
+        _text(draw, _xy(shape.x, shape.y, scale), plain(shape.text, 200), colour, font)
+
+
+def _half_life_centres(figure: Figure) -> Iterable[tuple[float, float]]:
+    """Where a target's half-life circles go: its points and the ends of its polylines."""
+    for shape in figure.shapes:
+        if isinstance(shape, Point):
+            yield (float(shape.x), float(shape.y))
+        elif isinstance(shape, Polyline) and shape.points:
+            yield shape.points[0]
+            if len(shape.points) > 1:
+                yield shape.points[-1]
+
+
+def _dashed_circle(draw: Any, centre: tuple[float, float], r: float, colour: Rgb) -> None:
+    x, y = centre
+    for start in range(0, 360, 20):
+        draw.arc([x - r, y - r, x + r, y + r], start, start + 12, fill=colour, width=1)
 
 
 def _text(draw: Any, xy: tuple[float, float], text: str, colour: Rgb, font: Any) -> None:
@@ -236,56 +391,31 @@ def _text_size(draw: Any, text: str, font: Any) -> tuple[float, float]:
         _, _, right, bottom = draw.textbbox((0, 0), text, font=font)
     except (UnicodeError, ValueError):
         _, _, right, bottom = draw.textbbox((0, 0), text.encode("ascii", "backslashreplace").decode("ascii"), font=font)
-    return right, bottom
+    return float(right), float(bottom)
 
 
-def _clamped(value: float, low: float, high: float) -> float:
-    return min(max(value, low), max(high, low))
+def _bbox(figure: Figure, scale: int) -> Rect | None:
+    pts = [(float(x) * scale, float(y) * scale) for s in figure.shapes for x, y in extent_points(s)]
+    if not pts:
+        return None
+    return (min(x for x, _ in pts), min(y for _, y in pts), max(x for x, _ in pts), max(y for _, y in pts))
 
 
-def _caption(draw: Any, figure: Figure, font: Any, width: int, bottom: float) -> None:
-    """The figure's caption beside it: targets above, predictions below, on the other side when
-    that side has no room, and always inside ``[0, width] x [0, bottom]``."""
-    pts = [p for s in figure.shapes for p in extent_points(s)]
-    if not pts or not figure.caption:
-        return
-    tw, th = _text_size(draw, figure.caption, font)
-    x = min(float(p[0]) for p in pts) + LABEL_GAP
-    above = min(float(p[1]) for p in pts) - th - POINT_RADIUS
-    below = max(float(p[1]) for p in pts) + POINT_RADIUS
-    first, second = (below, above) if figure.below else (above, below)
-    y = first if 0 <= first <= bottom - th else second if 0 <= second <= bottom - th else first
-    x, y = _clamped(x, 0, width - tw), _clamped(y, 0, bottom - th)
-    _text(draw, (x, y), figure.caption, figure.colour, font)
-
-
-def _outside(figure: Figure, width: int, height: int) -> bool:
-    if figure.skipped:
-        return True
-    return any(not (0 <= x <= width and 0 <= y <= height) for s in figure.shapes for x, y in extent_points(s))
-
-
-def _notes(targets: list[Figure], predictions: list[Figure], width: int, height: int) -> tuple[int, list[tuple[str, str]]]:
-    """``(items outside, [(note in the picture, note for the terminal)])``."""
-    notes = []
-    everything = targets + predictions
-    outside = [f for f in everything if _outside(f, width, height)]
-    if outside:
-        names = ", ".join(f.caption.split(" ")[0] for f in outside[:6]) + (", ..." if len(outside) > 6 else "")
-        notes.append((
-            f"{len(outside)} of {len(everything)} items outside the canvas ({names})",
-            f"{len(outside)} of {len(everything)} items lie (partly) outside the {width}x{height} canvas or could not "
-            f"be drawn ({names}); coordinates are pixels of the source image (normalized 0-1000 answers land off the canvas)",
-        ))  # fmt: skip
-    points = [p for f in predictions for s in f.shapes for p in extent_points(s)]
-    if points and max(width, height) > 2 and all(0 <= x <= 1 and 0 <= y <= 1 for x, y in points):
-        notes.append((
-            "every predicted coordinate is within [0, 1]",
-            "every predicted coordinate lies within [0, 1]: normalized coordinates? they are drawn in the top-left pixel",
-        ))  # fmt: skip
-    if not everything:
-        notes.append(("nothing to draw", "the explanation lists no items on either side: nothing to draw"))
-    return len(outside), notes
+def _captions(draw: Any, everything: list[Figure], font: Any, scale: int, size: tuple[int, int]) -> list[tuple[str, Rect]]:
+    """Place and draw every caption inside the image area; returns them with their rectangles (area pixels)."""
+    area: Rect = (0.0, 0.0, float(size[0]), float(size[1]))
+    boxes = [b for b in (_bbox(f, scale) for f in everything) if b is not None]
+    placed: list[tuple[str, Rect]] = []
+    for figure in everything:
+        bbox = _bbox(figure, scale)
+        if bbox is None or not figure.caption:
+            continue
+        text = plain(figure.caption, 80)
+        rect = place_label(bbox, _text_size(draw, text, font), figure.below, [r for _, r in placed], boxes, area)
+        draw.rectangle(rect, fill=WHITE)  # legible over any background
+        _text(draw, (rect[0], rect[1]), text, figure.colour, font)
+        placed.append((text, rect))
+    return placed
 
 
 def _wrap(draw: Any, text: str, font: Any, width: int) -> list[str]:
@@ -302,83 +432,179 @@ def _wrap(draw: Any, text: str, font: Any, width: int) -> list[str]:
     return [*lines, line]
 
 
-def _bottom_lines(draw: Any, texts: list[str], font: Any, width: int, height: int) -> float:
-    """``texts`` at the bottom-left, wrapped, black on white, the last one lowest; returns their top.
-
-    They take at most the bottom third of the canvas: on a small canvas the
-    first lines are left out (the caller prints every note anyway).
-    """
-    lines = [line for text in texts for line in _wrap(draw, text, font, width)]
-    y = float(height)
-    for text in reversed(lines):
-        tw, th = _text_size(draw, text, font)
-        if y - th - LABEL_GAP < height * 2 / 3:
-            break
-        y -= th + LABEL_GAP
-        draw.rectangle([0, max(y - 1, 0), max(min(tw + 2 * LABEL_GAP, width - 1), 0), y + th], fill=(255, 255, 255))
-        _text(draw, (LABEL_GAP, y), text, TEXT_RGB, font)
-    return max(y - 1, 0)
+def _line_height(draw: Any, font: Any) -> int:
+    return int(_text_size(draw, "Hg", font)[1]) + LABEL_GAP
 
 
-def _canvas(Image: Any, size: tuple[float, float] | None, image_path: str | None) -> tuple[Any, list[tuple[str, str]]]:
+def _legend(draw: Any, font: Any, top: float, entries: list[tuple[Rgb, str, str]]) -> None:
+    """A row of ``(colour, kind, text)`` swatches: a line, or a dashed circle for the half-life."""
+    x = float(LABEL_GAP)
+    height = _line_height(draw, font)
+    for colour, kind, text in entries:
+        middle = top + height / 2
+        if kind == "circle":
+            _dashed_circle(draw, (x + 7, middle), 6, colour)
+        else:
+            draw.line([x, middle, x + 14, middle], fill=colour, width=LINE_WIDTH if kind == "thick" else 1)
+        _text(draw, (x + 18, top), text, TEXT_RGB, font)
+        x += 18 + _text_size(draw, text, font)[0] + 12
+
+
+def _background(
+    Image: Any, size: tuple[float, float] | None, image_path: str | None
+) -> tuple[Any, tuple[float, float], list[tuple[str, str]]]:
+    """The image area before scaling, the source size coordinates refer to, and notes about both."""
     if image_path:
-        return Image.open(image_path).convert("RGB"), []
+        image = Image.open(image_path).convert("RGB")
+        if size is None:
+            return image, (float(image.width), float(image.height)), []
+        width, height = max(round(size[0]), 1), max(round(size[1]), 1)
+        if (width, height) == image.size:
+            return image, size, []
+        note = (
+            f"image {image.width}x{image.height} resized to {width}x{height}",
+            f"the image is {image.width}x{image.height} but the instance's image_size is {size[0]:g}x{size[1]:g}: "
+            "it is drawn resized to the instance's size, the frame the coordinates refer to",
+        )
+        return image.resize((width, height)), size, [note]
     if size is None:
         w, h = DEFAULT_CANVAS
-        return Image.new("RGB", DEFAULT_CANVAS, "white"), [
-            (f"no image size: {w}x{h} canvas", f"no image size known: a blank {w}x{h} canvas")
-        ]
+        return (
+            Image.new("RGB", DEFAULT_CANVAS, "white"),
+            (float(w), float(h)),
+            [(f"no image size: {w}x{h} canvas", f"no image size known: a blank {w}x{h} canvas")],
+        )
     width, height = max(round(size[0]), 1), max(round(size[1]), 1)
     if max(width, height) > MAX_CANVAS_SIDE:
         raise CannotDraw(
             f"the image size {size[0]:g}x{size[1]:g} is too large for a blank canvas (at most {MAX_CANVAS_SIDE} px a side); "
             "draw over the image with --image"
         )
-    return Image.new("RGB", (width, height), "white"), []
+    return Image.new("RGB", (width, height), "white"), size, []
 
 
-def render(
-    path: str,
+def _font(ImageFont: Any) -> Any:
+    try:
+        return ImageFont.load_default(size=FONT_SIZE)
+    except TypeError:  # Pillow before 10.1: the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def _draw_area(
+    area: Any, draw: Any, font: Any, scale: int, scene: tuple[list[Figure], list[Figure], list[tuple[Figure, Figure]]],
+    half_life: float | None,
+) -> list[tuple[str, Rect]]:  # fmt: skip
+    targets, predictions, links = scene
+    for target, prediction in links:  # under the shapes, so an outline always shows its colour
+        a, b = anchor(target.shapes), anchor(prediction.shapes)
+        if a is not None and b is not None:
+            draw.line([_xy(*a, scale), _xy(*b, scale)], fill=LINK_RGB, width=1)
+    if half_life:
+        for target in targets:
+            for centre in _half_life_centres(target):
+                _dashed_circle(draw, _xy(*centre, scale), half_life * scale, HALF_LIFE_RGB)
+    for figure in targets + predictions:
+        for shape in figure.shapes:
+            _draw_shape(draw, shape, figure.colour, font, scale)
+    return _captions(draw, targets + predictions, font, scale, area.size)
+
+
+def render_image(
     explanation: AnnotationExplanation,
     draw_item: DrawItem,
     *,
     owner: str,
     size: tuple[float, float] | None,
     image_path: str | None = None,
-    title: str = "",
+    header: Sequence[str] = (),
     metric: str = "similarity",
-) -> Picture:
-    """Draw ``explanation`` (its items through ``draw_item``, the owner's capability) and write ``path``.
+    half_life: float | None = None,
+) -> tuple[Any, Picture]:
+    """Draw ``explanation`` (its items through ``draw_item``, the owner's capability): ``(PIL image, Picture)``.
 
     ``size`` is the source image size (the canvas when there is no image);
-    raises :class:`DrawingUnavailable` without Pillow, :class:`CannotDraw` when
-    the family cannot draw, ``ValueError`` for an unknown suffix, ``OSError``
-    when the image cannot be read or the file written.
+    ``half_life`` draws half-life circles around target points and segment
+    ends (pass it for distance metrics only). Raises :class:`DrawingUnavailable`
+    without Pillow, :class:`CannotDraw` when the family cannot draw, ``OSError``
+    when the image cannot be read.
     """
-    fmt = picture_format(path)
     Image, ImageDraw, ImageFont = _pil()
-    targets, predictions, links = figures(explanation, draw_item, owner=owner, metric=metric)
-    canvas, notes = _canvas(Image, size, image_path)
-    width, height = canvas.size
-    if image_path and size is not None and (round(size[0]), round(size[1])) != (width, height):
-        notes.append((
-            f"image {width}x{height}, instance size {size[0]:g}x{size[1]:g}",
-            f"the image is {width}x{height} but the instance's size is {size[0]:g}x{size[1]:g}; coordinates are not rescaled",
-        ))  # fmt: skip
+    scene = figures(explanation, draw_item, owner=owner, metric=metric)
+    targets, predictions, _ = scene
+    source, frame, notes = _background(Image, size, image_path)
+    scale = area_scale(*source.size)
+    area = source.resize((source.width * scale, source.height * scale), Image.NEAREST) if scale > 1 else source
+    font = _font(ImageFont)
+    labels = _draw_area(area, ImageDraw.Draw(area), font, scale, scene, half_life)
+    everything = targets + predictions
+    short_notes = frame_notes([f.placed() for f in everything], frame)
+    notes += short_notes
+    if not everything:
+        notes.append(("nothing to draw", "the explanation lists no items on either side: nothing to draw"))
+    width = max(area.width, MIN_WIDTH)
+    probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    step = _line_height(probe, font)
+    head = [line for text in header for line in _wrap(probe, plain(text, 400), font, width)]
+    foot = [line for short, _ in notes for line in _wrap(probe, f"note: {short}", font, width)]
+    top = len(head) * step + (2 * LABEL_GAP if head else 0)
+    canvas = Image.new("RGB", (width, top + area.height + (1 + len(foot)) * step + 2 * LABEL_GAP), "white")
+    canvas.paste(area, (0, top))
     draw = ImageDraw.Draw(canvas)
-    font = ImageFont.load_default()
-    for target, prediction in links:  # under the shapes, so an outline always shows its colour
-        a, b = anchor(target.shapes), anchor(prediction.shapes)
-        if a is not None and b is not None:
-            draw.line([_xy(*a), _xy(*b)], fill=LINK_RGB, width=1)
-    for figure in targets + predictions:
-        for shape in figure.shapes:
-            _draw_shape(draw, shape, figure.colour, font)
-    outside, more = _notes(targets, predictions, width, height)
-    notes += more
-    footer = _bottom_lines(draw, [f"note: {short}" for short, _ in notes] + ([title] if title else []), font, width, height)
-    bottom = footer if footer > height / 2 else height  # captions stay clear of the title unless it fills the picture
-    for figure in targets + predictions:
-        _caption(draw, figure, font, width, bottom)
-    canvas.save(path, format=fmt, **({"quality": 92} if fmt == "JPEG" else {}))
-    return Picture(width, height, fmt, len(targets) + len(predictions), outside, tuple(full for _, full in notes))
+    if top:  # where the header ends and the image begins, on a white canvas too
+        draw.line([0, top - 1, area.width, top - 1], fill=FRAME_RGB, width=1)
+    draw.line([0, top + area.height, area.width, top + area.height], fill=FRAME_RGB, width=1)
+    for n, line in enumerate(head):
+        _text(draw, (LABEL_GAP, LABEL_GAP + n * step), line, TEXT_RGB, font)
+    bottom = top + area.height + LABEL_GAP
+    legend = [(TARGET_RGB, "thick", "target"), (PRED_RGB, "thick", "prediction"), (LINK_RGB, "thin", "matched pair")]
+    if half_life and any(True for t in targets for _ in _half_life_centres(t)):
+        legend.append((HALF_LIFE_RGB, "circle", f"half-life {half_life:g} px"))
+    _legend(draw, font, bottom, legend)
+    for n, line in enumerate(foot):
+        _text(draw, (LABEL_GAP, bottom + (n + 1) * step), line, NOTE_RGB, font)
+    moved = tuple((text, (r[0], r[1] + top, r[2], r[3] + top)) for text, r in labels)
+    outside = len(_outside_items(everything, frame))
+    picture = Picture(
+        canvas.width, canvas.height, "", len(everything), outside, tuple(full for _, full in notes),
+        (0, top), scale, (area.width, area.height), moved, tuple(head),
+    )  # fmt: skip
+    return canvas, picture
+
+
+def _outside_items(everything: list[Figure], frame: tuple[float, float]) -> list[PlacedItem]:
+    width, height = frame
+    placed = [f.placed() for f in everything]
+    return [p for p in placed if p.skipped or any(not (0 <= x <= width and 0 <= y <= height) for x, y in p.points)]
+
+
+def render(path: str, explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs: Any) -> Picture:
+    """:func:`render_image`, written to ``path`` (PNG or JPEG by its suffix; ``ValueError`` for any other)."""
+    fmt = picture_format(path)
+    canvas, picture = render_image(explanation, draw_item, **kwargs)
+    buffer = io.BytesIO()
+    canvas.save(buffer, format=fmt, **({"quality": 92} if fmt == "JPEG" else {}))
+    replace_file(path, buffer.getvalue())
+    return attrs.evolve(picture, format=fmt)
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``: an existing
+    file is replaced whole or not at all (an interrupted run leaves it as it was)."""
+    target = Path(path)
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def png_bytes(explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs: Any) -> bytes:
+    """:func:`render_image` as PNG bytes (for a report's inline picture)."""
+    canvas, _ = render_image(explanation, draw_item, **kwargs)
+    buffer = io.BytesIO()
+    canvas.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()

@@ -12,9 +12,15 @@ was built from; a family without the capability gets one line saying so.
 Whatever a family returns is shown through safe formatters and cannot crash
 the report.
 
+When the image size is known, the annotation section notes items outside
+the image frame and coordinates that look normalised (0-1, 0-1000), found
+through the type owner's ``trace_draw_annotation`` capability
+(:mod:`trace_tasks.frames`).
+
 With ``--png`` (or a ``.jpg``/``.jpeg`` name) it also draws the explanation's
-items through the type owner's ``trace_draw_annotation`` capability (Pillow,
-``trace-core[viz]``; see :mod:`trace_tasks.cli._drawing`).
+items through that capability (Pillow, ``trace-core[viz]``; see
+:mod:`trace_tasks.cli._drawing`), under a header with the reward breakdown of
+:mod:`trace_tasks.cli._breakdown`.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.cli._breakdown import reward_breakdown
 from trace_tasks.cli._checks import instance_problems
-from trace_tasks.cli._drawing import CannotDraw, DrawingUnavailable, picture_format, render
+from trace_tasks.cli._drawing import CannotDraw, DrawingUnavailable, explanation_notes, picture_format, render
 from trace_tasks.cli._extraction_view import (
     candidate_used,
     canonical_form,
@@ -141,20 +148,30 @@ def run(args: argparse.Namespace) -> int:
         for problem in instance_problems(data, check_values=False):
             print(f"{args.instance}:{number}: {problem}", file=sys.stderr)
         return _fail(f"the instance on line {number} is invalid", EXIT_BAD_INSTANCE)
-    out: list[str] = []
     try:
-        scores = score_trace_response(response=response, **instance.scoring_kwargs(), **options)
+        body, view, scores = explain_response(response, instance, options)
     except MissingFamilyError as exc:
         return _fail(str(exc), EXIT_BAD_INSTANCE)
-    out += _header(args.instance, number, instance)
-    out += _extraction(response, options["trace_reward_mode"])
-    out += _answer(response, instance, options["trace_reward_mode"], scores)
-    view = _annotation(response, instance, options, scores, out)
-    out += _reward(scores)
-    print("\n".join(out))
+    print("\n".join(_header(args.instance, number, instance) + body))
     if args.png:
         return _draw(args, instance, view, scores)
     return EXIT_OK
+
+
+def explain_response(
+    response: str, instance: TraceInstance, options: Mapping[str, Any]
+) -> tuple[list[str], AnnotationView, dict[str, Any]]:
+    """The report's sections (extraction, answer, annotation, reward), the annotation view and the scores.
+
+    Raises :class:`~trace_tasks.errors.MissingFamilyError` when no installed
+    family owns the instance's types (a caller's problem, as when scoring).
+    """
+    scores = score_trace_response(response=response, **instance.scoring_kwargs(), **options)
+    out = _extraction(response, options["trace_reward_mode"])
+    out += _answer(response, instance, options["trace_reward_mode"], scores)
+    view = _annotation(response, instance, options, scores, out)
+    out += _reward(scores)
+    return out, view, scores
 
 
 def _short(text: str) -> str:
@@ -373,7 +390,25 @@ def _annotation(
                 f"  note: the scorer reported annotation_reward {scores['annotation_reward']:.4g} but the explanation "
                 f"gives {show_number(reward)}: the family's explain and score capabilities disagree"
             )
+        out += [f"  note: {note}" for note in frame_check(view)]
     return view
+
+
+def frame_check(view: AnnotationView) -> list[str]:
+    """Notes on explained items outside the image frame (none without an image size or a draw capability)."""
+    size = view.context.image_size if view.context is not None else None
+    entry = get_registry().annotation_types.get(view.annotation_type)
+    if view.explanation is None or size is None or entry is None or entry.draw is None:
+        return []
+    draw = entry.draw
+
+    def draw_item(value: Any) -> Any:
+        return draw(annotation_type=view.annotation_type, item=value)
+
+    try:
+        return explanation_notes(view.explanation, draw_item, owner=entry.plugin, size=size)
+    except CannotDraw:  # said when drawing is asked for (--png); the text report stays as it is
+        return []
 
 
 def _reward(scores: Mapping[str, float]) -> list[str]:
@@ -409,11 +444,16 @@ def _draw(args: argparse.Namespace, instance: TraceInstance, view: AnnotationVie
     def draw_item(value: Any) -> Any:
         return draw(annotation_type=view.annotation_type, item=value)
 
-    title = f"{view.reward_id}: annotation_reward {scores['annotation_reward']:.4g}"
+    header = [
+        f"{instance.id}: {view.annotation_type} ({view.reward_id})",
+        *reward_breakdown(scores, reward_id=view.reward_id, formula=view.explanation.formula),
+    ]
+    metric = metric_name(view.explanation.metric)
+    half_life = view.context.half_life_px if view.context is not None and metric != "IoU" else None
     try:
         picture = render(
             args.png, view.explanation, draw_item, owner=owner, size=view.context.image_size if view.context else None,
-            image_path=image, title=title, metric=metric_name(view.explanation.metric),
+            image_path=image, header=header, metric=metric, half_life=half_life,
         )  # fmt: skip
     except DrawingUnavailable as exc:
         return _fail(str(exc))
@@ -421,7 +461,10 @@ def _draw(args: argparse.Namespace, instance: TraceInstance, view: AnnotationVie
         return _fail(str(exc), EXIT_BAD_INSTANCE)
     except OSError as exc:
         return _fail(f"cannot draw: {exc}", EXIT_BAD_INSTANCE)
-    print(f"\nwrote {args.png} ({picture.width}x{picture.height}, {picture.format})")
+    area = f"{picture.area[0]}x{picture.area[1]} at {picture.origin}, scale x{picture.scale}"
+    print(f"\nwrote {args.png} ({picture.width}x{picture.height}, {picture.format}; image area {area})")
+    printed = set(frame_check(view))  # already in the text report
     for note in picture.notes:
-        print(f"  note: {note}")
+        if note not in printed:
+            print(f"  note: {note}")
     return EXIT_OK
