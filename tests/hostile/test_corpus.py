@@ -160,22 +160,27 @@ CASES = [
         1.0,
     ),
     # Python-literal payloads with odd types.
-    Case("literal_set_of_complex", "{'answer': {1j}, 'annotation': [0, 0, 10, 10]}", WELL_FORMED, 0.0),
-    Case("literal_set_of_bytes", "{'answer': {b'7'}, 'annotation': [0, 0, 10, 10]}", WELL_FORMED, 0.0),
+    # Values JSON cannot hold (complex numbers, bytes, Ellipsis) make the literal "not parsed" (issue 17 item 8).
+    Case("literal_set_of_complex", "{'answer': {1j}, 'annotation': [0, 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
+    Case("literal_set_of_bytes", "{'answer': {b'7'}, 'annotation': [0, 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
     Case(
-        "literal_mixed_set", "{'answer': {1j, b'x', 7, 'a', (1, 2), ..., None}, 'annotation': (0, 0, 10, 10)}", WELL_FORMED, 0.0
+        "literal_mixed_set",
+        "{'answer': {1j, b'x', 7, 'a', (1, 2), ..., None}, 'annotation': (0, 0, 10, 10)}",
+        UNPARSED_BLOCK,
+        0.0,
     ),
-    Case("literal_complex_answer", "{'answer': 7+0j, 'annotation': [0, 0, 10, 10]}", WELL_FORMED, 0.0),
-    Case("literal_bytes_answer", "{'answer': b'7', 'annotation': [0, 0, 10, 10]}", WELL_FORMED, 0.0),
-    Case("literal_complex_coordinates", "{'answer': 7, 'annotation': [1j, 0, 10, 10]}", BAD_ANNOTATION, 1.0, 0.0),
-    Case("literal_bytes_coordinates", "{'answer': 7, 'annotation': [b'0', 0, 10, 10]}", BAD_ANNOTATION, 1.0, 0.0),
+    Case("literal_complex_answer", "{'answer': 7+0j, 'annotation': [0, 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
+    Case("literal_bytes_answer", "{'answer': b'7', 'annotation': [0, 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
+    Case("literal_complex_coordinates", "{'answer': 7, 'annotation': [1j, 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
+    Case("literal_bytes_coordinates", "{'answer': 7, 'annotation': [b'0', 0, 10, 10]}", UNPARSED_BLOCK, 0.0),
+    Case("literal_plain_set_answer", "{'answer': {7, 'a', (1, 2), None}, 'annotation': (0, 0, 10, 10)}", WELL_FORMED, 0.0),
     Case("literal_set_annotation", "{'answer': 7, 'annotation': {0, 10}}", BAD_ANNOTATION, 1.0, 0.0),
-    # A non-string map key is turned into a string ("1j"): parsed, but it misses key "a".
+    # A complex map key: not a literal at all.
     Case(
         "literal_complex_map_key",
         "{'answer': 7, 'annotation': {1j: [0, 0, 10, 10]}}",
-        WELL_FORMED,
-        1.0,
+        UNPARSED_BLOCK,
+        0.0,
         0.0,
         {"annotation_type": "bbox_map", "annotation": {"a": [0, 0, 10, 10]}},
     ),

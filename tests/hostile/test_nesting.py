@@ -44,6 +44,7 @@ def _nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+@pytest.mark.usefixtures("raised_recursion_limit")  # the default limit (1,000) could bite just inside
 def test_json_nesting_bound_is_exact() -> None:
     assert literals.load_json(_nested(MAX_JSON_DEPTH))[1]
     assert literals.load_json(_nested(MAX_JSON_DEPTH + 1)) == (None, False)

@@ -28,9 +28,10 @@ MAX_LITERAL_DEPTH = 64
 #: Deepest ``[``/``{`` nesting (outside strings) handed to the JSON decoder. The C
 #: decoder recurses once per level and is bounded only by ``sys.getrecursionlimit()``:
 #: a host that raises the limit to 100,000 lets ``[`` * 100,000 overflow the C stack
-#: (SIGSEGV). Checked before decoding, so the bound holds under any recursion limit;
-#: 512 is twice the answer comparison's depth limit and far below the C stack.
-MAX_JSON_DEPTH = 512
+#: (SIGSEGV). Checked before decoding, so the bound holds under any recursion limit.
+#: 1,000 is the interpreter's default limit, so under it nothing changes (deeper JSON
+#: already failed), and 1,000 levels use a few hundred KB of C stack at most.
+MAX_JSON_DEPTH = 1000
 
 #: How many recovery candidates (objects, fenced blocks, tags) are tried per response.
 MAX_RECOVERY_CANDIDATES = 512
