@@ -9,9 +9,11 @@ content) and refuses a broken one:
 * verl, TRL, EasyR1: raise ``InstanceError`` naming the row and the problem
   (those trainers call the reward function with no ``try``, so the step stops
   with the message);
-* OpenRLHF reward file: one ERROR log line per label content, then raise
-  (OpenRLHF catches the exception, logs it at INFO and leaves the reward
-  ``None``, which stops the run with an unrelated error);
+* OpenRLHF reward file: one ERROR log line per label content with the label
+  and every problem, then (default) reward 0 and ``trace_refused`` 1.0 in
+  ``extra_logs``, a metric of the step (OpenRLHF 0.11.2 would catch an
+  exception, log it at INFO and leave the reward ``None``), or with
+  ``on_invalid="raise"`` the error (OpenRLHF 0.9.0 lets it stop the run);
 * Ray Data: the row gets zeros and the problems in its ``error`` column, the
   job goes on.
 
@@ -37,7 +39,7 @@ from trace_tasks import instances as instances_module
 from trace_tasks import resolve_reward_contract, score_trace_response
 from trace_tasks.instances import InstanceError
 from trace_tasks.integrations import _common, easyr1, openrlhf, trl, verl
-from trace_tasks.integrations._common import stable_keys
+from trace_tasks.integrations._common import CHARTED_KEYS, REFUSED_KEY, stable_keys
 
 from .helpers import INSTANCES, as_json, reference
 
@@ -199,8 +201,8 @@ def test_verl_naive_manager_raises_and_the_next_row_scores(kind: str, as_string:
         data_source="trace_tasks", solution_str=GOOD_RESPONSE, ground_truth=as_json(GOOD), extra_info=dict(extra_info)
     )
     expected = reference(GOOD_RESPONSE, GOOD, extra_info=extra_info)
-    assert good["score"] == expected["overall"]
-    assert {k: v for k, v in good.items() if k != "score"} == {k: expected[k] for k in stable_keys()}
+    assert good["score"] == good["acc"] == expected["overall"]
+    assert {k: v for k, v in good.items() if k not in ("score", "acc")} == {k: expected[k] for k in CHARTED_KEYS}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -297,34 +299,51 @@ def test_easyr1_batch_function_raises_naming_the_input(kind: str) -> None:
     _assert_names(caught.value, kind)
     (good,) = reward_fn(inputs[:1])
     expected = reference(GOOD_RESPONSE, GOOD, format_weight=0.1)
-    assert good == {key: expected[key] for key in stable_keys()}
+    assert good == {key: expected[key] for key in good} and good.keys() >= {"overall", "accuracy", *CHARTED_KEYS}
 
 
 # --------------------------------------------------------------------------- OpenRLHF
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_openrlhf_reward_file_logs_error_once_then_raises(kind: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_openrlhf_reward_file_logs_error_once_and_counts_the_refusal(kind: str, caplog: pytest.LogCaptureFixture) -> None:
     inst, path, word, response = BROKEN[kind]
     label = as_json(inst)
     caplog.set_level(logging.INFO, logger="trace_tasks.integrations.openrlhf")
-    # OpenRLHF 0.11.2 openrlhf/utils/agent.py l.288-290 and l.317-323: one sample per call,
+    # OpenRLHF 0.11.2 openrlhf/utils/agent.py l.288-290 and l.310-325: one sample per call,
     # reward_func([query], [prompt], [label]) in a thread, the query decoded with skip_special_tokens=False.
-    # l.303-304 catch any exception and log it at INFO only (reward stays None), hence our own ERROR line.
+    # l.303-304 catch any exception and log it at INFO only (reward stays None): so by default the
+    # sample scores 0, trace_refused is 1.0 (a metric of the step) and our own ERROR line names the cause.
     for _ in range(3):  # three rollouts of the same broken label
-        with pytest.raises(InstanceError, match=r"^labels\[0\]: invalid instance") as caught:
-            openrlhf.reward_func([PROMPT + response + "<|im_end|>"], [PROMPT], [label])
-        _assert_names(caught.value, kind)
+        got = openrlhf.reward_func([PROMPT + response + "<|im_end|>"], [PROMPT], [label])
+        assert _first(got["rewards"]) == 0.0 and _first(got["extra_logs"][REFUSED_KEY]) == 1.0
+        assert all(_first(v) == 0.0 for k, v in got["extra_logs"].items() if k != REFUSED_KEY)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1, "one ERROR line per label content"
-    assert path in errors[0].getMessage() and word in errors[0].getMessage()
-    assert "label" in errors[0].getMessage()
+    message = errors[0].getMessage()
+    assert path in message and word in message and "labels[0]: invalid instance" in message
+    assert '"answer_gt"' in message  # the row itself
     # The next sample, a good label, scores exactly as score_trace_response does.
     good = openrlhf.reward_func([PROMPT + GOOD_RESPONSE + "<|im_end|>"], [PROMPT], [as_json(GOOD)])
     expected = reference(GOOD_RESPONSE, GOOD)
     values = {key: _first(value) for key, value in good["extra_logs"].items()}
-    assert values == pytest.approx({key: expected[key] for key in stable_keys()})
+    assert values == pytest.approx({**{key: expected[key] for key in CHARTED_KEYS}, REFUSED_KEY: 0.0})
     assert _first(good["rewards"]) == pytest.approx(expected["overall"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_openrlhf_on_invalid_raise_logs_error_once_then_raises(kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    inst, path, _word, response = BROKEN[kind]
+    caplog.set_level(logging.INFO, logger="trace_tasks.integrations.openrlhf")
+    reward_func = openrlhf.make_reward_func(on_invalid="raise")
+    # OpenRLHF 0.9.0 openrlhf/utils/remote_rm_utils.py l.49-83: ray.remote(reward_func) on chunks, ray.get with no
+    # try (experience_maker.py l.418): the exception stops the run with its message.
+    for _ in range(2):
+        with pytest.raises(InstanceError, match=r"^labels\[0\]: invalid instance") as caught:
+            reward_func([PROMPT + response], [PROMPT], [as_json(inst)])
+        _assert_names(caught.value, kind)
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and path in errors[0].getMessage()
 
 
 def _first(values: Any) -> float:
@@ -335,9 +354,11 @@ def _first(values: Any) -> float:
 
 def test_openrlhf_label_that_is_no_instance_is_logged_too(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="trace_tasks.integrations.openrlhf")
+    got = openrlhf.reward_func([PROMPT + GOOD_RESPONSE], [PROMPT], ["{not json"])
+    assert _first(got["extra_logs"][REFUSED_KEY]) == 1.0
     with pytest.raises(ValueError, match=r"labels\[0\] is a string but not JSON"):
-        openrlhf.reward_func([PROMPT + GOOD_RESPONSE], [PROMPT], ["{not json"])
-    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+        openrlhf.make_reward_func(on_invalid="raise")([PROMPT + GOOD_RESPONSE], [PROMPT], ["{not json"])
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]  # once per label content
 
 
 def test_openrlhf_score_queries_raises_for_the_server() -> None:
@@ -367,13 +388,13 @@ def test_ray_batch_function_reports_the_problems_in_the_error_column(kind: str) 
     out = _score_pandas_batch(
         batch, response_column="response", instance_columns="instance", options={}, prefix="trace_", error_column="error"
     )
-    rows = out.to_dict("records")
+    rows = out.to_pylist()
     assert rows[1]["trace_error"].startswith("InstanceError: instance: invalid instance: ")
     assert path in rows[1]["trace_error"] and word in rows[1]["trace_error"]
     assert all(rows[1]["trace_" + key] == 0.0 for key in stable_keys())
     expected = reference(GOOD_RESPONSE, GOOD)
     for row in (rows[0], rows[2]):
-        assert pd.isna(row["trace_error"])  # None; pandas' string dtype shows it as NaN until Ray turns it into null
+        assert row["trace_error"] is None  # an Arrow string column: one null kind
         assert {key: row["trace_" + key] for key in stable_keys()} == {key: expected[key] for key in stable_keys()}
 
 
@@ -445,7 +466,7 @@ def test_ray_batch_group_compiles_once(compile_spy: list[Any]) -> None:
         batch, response_column="response", instance_columns="instance", options={}, prefix="", error_column="error"
     )
     assert len(compile_spy) == 1
-    assert out["overall"].tolist() == [reference(r, GOOD)["overall"] for r in GROUP_RESPONSES]
+    assert out.column("overall").to_pylist() == [reference(r, GOOD)["overall"] for r in GROUP_RESPONSES]
 
 
 @pytest.mark.parametrize("kind", ["zero_area_target", "integer_answer_null"])

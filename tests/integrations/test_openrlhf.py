@@ -1,41 +1,120 @@
-"""OpenRLHF custom reward function, called the way OpenRLHF calls it.
+"""OpenRLHF reward file, driven the way OpenRLHF calls it (copied from the released wheels, without Ray or vLLM).
 
-Shapes follow OpenRLHF ``openrlhf/utils/remote_rm_utils.py`` (``RemoteRewardModel.get_rewards``):
-the file's ``reward_func`` is wrapped in ``ray.remote`` and called positionally
-with ``(queries, prompts, labels)`` slices, where queries are prompt + response
-decoded with ``skip_special_tokens=False`` (``trainer/ppo_utils/experience_maker.py``)
-and labels the ``--label_key`` column. ``update_samples_with_rewards`` concatenates
-``rewards``, ``scores`` and each ``extra_logs`` key across chunks.
+* OpenRLHF 0.11.2 (current, ``--reward.remote_url reward_func.py --data.label_key KEY``):
+  ``openrlhf/utils/agent.py`` ``SingleTurnAgentExecutor`` loads the file's
+  ``reward_func`` (l.196-205) and calls it once per sample,
+  ``reward_func([query], [prompt], [label])`` in a thread (l.286-293,
+  l.307-325), the query decoded with ``skip_special_tokens=False`` (l.288); it
+  takes ``rewards_info_list[0]`` and its ``rewards``/``scores``/``extra_logs``
+  (l.293-302) and catches any exception at INFO (l.303-304);
+  ``trainer/ppo_utils/samples_generator.py`` l.289-292 turns each
+  ``extra_logs`` value into a one-element tensor (``.flatten()[0].item()``).
+* OpenRLHF 0.9.0 (``--remote_rm_url reward_func.py --label_key KEY``):
+  ``openrlhf/utils/remote_rm_utils.py`` l.42-83 wraps ``reward_func`` in
+  ``ray.remote`` and calls it on chunks of ``micro_rollout_batch_size``;
+  ``trainer/ppo_utils/experience_maker.py`` l.208-245
+  (``update_samples_with_rewards``) concatenates ``rewards``, ``scores`` and
+  each ``extra_logs`` key with ``torch.cat(torch.as_tensor(...))``.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import numpy as np
 import pytest
 
 from trace_tasks.integrations import openrlhf
-from trace_tasks.integrations._common import stable_keys
+from trace_tasks.integrations._common import CHARTED_KEYS, REFUSED_KEY, stable_keys
 
-from .helpers import as_json, pairs, reference
+from .helpers import INSTANCES, as_json, pairs, reference
 
 PROMPT = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>How many?<|im_end|>\n<|im_start|>assistant\n"
 
 
-def _values(seq) -> list[float]:
+def _values(seq: Any) -> list[float]:
     return seq.tolist() if hasattr(seq, "tolist") else list(seq)
 
 
-def test_reward_func_equals_scorer() -> None:
+def _flat(value: Any) -> float:
+    # OpenRLHF 0.11.2 trainer/ppo_utils/samples_generator.py l.289-292
+    return value.flatten()[0].item() if hasattr(value, "flatten") else float(np.asarray(value).reshape(-1)[0])
+
+
+def execute_0_11(reward_func: Any, query: str, prompt: str, label: Any) -> dict[str, Any]:
+    """OpenRLHF 0.11.2 openrlhf/utils/agent.py l.286-304: one sample, the result's first entry, errors at INFO."""
+    output: dict[str, Any] = {"reward": None, "scores": None, "extra_logs": {}}
+    try:
+        rewards_info_list = [reward_func([query], [prompt], [label])]  # l.307-325: asyncio.to_thread + gather
+        rewards_info = rewards_info_list[0] if rewards_info_list else None
+        if rewards_info:
+            score_value = rewards_info.get("scores")
+            if score_value is None:
+                score_value = rewards_info.get("rewards")
+            output.update(
+                reward=rewards_info.get("rewards"),
+                scores=score_value,
+                extra_logs=rewards_info.get("extra_logs") or {},
+            )
+    except Exception:  # logger.info(f"[SingleTurnExecutor] Failed to fetch reward from remote RM: {e}")
+        pass
+    info = {key: _flat(value) for key, value in output["extra_logs"].items()}  # samples_generator.py l.289-292
+    return {"reward": None if output["reward"] is None else _flat(output["reward"]), "info": info}
+
+
+def get_rewards_0_9(
+    reward_func: Any, queries: list[str], prompts: list[str], labels: list[Any], micro_batch: int
+) -> dict[str, Any]:
+    """OpenRLHF 0.9.0 remote_rm_utils.py l.51-83 (chunks of micro_rollout_batch_size) and
+    experience_maker.py l.218-231 (concatenate rewards, scores and every extra_logs key of the first chunk)."""
+    rewards_info = [
+        reward_func(queries[i : i + micro_batch], prompts[i : i + micro_batch], labels[i : i + micro_batch])
+        for i in range(0, len(queries), micro_batch)
+    ]
+    cat = np.concatenate
+    return {
+        "rewards": cat([np.asarray(info["rewards"]) for info in rewards_info]).tolist(),
+        "scores": cat([np.asarray(info["scores"]) for info in rewards_info]).tolist(),
+        "extra_logs": {
+            key: cat([np.asarray(info["extra_logs"][key]) for info in rewards_info]).tolist()
+            for key in rewards_info[0]["extra_logs"]
+        },
+    }
+
+
+def test_per_sample_calls_of_0_11_equal_the_scorer() -> None:
+    reward_func = openrlhf.make_reward_func(format_weight=0.1)  # the one-line reward file
+    for n, (response, inst) in enumerate(pairs()):
+        query = PROMPT + response + "<|im_end|>" + "<|endoftext|>" * (n % 3)
+        got = execute_0_11(reward_func, query, PROMPT, as_json(inst))
+        want = reference(response, inst, format_weight=0.1)
+        assert got["reward"] == pytest.approx(want["overall"])
+        assert list(got["info"]) == [*CHARTED_KEYS, REFUSED_KEY]
+        assert got["info"] == pytest.approx({**{k: want[k] for k in CHARTED_KEYS}, REFUSED_KEY: 0.0})
+
+
+def test_chunked_calls_of_0_9_concatenate_with_the_same_keys() -> None:
     rows = pairs()
-    queries = [PROMPT + r + "<|im_end|>" + "<|endoftext|>" * (n % 3) for n, (r, _) in enumerate(rows)]
-    result = openrlhf.reward_func(queries, [PROMPT] * len(rows), [as_json(i) for _, i in rows])
+    queries = [PROMPT + r + "</s>" for r, _ in rows]
+    labels = [as_json(i) for _, i in rows]
+    got = get_rewards_0_9(openrlhf.make_reward_func(log_keys="all"), queries, [PROMPT] * len(rows), labels, micro_batch=4)
     expected = [reference(r, i) for r, i in rows]
-    assert _values(result["rewards"]) == pytest.approx([e["overall"] for e in expected])
-    assert _values(result["scores"]) == _values(result["rewards"])
-    assert list(result["extra_logs"]) == list(stable_keys())
-    for key, values in result["extra_logs"].items():
-        assert _values(values) == pytest.approx([e[key] for e in expected]), key
+    assert got["rewards"] == pytest.approx([e["overall"] for e in expected])
+    assert got["scores"] == got["rewards"]
+    assert list(got["extra_logs"]) == [*stable_keys(), REFUSED_KEY]
+    for key in stable_keys():
+        assert got["extra_logs"][key] == pytest.approx([e[key] for e in expected]), key
+
+
+def test_a_broken_label_is_a_metric_of_the_step_not_a_missing_reward() -> None:
+    broken = {**INSTANCES[1], "annotation_gt": {"type": "bbox", "value": [5, 5, 5, 50]}}
+    (response, _inst) = pairs()[0]
+    got = execute_0_11(openrlhf.reward_func, PROMPT + response, PROMPT, as_json(broken))
+    assert got["reward"] == 0.0 and got["info"][REFUSED_KEY] == 1.0  # not None: the step's metrics show it
+    assert (
+        execute_0_11(openrlhf.make_reward_func(on_invalid="raise"), PROMPT + response, PROMPT, as_json(broken))["reward"] is None
+    )
 
 
 def test_score_queries_gives_plain_lists_and_exact_values() -> None:
@@ -45,6 +124,7 @@ def test_score_queries_gives_plain_lists_and_exact_values() -> None:
     )
     expected = [reference(r, i, format_weight=0.3) for r, i in rows]
     assert result["rewards"] == [e["overall"] for e in expected]
+    assert list(result["extra_logs"]) == list(stable_keys())
     assert all(isinstance(v, float) for v in result["extra_logs"]["format"])
 
 
@@ -52,16 +132,19 @@ def test_response_extraction() -> None:
     assert openrlhf.extract_response("PROMPT{}<|im_end|>\n<|endoftext|>", "PROMPT") == "{}"
     assert openrlhf.extract_response("{} </s>", "other prompt") == "{}"
     assert openrlhf.extract_response("{}<|not a token|>", "") == "{}<|not a token|>"
+    assert openrlhf.extract_response("{}</s><pad><pad><pad>", "") == "{}"
+    assert openrlhf.extract_response("{}[SEP][PAD][PAD]", "") == "{}"
     assert openrlhf.extract_response(None, "x") == ""
     # A million fake tokens is stripped in linear time (a slicing loop would take minutes).
     assert openrlhf.extract_response("{}" + "<|x|>" * 200_000, "") == "{}"
+    assert openrlhf.extract_response("{}" + "<pad>" * 200_000, "") == "{}"
 
 
-def test_options_from_environment(monkeypatch) -> None:
+def test_options_from_environment_for_the_ready_made_function(monkeypatch: pytest.MonkeyPatch) -> None:
     (response, inst) = pairs()[0]
     monkeypatch.setenv(openrlhf.OPTIONS_ENV, json.dumps({"trace_reward_mode": "answer"}))
-    got = openrlhf.score_queries([response], None, [inst], openrlhf._options_from_env())
-    assert got["rewards"] == [reference(response, inst, trace_reward_mode="answer")["overall"]]
+    got = openrlhf.reward_func([response], [""], [inst])
+    assert _values(got["rewards"]) == pytest.approx([reference(response, inst, trace_reward_mode="answer")["overall"]])
     monkeypatch.setenv(openrlhf.OPTIONS_ENV, json.dumps({"trace_reward_moda": "answer"}))
     with pytest.raises(ValueError, match="unknown scorer option"):
         openrlhf.reward_func([response], [""], [as_json(inst)])
@@ -71,5 +154,9 @@ def test_caller_mistakes_raise() -> None:
     (response, _inst) = pairs()[0]
     with pytest.raises(ValueError, match="same length"):
         openrlhf.reward_func([response], [""], [])
-    with pytest.raises(ValueError, match=r"labels\[0\]"):
-        openrlhf.reward_func([response], [""], ["{not json"])
+    with pytest.raises(ValueError, match="on_invalid"):
+        openrlhf.make_reward_func(on_invalid="ignore")
+    with pytest.raises(ValueError, match="unknown scorer option"):
+        openrlhf.make_reward_func(formatweight=0.1)
+    with pytest.raises(ValueError, match="log_keys"):
+        openrlhf.make_reward_func(log_keys="some")

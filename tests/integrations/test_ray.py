@@ -88,3 +88,61 @@ def test_invalid_options_raise_before_scoring(ray: ModuleType) -> None:
         score_rows_with_ray([], format_weight=5)
     with pytest.raises(ValueError, match="unknown scorer option"):
         score_dataset(ray.data.from_items([{"response": ""}]), mode="answer")
+
+
+MODES = ("answer", "answer_and_annotation", "answer_only", "annotation")
+
+
+def test_score_dataset_honours_each_rows_own_options(ray: ModuleType) -> None:
+    # A mixed-mode dataset: each row's trace_reward_mode (and a few format weights) win over the call's
+    # options, row by row exactly as score_trace_batch's items do; a null cell means "not set".
+    rows = _rows()[:1100]
+    items = []
+    for n, (r, i) in enumerate(rows):
+        item = {"response": r, **{k: i.get(k) for k in ("answer_gt", "annotation_gt", "reward_contract", "image_size")}}
+        item["trace_reward_mode"] = MODES[n % 4]
+        if n % 3 == 0:
+            item["format_weight"] = 0.25
+        items.append(item)
+    records = [
+        {
+            "id": n,
+            "response": item["response"],
+            **{k: json.dumps(item[k]) for k in ("answer_gt", "annotation_gt", "reward_contract", "image_size")},
+            "trace_reward_mode": item["trace_reward_mode"],
+            "format_weight": item.get("format_weight"),  # None where the item has no key
+        }
+        for n, item in enumerate(items)
+    ]
+    ds = ray.data.from_items(records, override_num_blocks=3)
+    out = sorted(
+        score_dataset(
+            ds, instance_columns=("answer_gt", "annotation_gt", "reward_contract", "image_size"), format_weight=0.1
+        ).take_all(),
+        key=lambda row: row["id"],
+    )
+    expected = score_trace_batch(items, format_weight=0.1)
+    keys = stable_keys()
+    differ = sum({k: got[k] for k in keys} != {k: want[k] for k in keys} for got, want in zip(out, expected, strict=True))
+    assert differ == 0
+    assert {row["trace_reward_mode_answer"] for row in out} == {0.0, 1.0}  # both modes were really used
+    assert {row["format_weight"] for row in out} == {0.1, 0.25}
+
+
+def test_error_column_has_one_null_kind(ray: ModuleType) -> None:
+    # Blocks where every row scored (all null) next to blocks with an error: one string column, None for "no error".
+    good = {"response": RESPONSES[0], "instance": json.dumps(INSTANCES[0])}
+    bad = {"response": "7", "instance": json.dumps({"answer_gt": {"type": "integer", "value": 7}})}
+    records = [{"id": n, **(bad if n == 130 else good)} for n in range(200)]
+    scored = score_dataset(ray.data.from_items(records, override_num_blocks=4), instance_columns="instance", batch_size=50)
+    rows = scored.take_all()
+    assert {type(row["error"]) for row in rows} == {type(None), str}
+    assert sum(row["error"] is not None for row in rows) == 1
+    import pyarrow
+
+    schema = scored.schema()
+    assert dict(zip(schema.names, schema.types, strict=True))["error"] == pyarrow.string()
+    frame = scored.to_pandas()  # a string dtype: its one null kind on every row that scored
+    nulls = frame["error"][frame["error"].isna()]
+    assert len(nulls) == 199 and len({type(v) for v in nulls}) == 1
+    assert frame["error"].notna().sum() == 1

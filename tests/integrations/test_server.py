@@ -22,7 +22,7 @@ import pytest
 import uvicorn
 
 from trace_tasks.cli import main
-from trace_tasks.integrations._common import stable_keys
+from trace_tasks.integrations._common import CHARTED_KEYS
 from trace_tasks.integrations.server import create_app
 
 from .helpers import INSTANCES, as_json, pairs, reference
@@ -70,7 +70,7 @@ def test_get_reward_equals_scorer(base_url: str) -> None:
     expected = [reference(r, i, format_weight=0.1) for r, i in rows]
     assert body["rewards"] == [e["overall"] for e in expected]
     assert body["scores"] == body["rewards"]
-    assert list(body["extra_logs"]) == list(stable_keys())
+    assert list(body["extra_logs"]) == list(CHARTED_KEYS)  # log_keys="charted", the default
     for key, values in body["extra_logs"].items():
         assert values == [e[key] for e in expected], key
 
@@ -167,7 +167,7 @@ def test_cli_serve_subprocess() -> None:
         (response, inst) = pairs()[0]
         got = httpx.post(f"{url}/get_reward", json={"query": [response], "prompts": [""], "labels": [inst]}, timeout=30)
         assert got.json()["rewards"] == [reference(response, inst, trace_reward_mode="answer")["overall"]]
-        assert got.json()["extra_logs"]["trace_reward_mode_answer"] == [1.0]
+        assert got.json()["extra_logs"]["overall"] == got.json()["rewards"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -41,6 +41,13 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_MAX_REQUEST_BYTES,
         help="refuse larger request bodies with 413 (default %(default)s = 16 MiB)",
     )
+    parser.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=None,
+        help="request bytes held at once per worker before new requests get 503 with Retry-After "
+        "(default 64 MiB, at least --max-request-bytes)",
+    )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default %(default)s)")
     add_scoring_options(parser)
     parser.set_defaults(func=run)
@@ -78,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         uvicorn = require("uvicorn", "server")
-        config = {"max_request_bytes": args.max_request_bytes, **options}
+        config = {"max_request_bytes": args.max_request_bytes, "max_inflight_bytes": args.max_inflight_bytes, **options}
         create_app(**config)  # fail here, with a message, rather than inside every worker
         # Plugins and the user's pins too: a broken plugin or a bad TRACE_TASKS_REWARD_IDS
         # stops the server now (one line, exit 1, from main) instead of failing every request.

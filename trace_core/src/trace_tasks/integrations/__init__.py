@@ -3,13 +3,17 @@
 One module per trainer, each importable on its own without the trainer or any
 optional dependency installed:
 
-* :mod:`trace_tasks.integrations.verl`: ``custom_reward_function`` (single and batch)
-* :mod:`trace_tasks.integrations.trl`: ``GRPOTrainer(reward_funcs=[...])``
-* :mod:`trace_tasks.integrations.openrlhf`: ``--remote_rm_url reward_func.py``
+* :mod:`trace_tasks.integrations.verl`: ``make_compute_score`` (reward loop,
+  naive, dapo; ``returns="float"`` for prime), ``make_compute_score_batch``
+* :mod:`trace_tasks.integrations.trl`: ``make_reward_func``,
+  ``make_async_reward_func``, ``make_component_reward_funcs`` for ``GRPOTrainer``
+* :mod:`trace_tasks.integrations.openrlhf`: ``make_reward_func`` for
+  ``--reward.remote_url reward_func.py`` (``--remote_rm_url`` before 0.10.4)
 * :mod:`trace_tasks.integrations.server`: the same protocol over HTTP
   (``trace-tasks serve``, needs ``trace-core[server]``)
-* :mod:`trace_tasks.integrations.easyr1`: batch reward function
+* :mod:`trace_tasks.integrations.easyr1`: ``make_compute_score`` (batch and sequential)
 * :mod:`trace_tasks.integrations.ray`: Ray Data scoring (needs ``trace-core[ray]``)
 
-See ``docs/integrations.md`` for a copy-paste snippet per trainer.
+Each factory takes the scorer options, so they are set in the one-line reward
+file. See ``docs/integrations.md`` for a snippet per trainer and version.
 """

@@ -301,6 +301,85 @@ def scoring_kwargs(
     return kwargs
 
 
+#: The components people chart, logged by default by every adapter: the rewards,
+#: and the flags that describe the *model's output* (``answer_parse_ok`` describes
+#: the ground truth, always 1.0 for a validated instance, so it is left out, as are
+#: the constant option echoes and the ``annotation_type_*`` one-hot).
+CHARTED_KEYS: tuple[str, ...] = (
+    "overall",
+    "answer_reward",
+    "annotation_reward",
+    "format",
+    "format_structure_ok",
+    "format_json_ok",
+    "format_schema_ok",
+    "json_found",
+    "annotation_parse_ok",
+    "zero_reward",
+)
+#: ``log_keys`` values: the charted components, or every always-present key.
+LOG_KEY_SETS: tuple[str, ...] = ("charted", "all")
+#: Logged by the adapters that refuse a broken row without stopping the trainer:
+#: 1.0 for a row whose instance was refused (its rewards are 0), else 0.0.
+REFUSED_KEY = "trace_refused"
+
+
+def logged_keys(log_keys: str) -> tuple[str, ...]:
+    """The keys an adapter logs for ``log_keys`` (``"charted"`` or ``"all"``); a caller mistake raises."""
+    if log_keys == "charted":
+        return CHARTED_KEYS
+    if log_keys == "all":
+        return stable_keys()
+    raise ValueError(f"log_keys must be one of {list(LOG_KEY_SETS)}, got {log_keys!r}")
+
+
+def diagnostics(result: Mapping[str, float]) -> dict[str, float]:
+    """The per-type diagnostics of ``result`` (present only when an annotation was scored)."""
+    stable = set(stable_keys())
+    return {key: value for key, value in result.items() if key not in stable}
+
+
+#: Plain end-of-turn, end-of-sequence and padding tokens stripped from the end of a
+#: response decoded with special tokens, besides any ``<|...|>`` token.
+SPECIAL_TOKENS: tuple[str, ...] = (
+    "</s>",
+    "<eos>",
+    "<end_of_turn>",
+    "<｜end▁of▁sentence｜>",
+    "<pad>",
+    "[PAD]",
+    "[SEP]",
+    "[CLS]",
+)
+_MAX_TOKEN_LEN = 64
+
+
+def strip_special_tokens(text: str) -> str:
+    """Drop trailing whitespace and special tokens (``<|im_end|>``, ``</s>``, ``<pad>`` runs, ...).
+
+    The response contract wants the final object to end the text, so a response
+    decoded with special tokens (OpenRLHF always, EasyR1 with
+    ``skip_special_tokens: false``) would lose its format credit. Moves an end
+    index instead of slicing, so a response made of a million tokens is still
+    handled in linear time.
+    """
+    end = len(text)
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        if text.endswith("|>", 0, end):
+            start = text.rfind("<|", max(0, end - _MAX_TOKEN_LEN), end)
+            if start != -1 and not any(ch.isspace() for ch in text[start:end]):
+                end = start
+                continue
+        for token in SPECIAL_TOKENS:
+            if text.endswith(token, 0, end):
+                end -= len(token)
+                break
+        else:
+            return text[:end]
+
+
 def stable_keys() -> tuple[str, ...]:
     """The keys ``score_trace_response`` returns for every call, in its order (``trace_tasks.result_keys``).
 

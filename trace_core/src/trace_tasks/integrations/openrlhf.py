@@ -1,41 +1,53 @@
-"""OpenRLHF custom reward function (``--remote_rm_url /path/to/reward_func.py``).
+"""OpenRLHF custom reward function, configured in the one-line reward file.
 
 OpenRLHF loads a Python file and calls its ``reward_func(queries, prompts,
-labels)``; a one-line file re-exporting ours is enough::
+labels)``::
 
-    from trace_tasks.integrations.openrlhf import reward_func  # noqa: F401
+    # reward_func.py
+    from trace_tasks.integrations.openrlhf import make_reward_func
+    reward_func = make_reward_func(format_weight=0.1)
 
-Run with ``--label_key`` naming the dataset column that holds the trace
-instance (its JSON string, or a mapping). ``queries`` are prompt + response
-decoded *with* special tokens, so the response is the query minus its prompt
-prefix (when it starts with it), with trailing special tokens such as
-``<|im_end|>`` or ``</s>`` removed, since the response contract requires the
-final object to end the text.
+    # OpenRLHF >= 0.10.4 (0.11.2 current):
+    python -m openrlhf.cli.train_ppo_ray ... --reward.remote_url reward_func.py --data.label_key instance
+    # OpenRLHF <= 0.10.3 (0.9.0):
+    python -m openrlhf.cli.train_ppo_ray ... --remote_rm_url reward_func.py --label_key instance
+
+The label column holds the trace instance (its JSON string, or a mapping).
+``queries`` are prompt + response decoded *with* special tokens, so the response
+is the query minus its prompt prefix (when it starts with it), with trailing
+special tokens such as ``<|im_end|>``, ``</s>`` or a ``<pad>`` run removed
+(:func:`trace_tasks.integrations._common.strip_special_tokens`), since the
+response contract requires the final object to end the text.
 
 Returns ``{"rewards", "scores", "extra_logs"}``: ``rewards`` and ``scores`` are
-the overall reward (in [0, 1]), ``extra_logs`` every key the scorer always
-returns, one value per query. They are torch tensors when torch is importable
-(older OpenRLHF concatenates them with ``torch.cat``), lists otherwise.
-:func:`score_queries` returns the same with plain lists (the HTTP server uses it).
+the overall reward (in [0, 1]), ``extra_logs`` the logged components
+(``log_keys="charted"``: :data:`~trace_tasks.integrations._common.CHARTED_KEYS`,
+or ``"all"``) and ``trace_refused``, one value per query, the same keys on every
+call (OpenRLHF 0.9.0 concatenates them per key across calls with ``torch.cat``,
+``trainer/ppo_utils/experience_maker.py`` l.218-231; 0.11.2 reads one value
+per sample, ``samples_generator.py`` l.289-292). They are torch tensors when
+torch is importable, lists otherwise. :func:`score_queries` returns the same
+with plain lists (the HTTP server uses it).
 
-Errors: every label is validated through the strict path
+Broken labels: every label is validated through the strict path
 (:func:`trace_tasks.instances.compile_instance`, cached by content, so the
-``n_samples_per_prompt`` rollouts of a prompt compile their label once). A
-broken one (not an instance, a zero-area target box, an unknown type, a contract
-that disagrees, an answer its type cannot hold, ...) is refused: ``reward_func``
-logs it at ERROR level, once per label content, with every problem, then raises
-:class:`~trace_tasks.instances.InstanceError` (a plain ``ValueError`` for a
-label that is no instance at all: not JSON, a required field missing). Why both: OpenRLHF 0.11.2 catches
-any exception of the reward function, logs it at INFO and leaves the sample's
-reward ``None`` (``openrlhf/utils/agent.py`` l.286-304), so the message alone
-would drown among INFO lines; the ``None`` reward then stops the run a few
-lines later with an unrelated error (``Experience.concat_experiences`` pads a
-``None`` reward, or ``experience_maker.py`` l.139-142 asks for a reward model:
-"reward_model_group is required when rewards are not precomputed"). The ERROR
-line, printed just before, names the real cause. Returning a reward of 0
-instead would let the run go on training on a made-up reward.
-:func:`score_queries` (used by the HTTP server) raises the same error without
-logging. An invalid option raises ``ValueError``. Model output never raises.
+``n_samples_per_prompt`` rollouts of a prompt compile their label once).
+OpenRLHF 0.11.2 catches any exception of the reward function, logs it at INFO
+and leaves the sample's reward ``None`` (``openrlhf/utils/agent.py``
+l.286-304): the message drowns among INFO lines and the run later fails with
+an unrelated error. So a broken label (not an instance, a zero-area target box,
+an unknown type, a contract that disagrees, an answer its type cannot hold, ...)
+is, by default (``on_invalid="zero"``), logged at ERROR level once per label
+content with the label and every problem, and scored 0 with ``trace_refused``
+1.0 in ``extra_logs``: OpenRLHF logs the mean of ``trace_refused`` with the
+step's metrics, so a broken dataset shows in the first step. With a group
+baseline (``--advantage_estimator group_norm``, ``rloo``, ``dr_grpo``...) a
+prompt whose rollouts all score 0 has zero advantage and trains nothing.
+``on_invalid="raise"`` logs the same line and raises the
+:class:`~trace_tasks.instances.InstanceError` instead (OpenRLHF 0.9.0 does not
+catch it: ``ray.get`` in ``experience_maker.py`` l.418 re-raises, and the run
+stops with the message). An invalid option raises ``ValueError``. Model output
+never raises.
 """
 
 from __future__ import annotations
@@ -46,44 +58,41 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
 
 from trace_tasks.instances import CompiledInstance
-from trace_tasks.integrations._common import compile_ground_truth, scorer_options, stable_keys, stable_view, to_plain
+from trace_tasks.integrations._common import (
+    REFUSED_KEY,
+    SPECIAL_TOKENS,
+    compile_ground_truth,
+    logged_keys,
+    scorer_options,
+    strip_special_tokens,
+    to_plain,
+)
 
-__all__ = ["SPECIAL_TOKENS", "extract_response", "reward_func", "score_queries"]
+__all__ = [
+    "ON_INVALID",
+    "OPTIONS_ENV",
+    "SPECIAL_TOKENS",
+    "extract_response",
+    "make_reward_func",
+    "reward_func",
+    "score_queries",
+]
 
 logger = logging.getLogger(__name__)
 
-#: Plain end-of-sequence tokens stripped from the end of a response, besides any ``<|...|>`` token.
-SPECIAL_TOKENS: tuple[str, ...] = ("</s>", "<eos>", "<end_of_turn>", "<｜end▁of▁sentence｜>")
-_MAX_TOKEN_LEN = 64
-#: Scorer options for reward files, read from the environment (OpenRLHF passes no options).
+#: Scorer options of the ready-made :func:`reward_func`, read from the environment.
+#: Prefer :func:`make_reward_func` in the reward file: ``train_ppo_ray`` forwards
+#: only a few variables of its own to its Ray actors.
 OPTIONS_ENV = "TRACE_TASKS_OPTIONS"
+#: ``on_invalid`` values: score a broken label 0 and count it (``trace_refused``), or raise.
+ON_INVALID: tuple[str, ...] = ("zero", "raise")
+_LABEL_PREVIEW = 300
 
-
-def _strip_special_tokens(text: str) -> str:
-    """Drop trailing whitespace and special tokens (``<|im_end|>``, ``</s>``, ...).
-
-    Moves an end index instead of slicing, so a response made of a million
-    tokens is still handled in linear time.
-    """
-    end = len(text)
-    while True:
-        while end and text[end - 1].isspace():
-            end -= 1
-        if text.endswith("|>", 0, end):
-            start = text.rfind("<|", max(0, end - _MAX_TOKEN_LEN), end)
-            if start != -1 and not any(ch.isspace() for ch in text[start:end]):
-                end = start
-                continue
-        for token in SPECIAL_TOKENS:
-            if text.endswith(token, 0, end):
-                end -= len(token)
-                break
-        else:
-            return text[:end]
+_Entry = Optional[tuple[CompiledInstance, dict[str, Any]]]
 
 
 def extract_response(query: Any, prompt: Any) -> str:
@@ -92,7 +101,7 @@ def extract_response(query: Any, prompt: Any) -> str:
         return ""
     if isinstance(prompt, str) and prompt and query.startswith(prompt):
         query = query[len(prompt) :]
-    return _strip_special_tokens(query)
+    return strip_special_tokens(query)
 
 
 def _options_from_env() -> dict[str, Any]:
@@ -117,37 +126,56 @@ def _check_lengths(queries: Sequence[Any], prompts: Sequence[Any] | None, labels
     return prompts
 
 
-def _score_compiled(
+def _score_entries(
     queries: Sequence[Any],
     prompts: Sequence[Any],
-    compiled: Sequence[tuple[CompiledInstance, dict[str, Any]]],
+    entries: Sequence[_Entry],
     options: Mapping[str, Any] | None,
+    keys: tuple[str, ...],
+    *,
+    refused_key: bool,
 ) -> dict[str, Any]:
-    keys = stable_keys()
+    """Score each query against its compiled label; a ``None`` entry (a refused label) scores 0."""
     logs: dict[str, list[float]] = {key: [] for key in keys}
+    if refused_key:
+        logs[REFUSED_KEY] = []
+    overall: list[float] = []
     options = options or {}
-    for query, prompt, (instance, inputs) in zip(queries, prompts, compiled, strict=True):
-        result = stable_view(instance.score(extract_response(query, prompt), **inputs, **options))
+    for query, prompt, entry in zip(queries, prompts, entries, strict=True):
+        if entry is None:
+            result: Mapping[str, float] = {}
+        else:
+            instance, inputs = entry
+            result = instance.score(extract_response(query, prompt), **inputs, **options)
         for key in keys:
-            logs[key].append(result[key])
-    overall = [min(max(value, 0.0), 1.0) for value in logs["overall"]]
-    return {"rewards": list(overall), "scores": list(overall), "extra_logs": logs}
+            logs[key].append(float(result.get(key, 0.0)))
+        if refused_key:
+            logs[REFUSED_KEY].append(1.0 if entry is None else 0.0)
+        overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
+    return {"rewards": overall, "scores": list(overall), "extra_logs": logs}
 
 
 def score_queries(
-    queries: Sequence[Any], prompts: Sequence[Any] | None, labels: Sequence[Any], options: Mapping[str, Any] | None = None
+    queries: Sequence[Any],
+    prompts: Sequence[Any] | None,
+    labels: Sequence[Any],
+    options: Mapping[str, Any] | None = None,
+    *,
+    log_keys: str = "all",
 ) -> dict[str, Any]:
     """Score OpenRLHF queries; ``{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}`` as lists.
 
-    ``options`` must already be picked and validated (:func:`scorer_options`).
-    Raises ``ValueError`` for mismatched lengths and
+    ``options`` must already be picked and validated (:func:`scorer_options`);
+    ``log_keys`` picks the ``extra_logs`` keys (``"all"``: every always-present
+    key; ``"charted"``). Raises ``ValueError`` for mismatched lengths and
     :class:`~trace_tasks.instances.InstanceError` naming ``labels[i]`` for the
     first broken label, ``ValueError`` for one that is no instance at all
     (every label is compiled before any query is scored).
     """
+    keys = logged_keys(log_keys)
     prompts = _check_lengths(queries, prompts, labels)
-    compiled = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
-    return _score_compiled(queries, prompts, compiled, options)
+    entries = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
+    return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
 
 
 #: Digests of the broken labels already logged (bounded): one ERROR line per label content.
@@ -156,36 +184,47 @@ _logged: collections.OrderedDict[str, None] = collections.OrderedDict()
 _logged_lock = threading.Lock()
 
 
-def _label_digest(label: Any) -> str:
+def _label_text(label: Any) -> str:
     if isinstance(label, (bytes, bytearray)):
-        data = bytes(label)
-    elif isinstance(label, str):
-        data = label.encode("utf-8", errors="surrogatepass")
-    else:
-        try:
-            text = json.dumps(to_plain(label), sort_keys=True, default=repr)
-        except (TypeError, ValueError, RecursionError):
-            text = repr(label)
-        data = text.encode("utf-8", errors="surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+        return bytes(label).decode("utf-8", errors="replace")
+    if isinstance(label, str):
+        return label
+    try:
+        return json.dumps(to_plain(label), sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(label)
 
 
-def _log_refusal(label: Any, error: ValueError) -> None:
-    """Log a refused label at ERROR, once per label content."""
-    digest = _label_digest(label)
+def _first_sighting(text: str) -> bool:
+    """True the first time a label content is seen (bounded memory of digests)."""
+    digest = hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
     with _logged_lock:
         if digest in _logged:
             _logged.move_to_end(digest)
-            return
+            return False
         _logged[digest] = None
         while len(_logged) > _LOGGED_MAX:
             _logged.popitem(last=False)
+    return True
+
+
+def _log_refusal(label: Any, error: ValueError, *, on_invalid: str) -> None:
+    """Log a refused label at ERROR, once per label content, with the label and every problem."""
+    text = _label_text(label)
+    if not _first_sighting(text):
+        return
+    preview = text if len(text) <= _LABEL_PREVIEW else text[:_LABEL_PREVIEW] + f"... ({len(text)} characters)"
+    consequence = (
+        "the sample is scored 0 and counted in the trace_refused metric"
+        if on_invalid == "zero"
+        else "the error is raised (OpenRLHF >= 0.10 catches it, logs it at INFO and gives the sample no reward)"
+    )
     logger.error(
-        "trace_tasks refuses a broken trace instance in the label column (--data.label_key): %s. "
-        "OpenRLHF catches the error raised now, logs it at INFO and gives the sample no reward; the run then "
-        "stops with an unrelated error (a None reward): this is its cause. Fix the dataset "
-        "(`trace-tasks validate FILE` lists every broken row).",
+        "trace_tasks refuses a broken trace instance in the label column (--data.label_key / --label_key): %s; "
+        "label: %s; %s. Fix the dataset (`trace-tasks validate FILE` lists every broken row).",
         error,
+        preview,
+        consequence,
     )
 
 
@@ -201,22 +240,48 @@ def _as_tensors(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def reward_func(queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
-    """OpenRLHF's custom reward function.
+RewardFunc = Callable[..., dict[str, Any]]
 
-    Scorer options come from ``kwargs`` (unknown keys ignored) over the JSON
-    object in the ``TRACE_TASKS_OPTIONS`` environment variable. A broken label
-    is logged at ERROR (once per content) and raises
-    :class:`~trace_tasks.instances.InstanceError` (``ValueError`` for a label
-    that is no instance at all; see the module docstring).
+
+def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **options: Any) -> RewardFunc:
+    """OpenRLHF's ``reward_func(queries, prompts, labels, **kwargs)`` with ``options`` (scorer options, checked now).
+
+    ``log_keys``: ``"charted"`` (default) or ``"all"``. ``on_invalid``:
+    ``"zero"`` (default: ERROR log, reward 0, ``trace_refused`` 1.0) or
+    ``"raise"`` (ERROR log, then the error). Returns a plain function, since
+    OpenRLHF 0.9.0 wraps it with ``ray.remote``.
     """
-    options = {**_options_from_env(), **scorer_options(kwargs, strict=False)}
-    prompts = _check_lengths(queries, prompts, labels)
-    compiled = []
-    for i, label in enumerate(labels):
-        try:
-            compiled.append(compile_ground_truth(label, where=f"labels[{i}]"))
-        except ValueError as exc:  # InstanceError, or a label that is no instance at all
-            _log_refusal(label, exc)
-            raise
-    return _as_tensors(_score_compiled(queries, prompts, compiled, options))
+    keys = logged_keys(log_keys)
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
+    picked = scorer_options(options, strict=True)
+
+    def reward_func(queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
+        call_options = {**picked, **scorer_options(kwargs, strict=False)} if kwargs else picked
+        checked = _check_lengths(queries, prompts, labels)
+        entries: list[_Entry] = []
+        for i, label in enumerate(labels):
+            try:
+                entries.append(compile_ground_truth(label, where=f"labels[{i}]"))
+            except ValueError as exc:  # InstanceError, or a label that is no instance at all
+                _log_refusal(label, exc, on_invalid=on_invalid)
+                if on_invalid == "raise":
+                    raise
+                entries.append(None)
+        return _as_tensors(_score_entries(queries, checked, entries, call_options, keys, refused_key=True))
+
+    reward_func.__doc__ = f"OpenRLHF reward: trace scorer with options {picked!r}."
+    return reward_func
+
+
+_DEFAULT = make_reward_func()
+
+
+def reward_func(queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
+    """The ready-made reward function: :func:`make_reward_func` defaults, scorer options from ``TRACE_TASKS_OPTIONS``.
+
+    Kept for reward files written before the factory existed; a file that
+    calls :func:`make_reward_func` needs no environment variable on the Ray workers.
+    """
+    env = _options_from_env()
+    return _DEFAULT(queries, prompts, labels, **{**env, **kwargs})

@@ -13,35 +13,160 @@ malformed instance, or one that cannot be scored honestly: a zero-area target
 box, an unknown type, a contract that disagrees, ...) does not stop the job: it
 gets zeros in the score columns and its message, listing every problem, in the
 ``error`` column (``score_trace_batch`` does the same with ``{"error": ...}``).
-Filter on ``error`` before using the scores. Invalid options still raise before
-anything runs.
+Filter on ``error`` before using the scores; it is a string column whose
+value is ``None`` on every row that scored (one null kind, whatever the block).
+Invalid options still raise before anything runs.
+
+Per-row options: like :func:`trace_tasks.score_trace_batch`, where a row's own
+keys win over the call's options, :func:`score_dataset` reads the columns named
+after scorer options (``trace_reward_mode``, ``answer_weight``,
+``annotation_weight``, ``format_weight``, ``trace_annotation_reward_formula``,
+``point_half_life_px``) and the scorer inputs ``image_sizes`` and
+``extra_info`` when the dataset has them; a null value there (Arrow cannot
+leave a key out of one row) means "not set".
+
+``uv run``: Ray's default under ``uv run`` starts every worker through
+``uv run`` too, in an environment it builds from the project; when that
+environment lacks Ray or this package the workers die with "No module named
+'ray'" after minutes. :func:`score_rows_with_ray` starts its own Ray with that
+hook off (``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``: the workers use the driver's
+interpreter); :func:`score_dataset`, which runs on a Ray someone else started,
+refuses at once with one line saying what to set, unless the variable is set
+either way.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trace_tasks.batch import MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
+    SCORER_OPTIONS,
     compile_ground_truth,
     require,
     scorer_options,
     stable_keys,
     stable_view,
+    to_plain,
 )
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; ray and pandas stay optional
+if TYPE_CHECKING:  # pragma: no cover - typing only; ray, pandas and pyarrow stay optional
     import pandas
+    import pyarrow
     import ray.data
 
-__all__ = ["DEFAULT_INSTANCE_COLUMNS", "score_dataset", "score_rows_with_ray"]
+__all__ = [
+    "DEFAULT_INSTANCE_COLUMNS",
+    "ROW_OPTION_COLUMNS",
+    "UV_RUN_ENV",
+    "UvRunError",
+    "score_dataset",
+    "score_rows_with_ray",
+    "uv_run_problem",
+]
 
 #: Columns read by default: one per instance field. Add ``"image_size"`` or
 #: ``"metadata"`` when your dataset has them, or pass one column name holding
 #: the whole instance (a mapping or its JSON string).
 DEFAULT_INSTANCE_COLUMNS: tuple[str, ...] = REQUIRED_FIELDS
+
+
+#: Columns read per row when the dataset has them, as ``score_trace_batch`` reads an item's own keys.
+ROW_OPTION_COLUMNS: tuple[str, ...] = (*SCORER_OPTIONS, "image_sizes", "extra_info")
+#: Ray's switch for starting workers through ``uv run`` (read when ``ray`` is imported).
+UV_RUN_ENV = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
+
+
+class UvRunError(RuntimeError):
+    """Ray would start its workers through ``uv run``; see :func:`uv_run_problem`."""
+
+
+def _uv_run_cmdline() -> list[str] | None:
+    """The command line of the nearest ancestor process that is ``uv run``, as Ray detects it."""
+    try:
+        import psutil  # type: ignore[import-untyped]  # a dependency of Ray, without stubs
+    except ImportError:
+        return None
+    try:
+        parents = psutil.Process().parents()
+    except psutil.Error:
+        return None
+    for parent in parents:
+        try:
+            cmdline = parent.cmdline()
+        except psutil.Error:
+            continue
+        if _is_uv_run(cmdline):
+            return cmdline
+    return None
+
+
+def _is_uv_run(cmdline: Sequence[str]) -> bool:
+    # Ray's own test (ray/_private/runtime_env/uv_runtime_env_hook.py, _get_uv_run_cmdline)
+    return len(cmdline) > 1 and os.path.basename(cmdline[0]) == "uv" and cmdline[1] == "run"
+
+
+def uv_run_problem(environ: Mapping[str, str] | None = None, cmdline: Sequence[str] | None = None) -> str | None:
+    """One line saying why Ray workers would start through ``uv run``, or ``None``.
+
+    ``None`` when :data:`UV_RUN_ENV` is set (either way: the user decided) or
+    when no ancestor process is ``uv run``. ``environ`` defaults to this
+    process's environment, ``cmdline`` (an ancestor's command line) to the
+    nearest ``uv run`` among this process's ancestors.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(UV_RUN_ENV) is not None:
+        return None
+    if cmdline is None:
+        cmdline = _uv_run_cmdline()
+    if not cmdline or not _is_uv_run(cmdline):
+        return None
+    return (
+        f"this Python runs under `uv run`, so Ray starts every worker through `uv run` as well, in an environment "
+        f"it builds from the project, where workers often fail with \"No module named 'ray'\" after minutes: set "
+        f"{UV_RUN_ENV}=0 before starting Python (workers then use this interpreter), or {UV_RUN_ENV}=1 to keep "
+        f"Ray's uv workers"
+    )
+
+
+def _disable_uv_hook() -> None:
+    """Start our own Ray with its workers on this interpreter (``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``).
+
+    Ray reads the variable when ``ray`` is imported; if it already was, its
+    constant is switched off as well (it only governs the Ray we start now).
+    """
+    os.environ[UV_RUN_ENV] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and hasattr(constants, UV_RUN_ENV):
+        setattr(constants, UV_RUN_ENV, False)
+
+
+def _is_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    try:  # pandas' NA and NaT
+        import pandas
+
+        return value is pandas.NA or value is pandas.NaT
+    except ImportError:  # pragma: no cover - pandas comes with the [ray] extra
+        return False
+
+
+def _row_overrides(values: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
+    """Row ``i``'s own scorer inputs (non-null cells of the :data:`ROW_OPTION_COLUMNS` present)."""
+    overrides = {}
+    for name, column in values.items():
+        value = column[i]
+        if not _is_null(value):
+            overrides[name] = to_plain(value)
+    return overrides
 
 
 def _score_pandas_batch(
@@ -52,7 +177,9 @@ def _score_pandas_batch(
     options: dict[str, Any],
     prefix: str,
     error_column: str,
-) -> pandas.DataFrame:
+) -> pyarrow.Table:
+    import pyarrow
+
     keys = stable_keys()
     columns: dict[str, list[float]] = {key: [] for key in keys}
     errors: list[str | None] = []
@@ -62,11 +189,14 @@ def _score_pandas_batch(
     else:
         values = {name: batch[name].tolist() for name in instance_columns}
         instances = [{name: values[name][i] for name in instance_columns} for i in range(len(batch))]
-    for response, instance in zip(responses, instances, strict=False):
+    taken = {instance_columns} if isinstance(instance_columns, str) else set(instance_columns)
+    own = {name: batch[name].tolist() for name in ROW_OPTION_COLUMNS if name in batch.columns and name not in taken}
+    for i, (response, instance) in enumerate(zip(responses, instances, strict=True)):
         try:
             compiled, inputs = compile_ground_truth(instance, where="instance")  # InstanceError for a broken one
             text = response if isinstance(response, str) else ""
-            result = stable_view(compiled.score(text, **inputs, **options))
+            row = _row_overrides(own, i) if own else {}
+            result = stable_view(compiled.score(text, **{**inputs, **options, **row}))  # the row's own keys win
             error = None
         except Exception as exc:  # one bad row must not sink a job over millions of rows
             result = dict.fromkeys(keys, 0.0)
@@ -74,11 +204,19 @@ def _score_pandas_batch(
         for key in keys:
             columns[key].append(result[key])
         errors.append(error)
-    batch = batch.copy()
+    # An Arrow table with a typed error column: pandas would leave the type to inference,
+    # giving a null-typed block where every row scored, and None next to pd.NA once blocks meet.
+    table = pyarrow.Table.from_pandas(batch, preserve_index=False)
     for key in keys:
-        batch[prefix + key] = columns[key]
-    batch[prefix + error_column] = errors
-    return batch
+        table = _set_column(table, prefix + key, pyarrow.array(columns[key], type=pyarrow.float64()))
+    return _set_column(table, prefix + error_column, pyarrow.array(errors, type=pyarrow.string()))
+
+
+def _set_column(table: pyarrow.Table, name: str, values: pyarrow.Array) -> pyarrow.Table:
+    index = table.schema.get_field_index(name)
+    if index == -1:
+        return table.append_column(name, values)
+    return table.set_column(index, name, values)
 
 
 def score_dataset(
@@ -101,9 +239,14 @@ def score_dataset(
     ``prefix`` is prepended to every added column name. ``options`` are scorer
     options, checked now. Lazy like every Ray Data transform.
     """
-    require("ray", "ray")
+    ray = require("ray", "ray")
     require("pandas", "ray")
     picked = scorer_options(options, strict=True)
+    problem = uv_run_problem()
+    if problem is not None:
+        if ray.is_initialized():  # someone else's Ray: its workers are already set up that way
+            raise UvRunError(f"score_dataset: {problem}")
+        _disable_uv_hook()  # Ray Data would start Ray now: start it with workers on this interpreter
     columns = instance_columns if isinstance(instance_columns, str) else tuple(instance_columns)
     return ds.map_batches(
         _score_pandas_batch,  # type: ignore[arg-type]  # Ray's stubs do not model fn_kwargs
@@ -139,6 +282,8 @@ def score_rows_with_ray(
     (``"auto"`` for a running cluster) or starts a local Ray with ``num_cpus``;
     a Ray started here is shut down before returning.
     """
+    if "ray" not in sys.modules and uv_run_problem() is not None:
+        _disable_uv_hook()  # before Ray reads the variable at import
     ray = require("ray", "ray")
     scorer_options(options, strict=True)  # fail before starting anything
     items = list(rows)
@@ -146,6 +291,8 @@ def score_rows_with_ray(
         return []
     started = False
     if not ray.is_initialized():
+        if uv_run_problem() is not None:
+            _disable_uv_hook()  # our own Ray: workers on this interpreter, not through `uv run`
         ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         started = True
     try:

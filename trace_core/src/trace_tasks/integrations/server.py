@@ -8,7 +8,10 @@
 * ``GET /health`` answers ``{"status": "ok", ...}``.
 
 The body is hostile input: a body over ``max_request_bytes`` gets 413 before it
-is read in full, invalid JSON 400, a wrong shape or a malformed label 422, all
+is read in full; a body that would take the bytes held by requests in flight
+over ``max_inflight_bytes`` gets 503 with ``Retry-After`` (a 15 MB JSON body
+costs several times its size once parsed, so eight at once took the server to
+537 MB before this bound); invalid JSON 400, a wrong shape or a malformed label 422, all
 with a ``detail`` message. Every label is validated before anything is scored
 (:mod:`trace_tasks.instances`, compiled once per distinct label): a label that
 cannot be scored honestly (a zero-area target box, an unknown type, a contract
@@ -16,7 +19,10 @@ that disagrees, an answer its type cannot hold...) gets 422 whose ``detail``
 lists every problem of every such label (``labels[3]: invalid instance:
 $.annotation_gt.value: ...``) and whose ``problems`` holds them one by one.
 Nothing a client sends crashes the server. A missing annotation family is a
-deployment error: 500 naming the package to install. Scoring runs in a worker
+deployment error: 500 naming the package to install. Refused labels are also
+logged at ERROR on the server's side: OpenRLHF 0.11.2 logs a failed request at
+INFO only (``openrlhf/utils/agent.py`` l.347-358) and gives the sample no
+reward, so the 422's ``detail`` never reaches its user. Scoring runs in a worker
 thread so the event loop keeps answering ``/health``.
 """
 
@@ -31,16 +37,30 @@ from typing import Any
 from trace_tasks.errors import MissingFamilyError
 from trace_tasks.instances import InstanceCache, InstanceError
 from trace_tasks.integrations import _common
-from trace_tasks.integrations._common import load_instance, require, scorer_options
+from trace_tasks.integrations._common import load_instance, logged_keys, require, scorer_options
 from trace_tasks.integrations.openrlhf import score_queries
 from trace_tasks.plugins import OFFICIAL_TYPES, get_registry
 
-__all__ = ["CONFIG_ENV", "DEFAULT_MAX_REQUEST_BYTES", "InvalidLabels", "app_from_env", "create_app", "validate_labels"]
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_MAX_INFLIGHT_BYTES",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "RETRY_AFTER_SECONDS",
+    "InvalidLabels",
+    "app_from_env",
+    "create_app",
+    "validate_labels",
+]
 
 log = logging.getLogger(__name__)
 
 #: 16 MiB: a batch of 1,024 responses of 16 KB each.
 DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+#: 64 MiB of request bodies held at once per worker process: four bodies of the
+#: largest size, any number of the one-query requests OpenRLHF 0.11.2 sends.
+DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
+#: ``Retry-After`` of a 503 (OpenRLHF's clients retry 5 times, 1 s apart).
+RETRY_AFTER_SECONDS = 1
 #: ``trace-tasks serve`` passes its settings to every uvicorn worker through this variable.
 CONFIG_ENV = "TRACE_TASKS_SERVE_CONFIG"
 
@@ -52,67 +72,101 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class BodyLimit:
-    """ASGI middleware: refuse a request body over ``max_bytes`` with 413.
+    """ASGI middleware: bound each request body and the bytes of all bodies in flight.
 
-    A declared ``Content-Length`` over the limit is refused before any body is
-    read; a chunked body is buffered only up to the limit, then refused.
+    A body over ``max_bytes`` gets 413: a declared ``Content-Length`` over the
+    limit before any body is read, a chunked body as soon as it passes it. A
+    body that would take the bytes held by the requests in flight (read,
+    parsed or being scored) over ``max_inflight_bytes`` gets 503 with
+    ``Retry-After``: the declared size is reserved before reading, a chunked
+    body's bytes as they arrive, and the reservation is released when the
+    response is sent. One event loop per process runs this, so a plain counter
+    is enough.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, max_inflight_bytes: int | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_inflight_bytes = (
+            max_inflight_bytes if max_inflight_bytes is not None else max(max_bytes, DEFAULT_MAX_INFLIGHT_BYTES)
+        )
+        self.inflight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None:
-            try:
-                too_big = int(declared) > self.max_bytes
-            except ValueError:
-                await self._reject(send, 400, "invalid Content-Length header")
-                return
-            if too_big:
-                await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
-                return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # client went away
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
+        reserved = 0
+        try:
+            headers = dict(scope.get("headers") or [])
+            declared = headers.get(b"content-length")
+            if declared is not None:
+                try:
+                    size = int(declared)
+                except ValueError:
+                    await self._reject(send, 400, "invalid Content-Length header")
+                    return
+                if size > self.max_bytes:
+                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+                if not self._reserve(size):
+                    await self._busy(send)
+                    return
+                reserved = size
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # client went away
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+                if size > reserved:  # chunked, or longer than declared: reserve what arrived
+                    if not self._reserve(size - reserved):
+                        await self._busy(send)
+                        return
+                    reserved = size
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            body = b"".join(chunks)
+            del chunks
+            replayed = False
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:  # the app asks again only to wait for a disconnect
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:  # the app asks again only to wait for a disconnect
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.inflight -= reserved
+
+    def _reserve(self, size: int) -> bool:
+        if self.inflight + size > self.max_inflight_bytes:
+            return False
+        self.inflight += size
+        return True
+
+    async def _busy(self, send: Send) -> None:
+        await self._reject(
+            send,
+            503,
+            f"server busy: the request bodies in flight would exceed {self.max_inflight_bytes} bytes "
+            f"(max_inflight_bytes); retry after {RETRY_AFTER_SECONDS} s",
+            [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
+        )
 
     @staticmethod
-    async def _reject(send: Send, status: int, detail: str) -> None:
+    async def _reject(send: Send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
         payload = json.dumps({"detail": detail}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-            }
-        )
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers + (extra_headers or [])})
         await send({"type": "http.response.body", "body": payload})
 
 
@@ -195,19 +249,46 @@ def validate_labels(labels: list[Any]) -> None:
         raise InvalidLabels(errors)
 
 
-def _validate_and_score(queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any]) -> Any:
+def _validate_and_score(
+    queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any], log_keys: str
+) -> Any:
     validate_labels(labels)
-    return score_queries(queries, prompts, labels, options)
+    return score_queries(queries, prompts, labels, options, log_keys=log_keys)
 
 
-def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options: Any) -> Any:
-    """The ASGI app (FastAPI inside the body-size guard); ``options`` are scorer options, checked now."""
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def create_app(
+    *,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    max_inflight_bytes: int | None = None,
+    log_keys: str = "charted",
+    **options: Any,
+) -> Any:
+    """The ASGI app (FastAPI inside the body guard); ``options`` are scorer options, checked now.
+
+    ``max_inflight_bytes``: request bytes held at once before new requests get
+    503 (default :data:`DEFAULT_MAX_INFLIGHT_BYTES`, raised to
+    ``max_request_bytes`` if that is larger; it may not be smaller).
+    ``log_keys``: the ``extra_logs`` keys, ``"charted"`` (default) or ``"all"``.
+    """
     fastapi = require("fastapi", "server")
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse
 
-    if not isinstance(max_request_bytes, int) or isinstance(max_request_bytes, bool) or max_request_bytes < 1:
-        raise ValueError(f"max_request_bytes must be a positive integer, got {max_request_bytes!r}")
+    _positive_int("max_request_bytes", max_request_bytes)
+    if max_inflight_bytes is not None:
+        _positive_int("max_inflight_bytes", max_inflight_bytes)
+        if max_inflight_bytes < max_request_bytes:
+            raise ValueError(
+                f"max_inflight_bytes ({max_inflight_bytes}) must be at least max_request_bytes ({max_request_bytes}): "
+                "a request of the largest size accepted could never be served"
+            )
+    logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
     from trace_tasks import __version__
@@ -230,11 +311,12 @@ def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options:
             return JSONResponse({"detail": "request body must be a JSON object with query, prompts, labels"}, status_code=422)
         try:
             queries, prompts, labels = _check_lists(payload)
-            return await run_in_threadpool(_validate_and_score, queries, prompts, labels, picked)
+            return await run_in_threadpool(_validate_and_score, queries, prompts, labels, picked, log_keys)
         except MissingFamilyError as exc:
             log.error("trace_tasks serve: %s", exc)
             return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
         except InvalidLabels as exc:
+            log.error("trace_tasks serve: 422, a request with broken trace instances in its labels: %s", _preview(str(exc)))
             return JSONResponse(exc.body(), status_code=422)
         except (ValueError, TypeError) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
@@ -242,7 +324,11 @@ def create_app(*, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, **options:
             log.exception("trace_tasks serve: unexpected error")
             return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
 
-    return BodyLimit(app, max_request_bytes)
+    return BodyLimit(app, max_request_bytes, max_inflight_bytes)
+
+
+def _preview(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def app_from_env() -> Any:

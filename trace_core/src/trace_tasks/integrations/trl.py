@@ -2,11 +2,13 @@
 
 ::
 
-    from trace_tasks.integrations.trl import make_reward_func, make_component_reward_funcs
+    from trace_tasks.integrations.trl import make_component_reward_funcs, make_reward_func
 
     trainer = GRPOTrainer(..., reward_funcs=[make_reward_func(format_weight=0.1)])
     # or weigh the parts yourself (GRPOConfig(reward_weights=[0.5, 0.4, 0.1])):
     trainer = GRPOTrainer(..., reward_funcs=make_component_reward_funcs())
+    # async (TRL runs async reward functions concurrently on its event loop):
+    trainer = GRPOTrainer(..., reward_funcs=[make_async_reward_func()])
 
 The dataset needs the columns ``answer_gt``, ``annotation_gt`` and
 ``reward_contract`` (mappings or JSON strings; optional ``image_size``,
@@ -16,47 +18,83 @@ columns are all empty (a non-trace task in a mixed dataset) gets ``None``, TRL's
 "not applicable". Every other row's instance is validated through the strict
 path (:func:`trace_tasks.instances.compile_instance`, cached by content, so the
 ``num_generations`` rows of a group compile their ground truth once) before
-anything is scored; a broken one (only some of the columns, a zero-area target
-box, an unknown type, a contract that disagrees, an answer its type cannot
-hold, ...) raises :class:`~trace_tasks.instances.InstanceError` (a
-``ValueError``) naming the row and listing every problem. It is never turned
-into ``None``, which TRL would take for "not applicable" and hide. TRL 1.16
-calls a sync reward function with no ``try`` (``trl/trainer/grpo_trainer.py``
-l.1626-1628), so training stops at that step with the message. Model output
-never raises.
+anything is scored; a broken one raises
+:class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming the row
+and listing every problem. It is never turned into ``None``, which TRL would
+take for "not applicable" and hide. TRL 1.16 calls a sync reward function with
+no ``try`` (``trl/trainer/grpo_trainer.py`` l.1626-1628), so training stops at
+that step with the message. Model output never raises.
 
-When TRL passes ``log_metric``, each call logs the batch mean of the main
-components as ``trace/<name>``.
+Logging (both can be turned off with ``log_metrics=False`` / ``log_extra=False``):
+
+* ``log_metric``: on **every** call, the same names in the same order,
+  ``trace/<key>`` for the logged keys then ``trace/rows``. TRL 1.0-1.13 gather
+  once per metric name each step (``grpo_trainer.py`` l.2769-2773 in 1.9.0), so
+  a process that logged a name another did not would make a different number
+  of collective calls and hang the run; so a call with no trace rows logs every
+  name too, with 0.0, never NaN (a NaN makes the gathered value of that step
+  NaN on every process, and TRL then drops it). Values are **per completion of
+  the call** (a row without an instance counts 0) and ``trace/rows`` is the
+  fraction of the call's completions that are trace rows: that keeps every
+  value additive, so TRL's means across processes and steps stay exact, and
+  ``trace/<key> / trace/rows`` is the exact mean over trace rows. On a dataset
+  of trace rows only ``trace/rows`` is 1.0 and ``trace/<key>`` is the mean.
+  The logged keys describe the model's output (:data:`~trace_tasks.integrations._common.CHARTED_KEYS`,
+  ``log_keys="charted"``) or every always-present key but ``answer_parse_ok``
+  (``log_keys="all"``; ``answer_parse_ok`` describes the ground truth).
+* ``log_extra``: per-completion columns ``trace/<key>`` for
+  :data:`EXTRA_COLUMNS` in TRL's completions table, ``None`` for rows without an
+  instance; the same columns on every call, for the same reason.
+
+:func:`make_component_reward_funcs` scores each batch once for its three
+functions (the second and third reuse the first's results) and only the first
+one logs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from trace_tasks.core.reward_scoring import FLAG_KEYS, REWARD_KEYS
 from trace_tasks.instances import CompiledInstance
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SIZE_FIELDS,
     compile_ground_truth,
+    logged_keys,
     row_options,
     scorer_options,
     stable_keys,
 )
 
-__all__ = ["LOGGED_COMPONENTS", "RewardFunc", "completion_text", "make_component_reward_funcs", "make_reward_func"]
+__all__ = [
+    "EXTRA_COLUMNS",
+    "ROWS_METRIC",
+    "AsyncRewardFunc",
+    "RewardFunc",
+    "completion_text",
+    "make_async_reward_func",
+    "make_component_reward_funcs",
+    "make_reward_func",
+    "metric_keys",
+]
 
 RewardFunc = Callable[..., list[Optional[float]]]
+AsyncRewardFunc = Callable[..., Awaitable[list[Optional[float]]]]
 
-#: Components logged through ``log_metric`` (batch means): the per-response
-#: rewards and flags. Option echoes are constant and left out, and
-#: ``task_reward_effective`` / ``task_reward_gated`` repeat ``task_reward_raw``.
-LOGGED_COMPONENTS: tuple[str, ...] = (
-    *(key for key in REWARD_KEYS if key not in ("task_reward_effective", "task_reward_gated")),
-    *FLAG_KEYS,
-)
+#: Per-completion columns given to ``log_extra`` (TRL's completions table).
+EXTRA_COLUMNS: tuple[str, ...] = ("overall", "answer_reward", "annotation_reward", "format", "json_found")
+#: The metric holding the fraction of a call's completions that are trace rows.
+ROWS_METRIC = "trace/rows"
 _INSTANCE_COLUMNS = REQUIRED_FIELDS + SIZE_FIELDS
+_Results = list[Optional[dict[str, float]]]
+
+
+def metric_keys(log_keys: str = "charted") -> tuple[str, ...]:
+    """The result keys logged as ``trace/<key>`` for ``log_keys``, in logging order (``trace/rows`` follows)."""
+    return tuple(key for key in logged_keys(log_keys) if key != "answer_parse_ok")
 
 
 def completion_text(completion: Any) -> str:
@@ -91,9 +129,7 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
     return values
 
 
-def _score_batch(
-    completions: Sequence[Any], kwargs: Mapping[str, Any], options: dict[str, Any]
-) -> list[Optional[dict[str, float]]]:
+def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options: dict[str, Any]) -> _Results:
     n = len(completions)
     missing = [name for name in REQUIRED_FIELDS if name not in kwargs]
     if missing:
@@ -102,16 +138,15 @@ def _score_batch(
             f"(got columns {sorted(k for k in kwargs if not k.startswith('log_'))})"
         )
     columns = {name: _column(kwargs, name, n) for name in (*_INSTANCE_COLUMNS, "extra_info")}
-    compiled: list[
-        Optional[tuple[CompiledInstance, dict[str, Any]]]
-    ] = []  # every row first: a broken instance raises before anything is scored or logged
+    # Every row first: a broken instance raises before anything is scored or logged.
+    compiled: list[Optional[tuple[CompiledInstance, dict[str, Any]]]] = []
     for i in range(n):
         row = {name: columns[name][i] for name in _INSTANCE_COLUMNS}
         if all(row[name] is None for name in REQUIRED_FIELDS):
             compiled.append(None)  # not a trace row: TRL's "not applicable"
         else:
             compiled.append(compile_ground_truth(row, where=f"row {i}"))  # raises InstanceError
-    results: list[Optional[dict[str, float]]] = []
+    results: _Results = []
     for i, (completion, entry) in enumerate(zip(completions, compiled, strict=True)):
         if entry is None:
             results.append(None)
@@ -121,15 +156,104 @@ def _score_batch(
     return results
 
 
-def _log_means(log_metric: Any, results: Sequence[Optional[Mapping[str, float]]]) -> None:
-    scored = [r for r in results if r is not None]
-    if not callable(log_metric) or not scored:
-        return
-    for name in LOGGED_COMPONENTS:
-        log_metric(f"trace/{name}", sum(r[name] for r in scored) / len(scored))
+class _BatchScorer:
+    """Scores a batch once for every reward function that shares it (the component functions).
+
+    TRL hands each reward function of a step the same ``completions`` list and
+    the same column lists; the last batch's inputs are held (so their ids cannot
+    be reused by new objects) and compared by identity.
+    """
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = options
+        self._lock = threading.Lock()
+        self._inputs: tuple[Any, ...] | None = None
+        self._results: _Results = []
+
+    def score(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> _Results:
+        inputs = (completions, *(kwargs.get(name) for name in (*_INSTANCE_COLUMNS, "extra_info")))
+        with self._lock:
+            last = self._inputs
+            if last is not None and all(a is b for a, b in zip(inputs, last, strict=True)):
+                return self._results
+            results = _score_batch(completions, kwargs, self.options)
+            self._inputs, self._results = inputs, results
+            return results
 
 
-def make_reward_func(component: str = "overall", *, name: str | None = None, **options: Any) -> RewardFunc:
+class _Logger:
+    """What a reward function logs to TRL on each call (see the module docstring)."""
+
+    def __init__(self, *, log_metrics: bool, log_extra: bool, log_keys: str) -> None:
+        if not isinstance(log_metrics, bool) or not isinstance(log_extra, bool):
+            raise ValueError(f"log_metrics and log_extra must be True or False, got {log_metrics!r}, {log_extra!r}")
+        self.keys = metric_keys(log_keys)
+        self.log_metrics = log_metrics
+        self.log_extra = log_extra
+
+    def __call__(self, kwargs: Mapping[str, Any], results: _Results) -> None:
+        log_metric = kwargs.get("log_metric")
+        if self.log_metrics and callable(log_metric):
+            n = len(results)
+            scored = [r for r in results if r is not None]
+            for key in self.keys:
+                log_metric(f"trace/{key}", sum(r[key] for r in scored) / n if n else 0.0)
+            log_metric(ROWS_METRIC, len(scored) / n if n else 0.0)
+        log_extra = kwargs.get("log_extra")
+        if self.log_extra and callable(log_extra):
+            for key in EXTRA_COLUMNS:
+                log_extra(f"trace/{key}", [None if r is None else r[key] for r in results])
+
+
+def _check_component(component: str) -> None:
+    keys = stable_keys()
+    if component not in keys:
+        raise ValueError(f"unknown component {component!r}; choose one of {list(keys)}")
+
+
+def _name(func: Any, name: str | None, component: str, doc: str) -> None:
+    func.__name__ = func.__qualname__ = name or f"trace_{component}"
+    func.__doc__ = doc
+
+
+def _sync_func(component: str, scorer: _BatchScorer, logger: _Logger | None) -> RewardFunc:
+    def reward_func(
+        prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
+    ) -> list[Optional[float]]:
+        if completions is None:
+            raise ValueError("TRL reward functions are called with completions=[...]")
+        results = scorer.score(completions, kwargs)
+        if logger is not None:
+            logger(kwargs, results)
+        return [None if r is None else r[component] for r in results]
+
+    return reward_func
+
+
+def _async_func(component: str, scorer: _BatchScorer, logger: _Logger | None) -> AsyncRewardFunc:
+    async def reward_func(
+        prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
+    ) -> list[Optional[float]]:
+        if completions is None:
+            raise ValueError("TRL reward functions are called with completions=[...]")
+        # Scoring is CPU work: a thread keeps TRL's event loop free for the other async functions.
+        results = await asyncio.to_thread(scorer.score, completions, kwargs)
+        if logger is not None:
+            logger(kwargs, results)
+        return [None if r is None else r[component] for r in results]
+
+    return reward_func
+
+
+def make_reward_func(
+    component: str = "overall",
+    *,
+    name: str | None = None,
+    log_metrics: bool = True,
+    log_extra: bool = True,
+    log_keys: str = "charted",
+    **options: Any,
+) -> RewardFunc:
     """A TRL reward function returning ``component`` of the score dict per completion.
 
     ``component`` is any key the scorer always returns (``overall``,
@@ -137,36 +261,64 @@ def make_reward_func(component: str = "overall", *, name: str | None = None, **o
     scorer options (``trace_reward_mode``, weights, ...), checked now; a row's
     ``extra_info`` column may override them. ``name`` sets ``__name__``, which
     TRL uses to label the reward in its logs (default ``trace_<component>``).
+    ``log_metrics``, ``log_extra``, ``log_keys``: see the module docstring.
     """
-    keys = stable_keys()
-    if component not in keys:
-        raise ValueError(f"unknown component {component!r}; choose one of {list(keys)}")
-    picked = scorer_options(options, strict=True)
-
-    def reward_func(
-        prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
-    ) -> list[Optional[float]]:
-        if completions is None:
-            raise ValueError("TRL reward functions are called with completions=[...]")
-        results = _score_batch(completions, kwargs, picked)
-        _log_means(kwargs.get("log_metric"), results)
-        return [None if r is None else r[component] for r in results]
-
-    reward_func.__name__ = reward_func.__qualname__ = name or f"trace_{component}"
-    reward_func.__doc__ = f"TRL reward: the trace scorer's {component!r} per completion."
-    return reward_func
+    _check_component(component)
+    scorer = _BatchScorer(scorer_options(options, strict=True))
+    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    func = _sync_func(component, scorer, logger)
+    _name(func, name, component, f"TRL reward: the trace scorer's {component!r} per completion.")
+    return func
 
 
-def make_component_reward_funcs(**options: Any) -> list[RewardFunc]:
+def make_async_reward_func(
+    component: str = "overall",
+    *,
+    name: str | None = None,
+    log_metrics: bool = True,
+    log_extra: bool = True,
+    log_keys: str = "charted",
+    **options: Any,
+) -> AsyncRewardFunc:
+    """:func:`make_reward_func` as an ``async def`` function (TRL 1.x awaits those on its event loop)."""
+    _check_component(component)
+    scorer = _BatchScorer(scorer_options(options, strict=True))
+    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    func = _async_func(component, scorer, logger)
+    _name(func, name, component, f"Async TRL reward: the trace scorer's {component!r} per completion.")
+    return func
+
+
+#: The component functions: (component, name).
+_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("answer_reward", "trace_answer"),
+    ("annotation_reward", "trace_annotation"),
+    ("format", "trace_format"),
+)
+
+
+def make_component_reward_funcs(
+    *,
+    log_metrics: bool = True,
+    log_extra: bool = True,
+    log_keys: str = "charted",
+    asynchronous: bool = False,
+    **options: Any,
+) -> list[Any]:
     """Answer, annotation and format rewards as three functions, for ``reward_weights``.
 
     With weights ``[a, n, f]`` the summed reward is ``a * answer_reward +
     n * annotation_reward + f * format``: the additive formula. For the gated
     formula (a wrong answer earns nothing for its annotation) use
-    ``make_reward_func()`` alone.
+    ``make_reward_func()`` alone. The three share one scoring per batch; only
+    the first logs. ``asynchronous=True`` gives ``async def`` functions.
     """
-    return [
-        make_reward_func("answer_reward", name="trace_answer", **options),
-        make_reward_func("annotation_reward", name="trace_annotation", **options),
-        make_reward_func("format", name="trace_format", **options),
-    ]
+    scorer = _BatchScorer(scorer_options(options, strict=True))
+    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    make = _async_func if asynchronous else _sync_func
+    funcs: list[Any] = []
+    for i, (component, name) in enumerate(_COMPONENTS):
+        func = make(component, scorer, logger if i == 0 else None)
+        _name(func, name, component, f"TRL reward: the trace scorer's {component!r} per completion.")
+        funcs.append(func)
+    return funcs
