@@ -369,9 +369,41 @@ def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | Non
     return None, ""
 
 
+#: How the final object of most responses starts: compact JSON with ``answer`` first.
+COMMON_OPENING = '{"answer"'
+
+
+def plain_final_object(text: str, required_keys: frozenset[str]) -> Extraction | None:
+    """The extraction of the most common ending, found without the backward scan, or None.
+
+    When ``text`` (right-stripped) ends with ``}`` and its last ``{"answer"`` opens
+    a JSON object that runs to that end, that ``{`` is the one
+    :func:`balanced_object_start` stops at (a valid JSON text pairs its braces
+    and quotes alike read from either end), that object is the final block, and
+    it holds ``answer``: :func:`extract` would return the same. Anything else
+    (fences, tags, literals, trailing prose, an object opened otherwise) is None
+    and takes the general path.
+    """
+    stripped = text.rstrip()
+    if not stripped.endswith("}"):
+        return None
+    start = stripped.rfind(COMMON_OPENING)
+    if start < 0:
+        return None
+    block = stripped[start:]
+    value, ok = load_json(block)
+    if not ok or type(value) is not dict:
+        return None
+    schema_ok = len(value) == len(required_keys) and all(k in value for k in required_keys)
+    return Extraction(FormatCheck(True, True, schema_ok, block, value), value, None, "the final block")
+
+
 def extract(response: str, required_keys: frozenset[str]) -> Extraction:
     """Format check and recovery of one response, sharing one parse of the final block."""
     text = response if len(response) <= MAX_RESPONSE_CHARS else response[-MAX_RESPONSE_CHARS:]
+    common = plain_final_object(text, required_keys)
+    if common is not None:
+        return common
     parser = _Parser()
     fmt = check_format(text, required_keys, parser)
     if _holds_prediction(fmt.payload):
