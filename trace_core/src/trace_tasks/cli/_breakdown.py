@@ -83,8 +83,9 @@ def annotation_line(scores: Mapping[str, Any], reward_id: str = "", formula: Any
     if scores.get("annotation_parse_ok") == 0.0:
         why = "no annotation predicted, or it does not parse" if scores.get("json_found") == 1.0 else "no JSON found"
         return f"{head}: not scored ({why}; annotation_parse_ok 0)"
-    if isinstance(formula, str) and formula:
-        return f"{head} = {plain(formula.rsplit(' = ', 1)[0], 160)}"
+    arithmetic = plain(formula.rsplit(" = ", 1)[0], 160) if isinstance(formula, str) else ""
+    if arithmetic and arithmetic != number(scores.get("annotation_reward")):  # "0.95 = 0.95" says nothing
+        return f"{head} = {arithmetic}"
     return head
 
 

@@ -1,0 +1,216 @@
+"""The HTML page of ``trace-tasks report``: one self-contained file, pure functions of the report's data.
+
+No network: no script, no stylesheet or font link, no remote image; the CSS is
+in a ``<style>`` element, charts are inline SVG (:mod:`trace_tasks.cli._svg`)
+and pictures are ``data:`` URIs. Everything that comes from a file (ids,
+responses, errors, explanations, type names) is escaped with
+:func:`html.escape`: model output is hostile and must never become markup.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from html import escape
+
+import attrs
+
+from trace_tasks.cli._breakdown import reward_breakdown
+from trace_tasks.cli._report_data import (
+    ALL,
+    COMPONENTS,
+    FAILURES,
+    Delta,
+    Row,
+    TypeStats,
+)
+from trace_tasks.cli._svg import delta_bar_svg, histogram_svg
+
+#: Characters of a response shown in a case (the rest is counted, not shown).
+EXCERPT_CHARS = 1200
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0; } th, td { padding: 2px 8px; border-bottom: 1px solid #eee; }
+th { text-align: left; background: #f4f4f4; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.all td { font-weight: bold; border-top: 1px solid #999; }
+.pos { color: #2a8a2a; } .neg { color: #c03030; } .muted { color: #777; }
+pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: break-all; max-height: 24em; overflow: auto; }
+.case { border: 1px solid #ddd; border-radius: 4px; padding: .5em 1em; margin: 1em 0; }
+.case img { max-width: 100%; border: 1px solid #ccc; }
+.grid td { vertical-align: top; } dl.summary dt { font-weight: bold; float: left; width: 14em; } dl.summary dd { margin-left: 15em; }
+"""
+
+
+@attrs.frozen
+class Case:
+    """A row shown in full: the response excerpt, the explanation, the picture (PNG bytes) or why not."""
+
+    row: Row
+    response: str | None = None
+    explanation: tuple[str, ...] = ()
+    picture: bytes | None = None
+    note: str = ""
+    breakdown: tuple[str, ...] = ()  # default: from the row alone (no formula)
+
+
+@attrs.frozen
+class Report:
+    """Everything the page shows."""
+
+    title: str
+    summary: tuple[tuple[str, str], ...]
+    table: Sequence[TypeStats]
+    histograms: Mapping[str, Mapping[str, Sequence[int]]]
+    worst: Sequence[Case] = ()
+    sample: Sequence[Case] = ()
+    deltas: Sequence[Delta] | None = None
+    baseline_name: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def e(text: object) -> str:
+    """Escaped text (quotes too: the result may go in an attribute)."""
+    return escape(str(text), quote=True)
+
+
+def num(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}"
+
+
+def signed(x: float | None) -> str:
+    """A delta with its sign and a class saying which way it went."""
+    if x is None:
+        return '<td class="n muted">-</td>'
+    cls = "pos" if x > 0 else "neg" if x < 0 else ""
+    return f'<td class="n {cls}">{x:+.3f}</td>'
+
+
+def summary_section(report: Report) -> str:
+    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in report.summary)
+    notes = "".join(f'<p class="muted">{e(n)}</p>' for n in report.notes)
+    return f'<h2 id="summary">Run summary</h2><dl class="summary">{items}</dl>{notes}'
+
+
+def type_table_section(table: Sequence[TypeStats]) -> str:
+    head = "".join(f"<th>mean {e(title)}</th>" for _, title in COMPONENTS)
+    rows = []
+    for s in table:
+        means = "".join(f'<td class="n">{num(s.means[key])}</td>' for key, _ in COMPONENTS)
+        cls = ' class="all"' if s.name == ALL else ""
+        rows.append(f'<tr{cls}><td>{e(s.name)}</td><td class="n">{s.rows}</td><td class="n">{s.scored}</td>{means}</tr>')
+    return (
+        '<h2 id="types">Per annotation type</h2><table class="types"><tr><th>annotation type</th><th>rows</th>'
+        f"<th>scored</th>{head}</tr>{''.join(rows)}</table>"
+    )
+
+
+def histograms_section(histograms: Mapping[str, Mapping[str, Sequence[int]]]) -> str:
+    head = "".join(f"<th>{e(title)}</th>" for _, title in COMPONENTS)
+    rows = []
+    for name, per_key in histograms.items():
+        cells = "".join(f"<td>{histogram_svg(per_key[key], label=f'{name} {title}')}</td>" for key, title in COMPONENTS)
+        rows.append(f'<tr data-type="{e(name)}"><td>{e(name)}</td>{cells}</tr>')
+    return (
+        '<h2 id="histograms">Reward components per type</h2>'
+        '<p class="muted">Scored rows in ten bins over [0, 1]; bar heights relative to the tallest bar of each chart.</p>'
+        f'<table class="grid"><tr><th>type</th>{head}</tr>{"".join(rows)}</table>'
+    )
+
+
+def failures_section(table: Sequence[TypeStats]) -> str:
+    head = "".join(f'<th title="{e(meaning)}">{e(title)}</th>' for _, title, meaning, _ in FAILURES)
+    rows = []
+    for s in table:
+        cells = "".join(_share(s.failures[key], s.scored) for key, *_ in FAILURES)
+        cls = ' class="all"' if s.name == ALL else ""
+        rows.append(
+            f'<tr{cls} data-type="{e(s.name)}"><td>{e(s.name)}</td><td class="n">{s.failures["not_scored"]}</td>{cells}</tr>'
+        )
+    legend = "".join(f"<li><b>{e(title)}</b>: {e(meaning)}</li>" for _, title, meaning, _ in FAILURES)
+    return (
+        '<h2 id="failures">Failures</h2>'
+        "<p class=\"muted\">Counts of scored rows (and share of the type's scored rows), read from each row's flags; "
+        "a row can be in several columns. <i>not scored</i> counts error lines.</p>"
+        f'<table class="failures"><tr><th>type</th><th>not scored</th>{head}</tr>{"".join(rows)}</table><ul>{legend}</ul>'
+    )
+
+
+def _share(count: int, total: int) -> str:
+    share = f" ({100 * count / total:.0f}%)" if total else ""
+    return f'<td class="n" data-count="{count}">{count}{share}</td>'
+
+
+def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
+    head = "".join(f"<th>{e(title)} now</th><th>before</th><th>delta</th><th></th>" for _, title in COMPONENTS)
+    rows = []
+    for d in deltas:
+        cells = []
+        for key, _ in COMPONENTS:
+            now = num(d.now[key]) if d.now is not None else "-"
+            before = num(d.before[key]) if d.before is not None else "-"
+            change = d.change(key)
+            cells.append(f'<td class="n">{now}</td><td class="n">{before}</td>{signed(change)}<td>{delta_bar_svg(change)}</td>')
+        cls = ' class="all"' if d.name == ALL else ""
+        rows.append(
+            f'<tr{cls} data-type="{e(d.name)}"><td>{e(d.name)}</td><td class="n">{d.rows[0]}</td>'
+            f'<td class="n">{d.rows[1]}</td>{"".join(cells)}</tr>'
+        )
+    return (
+        f'<h2 id="baseline">Compared with {e(baseline_name)}</h2>'
+        '<p class="muted">Means over scored rows; delta = this run minus the baseline.</p>'
+        f'<table class="baseline"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>{"".join(rows)}</table>'
+    )
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of a response, with the length of what was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}\n... ({len(text) - limit} more characters of {len(text)})"
+
+
+def case_html(case: Case) -> str:
+    row = case.row
+    title = f"{row.type} · id {row.id!r} · scores line {row.number}" + (f" · input line {row.line}" if row.line else "")
+    parts = [f'<div class="case" data-line="{row.number}"><h3>{e(title)}</h3>']
+    if row.error is not None:
+        parts.append(f"<p>not scored: {e(row.error)}</p>")
+    else:
+        lines = case.breakdown or tuple(reward_breakdown(row.scores))
+        parts.append(f'<pre class="breakdown">{e(chr(10).join(lines))}</pre>')
+    if case.response is not None:
+        parts.append(f'<p>response:</p><pre class="response">{e(excerpt(case.response))}</pre>')
+    if case.explanation:
+        parts.append(f"<details><summary>explanation</summary><pre>{e(chr(10).join(case.explanation))}</pre></details>")
+    if case.picture is not None:
+        data = base64.b64encode(case.picture).decode("ascii")
+        parts.append(f'<img alt="{e("overlay of " + str(row.id))}" src="data:image/png;base64,{data}">')
+    if case.note:
+        parts.append(f'<p class="muted">{e(case.note)}</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def cases_section(anchor: str, title: str, intro: str, cases: Sequence[Case]) -> str:
+    body = "".join(case_html(c) for c in cases) or '<p class="muted">no rows</p>'
+    return f'<h2 id="{anchor}">{e(title)}</h2><p class="muted">{e(intro)}</p>{body}'
+
+
+def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> str:
+    """The whole HTML document."""
+    sections = [
+        summary_section(report),
+        type_table_section(report.table),
+        histograms_section(report.histograms),
+        failures_section(report.table),
+    ]
+    if report.deltas is not None:
+        sections.append(baseline_section(report.deltas, report.baseline_name))
+    sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst))
+    sections.append(cases_section("sample", "Random sample", sample_intro, report.sample))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(report.title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{e(report.title)}</h1>" + "".join(sections) + "</body></html>\n"
+    )

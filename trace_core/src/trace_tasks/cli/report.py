@@ -1,0 +1,281 @@
+"""``trace-tasks report``: one self-contained HTML page from a scores file.
+
+Reads a scores file as ``trace-tasks score`` writes it (and, optionally, the
+instances and responses it was scored from, and a baseline scores file) and
+writes one HTML file with no network reference: the run summary, the
+per-type table, histograms of each reward component per type, the failure
+breakdown, the comparison with the baseline, and the worst cases and a
+seeded random sample, each with its reward breakdown, its response excerpt,
+the ``explain`` report and the overlay picture (when the instances are given,
+and Pillow is installed for the picture).
+
+The statistics are pure functions of the scores rows
+(:mod:`trace_tasks.cli._report_data`), the page a pure function of them
+(:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from trace_tasks.cli import _drawing
+from trace_tasks.cli._breakdown import reward_breakdown
+from trace_tasks.cli._errors import UsageError
+from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, FileRoles, open_outputs
+from trace_tasks.cli._report_data import (
+    Row,
+    ScoresFileError,
+    deltas,
+    histograms,
+    read_rows,
+    run_options,
+    sample,
+    type_table,
+    worst,
+)
+from trace_tasks.cli._report_html import Case, Report, page
+from trace_tasks.errors import TraceTasksError
+from trace_tasks.plugins import get_registry
+from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
+
+EXIT_OK = 0
+DEFAULT_OUTPUT = "report.html"
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML report of a scores file (tables, histograms, failures, worst cases)",
+        description=(
+            "Write one self-contained HTML file (no network: CSS, SVG charts and pictures inline) from SCORES, a file "
+            "written by 'trace-tasks score': the run summary, the per-type table, histograms of each reward component "
+            "per type, the failure breakdown, the worst cases and a seeded random sample. With --instances (and "
+            "--responses for the two-file layout) each case shows its response and explanation, and its overlay "
+            "picture when Pillow is installed. With --baseline, the two runs are compared per type."
+        ),
+    )
+    parser.add_argument("scores", metavar="SCORES", help="scores file written by 'trace-tasks score' (.jsonl, .jsonl.gz)")
+    parser.add_argument("--instances", metavar="I", help="the instances scored (with their 'response' unless --responses)")
+    parser.add_argument("--responses", metavar="R", help="the responses file scored with --responses")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default=DEFAULT_OUTPUT,
+        help=f"the HTML file (default %(default)s); {REPLACED_WHEN_DONE}",
+    )
+    parser.add_argument("--baseline", metavar="OTHER_SCORES", help="another scores file to compare with, per type")
+    parser.add_argument("--sample", type=_count, default=10, metavar="N", help="random cases shown (default %(default)s)")
+    parser.add_argument("--worst", type=_count, default=10, metavar="N", help="lowest-overall cases shown (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random sample (default %(default)s)")
+    parser.set_defaults(
+        func=run,
+        file_roles=FileRoles(
+            inputs=(("scores", "SCORES"), ("instances", "--instances"), ("responses", "--responses"), ("baseline", "--baseline")),
+            outputs=(("output", "--output"),),
+        ),
+    )
+
+
+def load_scores(path: str) -> list[Row]:
+    """The rows of a scores file; :class:`UsageError` naming the first bad line."""
+    with open_binary(path) as fh:
+        try:
+            return read_rows(read_lines(fh, path), "<stdin>" if path == STDIO else path)
+        except ScoresFileError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.responses is not None and args.instances is None:
+        raise UsageError("--responses needs --instances (the responses are explained against their instances)")
+    rows = load_scores(args.scores)
+    baseline = load_scores(args.baseline) if args.baseline else None
+    table = type_table(rows)
+    worst_rows, sample_rows = worst(rows, args.worst), sample(rows, args.sample, args.seed)
+    cases = build_cases(args, [*worst_rows, *sample_rows])
+    report = Report(
+        title=f"trace-tasks report: {args.scores}",
+        summary=summary(args, rows, table),
+        table=table,
+        histograms=histograms(rows),
+        worst=[cases[r.number] for r in worst_rows],
+        sample=[cases[r.number] for r in sample_rows],
+        deltas=deltas(table, type_table(baseline)) if baseline is not None else None,
+        baseline_name=args.baseline or "",
+        notes=_notes(args),
+    )
+    html = page(
+        report,
+        worst_intro=f"The {len(worst_rows)} scored rows with the lowest overall reward (ties in file order).",
+        sample_intro=f"{len(sample_rows)} rows drawn at random with seed {args.seed} (the same seed gives the same rows).",
+    )
+    with open_outputs(args.output) as (out,):
+        assert out is not None
+        out.write(html)
+    if args.output != STDIO:
+        print(f"wrote {args.output}: {len(rows)} rows, {len(report.worst)} worst cases, {len(report.sample)} sampled")
+    return EXIT_OK
+
+
+def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any]) -> tuple[tuple[str, str], ...]:
+    overall = table[-1]
+    scored = [r for r in rows if r.scored]
+    options = run_options(scored[0]) if scored else {}
+    items = [
+        ("scores file", args.scores),
+        ("rows", f"{len(rows)}: {overall.scored} scored, {len(rows) - overall.scored} not scored"),
+        ("annotation types", str(len(table) - 1)),
+        *((f"mean {key}", f"{value:.4f}") for key, value in overall.means.items()),
+    ]
+    if options:
+        items.append(("options (first row)", ", ".join(f"{k}={v}" for k, v in options.items())))
+    if args.instances:
+        items.append(("instances", args.instances + (f", responses {args.responses}" if args.responses else "")))
+    if args.baseline:
+        items.append(("baseline", args.baseline))
+    return tuple(items)
+
+
+def _notes(args: argparse.Namespace) -> tuple[str, ...]:
+    notes = []
+    if not args.instances:
+        notes.append("No --instances: cases show the reward breakdown only (no response, explanation or picture).")
+    elif not _drawing.pillow_available():
+        notes.append(f"No pictures: {_drawing.VIZ_MISSING}.")
+    return tuple(notes)
+
+
+# --- cases: response, explanation, picture ---
+
+
+def _lines_wanted(path: str, numbers: set[int]) -> dict[int, Any]:
+    """The parsed values of the given line numbers of a JSON Lines file (one pass, only those kept)."""
+    found: dict[int, Any] = {}
+    if not numbers:
+        return found
+    with open_binary(path) as fh:
+        for line in read_lines(fh, path):
+            if line.number in numbers:
+                found[line.number] = line.value
+                if len(found) == len(numbers):
+                    break
+    return found
+
+
+def _instances_by_id(path: str, ids: set[str]) -> dict[str, Mapping[str, Any]]:
+    """The first instance line of each wanted id."""
+    found: dict[str, Mapping[str, Any]] = {}
+    with open_binary(path) as fh:
+        for line in read_lines(fh, path):
+            value = line.value
+            if isinstance(value, Mapping) and value.get("id") in ids and value["id"] not in found:
+                found[value["id"]] = value
+    return found
+
+
+def build_cases(args: argparse.Namespace, rows: Iterable[Row]) -> dict[int, Case]:
+    """A :class:`Case` per row (by scores line), with response, explanation and picture when the inputs allow."""
+    rows = list(rows)
+    if not args.instances:
+        return {r.number: Case(r) for r in rows}
+    lines = {r.line for r in rows if r.line is not None}
+    if args.responses:
+        responses = _lines_wanted(args.responses, lines)
+        instances = _instances_by_id(args.instances, {r.id for r in rows if isinstance(r.id, str)})
+    else:  # combined layout: the scored line holds the instance and its response
+        combined = _lines_wanted(args.instances, lines)
+        responses, instances = combined, {}
+    cases = {}
+    for row in rows:
+        source = responses.get(row.line) if row.line is not None else None
+        data = source if isinstance(source, Mapping) else {}
+        response = data.get("response") if isinstance(data.get("response"), str) else None
+        if response is None:
+            cases[row.number] = Case(row, note=f"no response found on input line {row.line}")
+            continue
+        if args.responses:
+            instance_data = instances.get(row.id) if isinstance(row.id, str) else None
+        else:
+            instance_data = {k: v for k, v in data.items() if k != "response"}
+        cases[row.number] = explained_case(row, response, instance_data, args.instances)
+    return cases
+
+
+def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, instances_path: str = "") -> Case:
+    """The case of a row: its explanation and picture through the same code as ``trace-tasks explain``."""
+    from trace_tasks.cli.explain import explain_response  # the explain command's sections, unchanged
+
+    if data is None or data.get("id") != row.id:
+        return Case(row, response, note=f"instance {row.id!r} not found in the instances file")
+    if not row.scored:
+        return Case(row, response)
+    try:
+        instance = instance_from_dict(dict(data), cls=TrainInstance)
+        options = run_options(row)
+        lines, view, scores = explain_response(response, instance, options)
+    except (ValueError, TraceTasksError) as exc:
+        return Case(row, response, note=f"not explained: {exc}")
+    note = ""
+    if scores.get("overall") != row.scores.get("overall"):
+        note = (
+            f"re-scoring gives overall {scores.get('overall')!r}, the scores file {row.scores.get('overall')!r}: "
+            "other options, other inputs or another version scored this file"
+        )
+    formula = view.explanation.formula if view.explanation is not None else ""
+    breakdown = tuple(reward_breakdown(row.scores, reward_id=view.reward_id, formula=formula))
+    picture, why = _picture(instance, view, _image(instance, instances_path))
+    return Case(row, response, tuple(lines), picture, "; ".join(n for n in (note, why) if n), breakdown)
+
+
+def _image(instance: TraceInstance, instances_path: str) -> str | None:
+    """The instance's ``image`` when it exists (a relative path from the current directory, then the instances file's)."""
+    image = getattr(instance, "image", None)
+    if not isinstance(image, str) or not image:
+        return None
+    for candidate in (Path(image), Path(instances_path).parent / image):
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _picture(instance: TraceInstance, view: Any, image: str | None) -> tuple[bytes | None, str]:
+    """The overlay as PNG bytes (over ``image`` when given), or why there is none."""
+    if view.explanation is None or not _drawing.pillow_available():
+        return None, ""
+    entry = get_registry().annotation_types.get(view.annotation_type)
+    if entry is None or entry.draw is None:
+        return None, f"the {view.annotation_type!r} family cannot draw"
+    draw = entry.draw
+
+    def draw_item(value: Any) -> Any:
+        return draw(annotation_type=view.annotation_type, item=value)
+
+    from trace_tasks.cli.explain import metric_name
+
+    metric = metric_name(view.explanation.metric)
+    context = view.context
+    try:
+        picture = _drawing.png_bytes(
+            view.explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
+            size=context.image_size if context else None, image_path=image, metric=metric,
+            header=[f"{instance.id}: {view.annotation_type} ({view.reward_id})"],
+            half_life=context.half_life_px if context is not None and metric != "IoU" else None,
+        )  # fmt: skip
+    except (_drawing.CannotDraw, OSError, ValueError) as exc:
+        return None, f"no picture: {exc}"
+    return picture, ""
