@@ -148,6 +148,14 @@ def test_greedy_placement_keeps_labels_apart_and_inside() -> None:
     assert placed[0] == (150.0, 28.0, 190.0, 40.0)
 
 
+def test_a_long_segments_label_goes_by_one_of_its_ends() -> None:
+    area = (0.0, 0.0, 800.0, 600.0)
+    ends = [(60.0, 370.0), (650.0, 480.0)]  # a long diagonal: its bounding box's corners are far from the line
+    bbox = (60.0, 370.0, 650.0, 480.0)
+    rect = _drawing.place_label(bbox, (90.0, 12.0), True, [], [bbox], area, ends)
+    assert min(_drawing._distance(rect, end) for end in ends) <= 12
+
+
 # --- pictures ---
 
 

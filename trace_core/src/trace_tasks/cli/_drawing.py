@@ -304,18 +304,39 @@ def label_candidates(bbox: Rect, text: tuple[float, float], below_first: bool) -
     return [first, second, *sides, *ladder]
 
 
+def _beside_points(near: Sequence[tuple[float, float]], text: tuple[float, float]) -> list[tuple[float, float]]:
+    """Corners to try next to the first and last of ``near`` (a long segment's label goes by its ends)."""
+    tw, th = text
+    gap = LABEL_GAP + POINT_RADIUS
+    ends = [near[0], near[-1]] if near else []
+    return [(px + dx, py + dy) for px, py in ends for dx in (gap, -tw - gap) for dy in (gap, -th - gap)]
+
+
+def _distance(rect: Rect, point: tuple[float, float]) -> float:
+    px, py = point
+    return math.hypot(max(rect[0] - px, 0.0, px - rect[2]), max(rect[1] - py, 0.0, py - rect[3]))
+
+
 def place_label(
-    bbox: Rect, text: tuple[float, float], below_first: bool, placed: Sequence[Rect], items: Sequence[Rect], area: Rect
+    bbox: Rect,
+    text: tuple[float, float],
+    below_first: bool,
+    placed: Sequence[Rect],
+    items: Sequence[Rect],
+    area: Rect,
+    near: Sequence[tuple[float, float]] = (),
 ) -> Rect:
     """Where a label goes: the candidate (clamped inside ``area``) overlapping ``placed`` labels, then
-    ``items``, least; among equals the first (a clamped candidate counts as far as it moved)."""
+    ``items``, least, and nearest to the item's points ``near``; among equals the first (a clamped
+    candidate counts as far as it moved)."""
     tw, th = text
     best: tuple[float, Rect] | None = None
-    for rank, (x, y) in enumerate(label_candidates(bbox, text, below_first)):
+    for rank, (x, y) in enumerate([*label_candidates(bbox, text, below_first), *_beside_points(near, text)]):
         cx, cy = _clamp(x, area[0], area[2] - tw), _clamp(y, area[1], area[3] - th)
         rect = (cx, cy, cx + tw, cy + th)
         cost = 1000.0 * sum(overlap(rect, other) for other in placed)
         cost += sum(overlap(rect, item) for item in items) + abs(cx - x) + abs(cy - y) + rank
+        cost += min((_distance(rect, p) for p in near), default=0.0)
         if best is None or cost < best[0]:
             best = (cost, rect)
     assert best is not None
@@ -411,7 +432,9 @@ def _captions(draw: Any, everything: list[Figure], font: Any, scale: int, size: 
         if bbox is None or not figure.caption:
             continue
         text = plain(figure.caption, 80)
-        rect = place_label(bbox, _text_size(draw, text, font), figure.below, [r for _, r in placed], boxes, area)
+        near = [(float(x) * scale, float(y) * scale) for s in figure.shapes for x, y in extent_points(s)]
+        size = _text_size(draw, text, font)
+        rect = place_label(bbox, size, figure.below, [r for _, r in placed], boxes, area, near)
         draw.rectangle(rect, fill=WHITE)  # legible over any background
         _text(draw, (rect[0], rect[1]), text, figure.colour, font)
         placed.append((text, rect))
