@@ -433,8 +433,8 @@ def _captions(draw: Any, everything: list[Figure], font: Any, scale: int, size: 
             continue
         text = plain(figure.caption, 80)
         near = [(float(x) * scale, float(y) * scale) for s in figure.shapes for x, y in extent_points(s)]
-        size = _text_size(draw, text, font)
-        rect = place_label(bbox, size, figure.below, [r for _, r in placed], boxes, area, near)
+        extent = _text_size(draw, text, font)
+        rect = place_label(bbox, extent, figure.below, [r for _, r in placed], boxes, area, near)
         draw.rectangle(rect, fill=WHITE)  # legible over any background
         _text(draw, (rect[0], rect[1]), text, figure.colour, font)
         placed.append((text, rect))
