@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from trace_tasks.literals import load_json, load_literal
+from trace_tasks.numpy_values import is_mapping
 
 NESTED_KEYS = ("source_image_size", "image_size", "image_sizes", "canvas_size", "img_size")
 WIDTH_KEYS = ("width", "w", "image_width", "canvas_width")
@@ -39,8 +40,9 @@ Size = tuple[float, float]
 def _side(value: Any) -> float | None:
     # numbers.Real admits numpy scalars (np.int64 is no int), as rows from
     # pandas or parquet carry them; booleans (numpy's too) are never sizes.
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        return None
+    kind = type(value)
+    if kind is not float and kind is not int and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)):
+        return None  # (exact floats and ints skip the ABC test: they are Real and never bool)
     try:
         side = float(value)
     except OverflowError:
@@ -79,7 +81,23 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
         if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS:
             parsed, ok = load_literal(value)
         return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
-    if isinstance(value, Mapping):
+    if isinstance(value, np.ndarray):
+        # A size column read through pandas/pyarrow arrives as an array.
+        value = value.tolist() if value.ndim <= 2 and value.size <= 2 * _MAX_VISITS else None
+        if value is None:
+            return None
+    # Lists before mappings: ``[w, h]`` is the common case and the Mapping ABC test costs more.
+    if isinstance(value, (list, tuple)):
+        pair = _pair(value)
+        if pair is not None:
+            return pair
+        for item in value[:_MAX_LIST_ITEMS]:
+            if isinstance(item, (list, tuple)) or is_mapping(item):
+                found = size_from(item, depth + 1, budget)
+                if found is not None:
+                    return found
+        return None
+    if is_mapping(value):
         for key in NESTED_KEYS:
             if key in value:
                 found = size_from(value[key], depth + 1, budget)
@@ -87,20 +105,6 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
                     return found
         w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
         return (w, h) if w is not None and h is not None else None
-    if isinstance(value, np.ndarray):
-        # A size column read through pandas/pyarrow arrives as an array.
-        value = value.tolist() if value.ndim <= 2 and value.size <= 2 * _MAX_VISITS else None
-        if value is None:
-            return None
-    if isinstance(value, (list, tuple)):
-        pair = _pair(value)
-        if pair is not None:
-            return pair
-        for item in value[:_MAX_LIST_ITEMS]:
-            if isinstance(item, (list, tuple, Mapping)):
-                found = size_from(item, depth + 1, budget)
-                if found is not None:
-                    return found
     return None
 
 

@@ -15,6 +15,10 @@ def is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+#: Built-in types no numpy value has (``np.float64`` subclasses ``float`` but is not ``float``).
+_PLAIN_TYPES = frozenset((list, dict, str, int, float, bool, tuple, type(None)))
+
+
 def from_numpy(value: Any) -> Any:
     """A numpy array or scalar as plain Python values; anything else unchanged.
 
@@ -22,6 +26,8 @@ def from_numpy(value: Any) -> Any:
     numpy arrays and scalars (``np.int64(7)`` is not an ``int``); without this
     they would silently never match. Object arrays are converted element-wise.
     """
+    if type(value) in _PLAIN_TYPES:  # the hot path's values: no numpy lookup at all
+        return value
     import numpy as np  # already imported by every caller; kept local to keep this module light
 
     if isinstance(value, np.ndarray):
