@@ -15,27 +15,70 @@ every problem, never a partial reward. A valid item is scored exactly as
 ``score_trace_response`` would score it alone; that lenient scorer itself is
 unchanged.
 
-With ``workers > 1`` the batch is cut into a few large contiguous shares (small
-chunks cost more in pickling than they save). The calling process scores the
-first share itself and ``workers - 1`` child processes score the rest, so only
-the children's shares cross a process boundary. The children are started with
-``spawn`` (forking a process that runs threads, as trainers and Ray do, can
-deadlock), warmed up once (imports, plugin registry) and kept for the next
-call, since starting them costs about a second while a trainer calls once per
-step; :func:`shutdown_batch_pools` stops them. No ``signal`` is used, so this is
-safe inside threads and Ray workers.
+Processes (``workers > 1``)
+---------------------------
+The batch is cut into a few large contiguous shares (small chunks cost more in
+serialisation than they save). The calling process scores the first share
+itself and ``workers - 1`` child processes score the rest, so only the
+children's shares cross a process boundary. Before scoring its own share the
+caller pickles each child chunk (with the options) into a private temporary
+file and hands the pool only the file's path; the child writes its results
+(pickled) next to it and the
+caller reads them when its own share is done. Sending megabytes through the
+pool's pipe instead made the pool's feeder thread wait for the interpreter
+lock once per 64 KiB while the caller scored, which left two workers at
+0.95-1.11x of one; with files nothing large crosses a pipe.
+
+The children are started with ``spawn`` (forking a process that runs threads,
+as trainers and Ray do, can deadlock), warmed up once (imports, plugin
+registry) and kept for the next call, since starting them costs about a second
+while a trainer calls once per step; :func:`shutdown_batch_pools` stops them.
+
+Scripts without ``if __name__ == "__main__"``: a spawned child normally
+re-imports the caller's main module (as ``__mp_main__``), which re-runs a
+script that has no main guard (a trainer would reload its model in every
+child). The functions the children run live in this module, so they never need
+the caller's main module: the pool's processes are started with the main
+module left out of what ``spawn`` sends them (a filter on
+``multiprocessing.spawn.get_preparation_data`` that acts only while this module
+starts its own children, in the starting thread; every other process start is
+unchanged). An item whose values are instances of classes defined in the
+caller's script cannot be unpickled in a child then: its chunk is scored in
+the calling process instead.
+
+Timeouts and failures: a child that dies (killed, out of memory) or raises
+has its chunk scored in the calling process, and a dead pool is replaced on
+the next call. The caller waits at most ``timeout`` seconds (counted from
+when the chunks are handed out; by default :data:`TIMEOUT_BASE_SECONDS` plus
+:data:`TIMEOUT_SECONDS_PER_ITEM` for each item a child has to score); past it
+the unfinished chunks are scored in-process and the pool's processes are
+killed and dropped. No ``signal`` is used, so this is safe inside threads
+and Ray workers.
+
+Speed: on the project's shared 2-core machine, ``benchmarks/bench_batch.py``
+(20,000 mixed responses, pool kept, alternating rounds) measured the ratios
+that ``benchmarks/README.md`` lists with the load average of the run.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
+import math
 import multiprocessing
+import multiprocessing.context
+import multiprocessing.spawn
+import os
 import pickle
+import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError  # not the builtin before 3.11
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any, Union, cast
 
 from trace_tasks.instances import InstanceCache
@@ -43,8 +86,13 @@ from trace_tasks.instances import InstanceCache
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
 
-#: Shares per child process: a few, so one slow share does not idle the others.
+#: Shares per child process: a few, so a child starts on its first chunk while the caller writes the next.
 CHUNKS_PER_CHILD = 2
+
+#: Default ``timeout``: this many seconds (a cold pool start on a busy machine) ...
+TIMEOUT_BASE_SECONDS = 60.0
+#: ... plus this many per item of the busiest child (a mixed item takes ~0.05-0.3 ms).
+TIMEOUT_SECONDS_PER_ITEM = 0.02
 
 BatchResult = dict[str, Union[float, str]]
 
@@ -79,6 +127,49 @@ def _score_chunk(chunk: Sequence[Mapping[str, Any]], options: Mapping[str, Any])
     return [_score_one(item, options) for item in chunk]
 
 
+# --- children that never import the caller's main module -------------------------------------
+
+_launching = threading.local()
+
+
+def _main_free_preparation_data(original: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    """Wrap ``spawn.get_preparation_data``: without the main module while this thread starts our child."""
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = original(name)
+        if getattr(_launching, "main_free", False):
+            # What makes the child run the caller's script (or ``-m`` module) as ``__mp_main__``.
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    preparation_data.trace_tasks_main_free = True  # type: ignore[attr-defined]
+    return preparation_data
+
+
+def _install_main_free_filter() -> None:
+    """Install the filter once; it is transparent for every process this module does not start."""
+    current = multiprocessing.spawn.get_preparation_data
+    if not getattr(current, "trace_tasks_main_free", False):
+        multiprocessing.spawn.get_preparation_data = _main_free_preparation_data(current)  # type: ignore[assignment]
+
+
+class _MainFreeSpawnProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process started without the caller's main module."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:  # multiprocessing's name
+        _launching.main_free = True
+        try:
+            return multiprocessing.context.SpawnProcess._Popen(process_obj)
+        finally:
+            _launching.main_free = False
+
+
+class _MainFreeSpawnContext(multiprocessing.context.SpawnContext):
+    Process = _MainFreeSpawnProcess
+
+
 def _warm_up() -> None:
     """Child initializer: pay the imports and the registry build once, not in the first chunk."""
     from trace_tasks.plugins import get_registry
@@ -87,21 +178,37 @@ def _warm_up() -> None:
     import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
 
 
+# --- the kept pools ----------------------------------------------------------------------------
+
+
 def _pool(children: int) -> ProcessPoolExecutor:
     with _pools_lock:
         pool = _pools.get(children)
         if pool is None:
-            context = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(max_workers=children, mp_context=context, initializer=_warm_up)
+            _install_main_free_filter()
+            pool = ProcessPoolExecutor(max_workers=children, mp_context=_MainFreeSpawnContext(), initializer=_warm_up)
             _pools[children] = pool
         return pool
 
 
-def _drop_pool(children: int, pool: ProcessPoolExecutor) -> None:
+def _drop_pool(children: int, pool: ProcessPoolExecutor, *, kill: bool = False) -> None:
+    """Forget ``pool`` (the next call starts a fresh one); ``kill`` also stops its processes now.
+
+    A stuck child may be stopped (SIGSTOP) or ignore SIGTERM, hence SIGKILL; the pool is
+    dropped as a whole, so no other child is left waiting on a lock the killed one held.
+    """
     with _pools_lock:
         if _pools.get(children) is pool:
             del _pools[children]
+    # ProcessPoolExecutor has no public way to stop a busy child; its process table is stable since 3.2.
+    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:  # so that none writes a result file after the caller removed it
+        with contextlib.suppress(Exception):
+            process.join(1.0)
 
 
 def shutdown_batch_pools() -> None:
@@ -116,6 +223,9 @@ def shutdown_batch_pools() -> None:
 atexit.register(shutdown_batch_pools)
 
 
+# --- the batch -----------------------------------------------------------------------------------
+
+
 def _shares(rows: list[Mapping[str, Any]], workers: int, chunksize: int | None) -> tuple[list[Any], list[list[Any]]]:
     """(the caller's share, the children's chunks), contiguous and in order."""
     own = -(-len(rows) // workers)
@@ -124,8 +234,27 @@ def _shares(rows: list[Mapping[str, Any]], workers: int, chunksize: int | None) 
     return rows[:own], [rest[i : i + size] for i in range(0, len(rest), size)]
 
 
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds (math.inf: wait forever) or None, got {timeout!r}")
+
+
+def _default_timeout(chunks: Sequence[Sequence[Any]], children: int) -> float:
+    """The default ``timeout`` for ``chunks`` spread over ``children``: base plus per item of the busiest child."""
+    per_child = -(-sum(len(chunk) for chunk in chunks) // max(children, 1))
+    busiest = max(per_child, max((len(chunk) for chunk in chunks), default=0))
+    return TIMEOUT_BASE_SECONDS + TIMEOUT_SECONDS_PER_ITEM * busiest
+
+
 def score_trace_batch(
-    items: Iterable[Mapping[str, Any]], *, workers: int = 1, chunksize: int | None = None, **options: Any
+    items: Iterable[Mapping[str, Any]],
+    *,
+    workers: int = 1,
+    chunksize: int | None = None,
+    timeout: float | None = None,
+    **options: Any,
 ) -> list[BatchResult]:
     """Score each item (the keyword arguments of ``score_trace_response``) in order.
 
@@ -133,71 +262,144 @@ def score_trace_batch(
     ``workers`` is how many processes score, this one included; batches smaller
     than ``2 * MIN_ITEMS_PER_WORKER`` are scored in-process whatever it says.
     ``chunksize`` overrides the size of the chunks sent to child processes.
+    ``timeout`` bounds, in seconds from when the chunks are handed out, the wait
+    for the children (``None``: :data:`TIMEOUT_BASE_SECONDS`, 60 s plus 20 ms per item
+    of the busiest child; ``math.inf``: no bound); a chunk not back by then is
+    scored in-process and the pool's processes are killed (a fresh pool starts next call).
     Returns one dict per item: the score dict, or ``{"error": "..."}``.
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if chunksize is not None and (not isinstance(chunksize, int) or isinstance(chunksize, bool) or chunksize < 1):
         raise ValueError(f"chunksize must be a positive integer or None, got {chunksize!r}")
+    _check_timeout(timeout)
     rows = list(items)
     if workers == 1 or len(rows) < 2 * MIN_ITEMS_PER_WORKER:
         return _score_chunk(rows, options)
     own, chunks = _shares(rows, workers, chunksize)
     children = workers - 1
     pool = _pool(children)
-    futures = [_submit(pool, children, chunk, options) for chunk in chunks]
-    results = _score_chunk(own, options)
-    for chunk, future in zip(chunks, futures, strict=False):
-        results.extend(_collect(future, chunk, options, children, pool))
+    wait = _default_timeout(chunks, children) if timeout is None else timeout
+    handouts = [_hand_out(pool, children, chunk, options) for chunk in chunks]
+    deadline = time.monotonic() + wait if math.isfinite(wait) else None
+    try:
+        results = _score_chunk(own, options)
+        gathering = _Gathering(pool, children, deadline)
+        for chunk, handout in zip(chunks, handouts, strict=True):
+            results.extend(gathering.collect(chunk, handout, options))
+    finally:
+        for handout in handouts:
+            if handout is not None:
+                handout.remove_files()
     return results
 
 
-def _submit(
+@dataclass
+class _Handout:
+    """A chunk handed to the pool: its input file, where the child writes the results, the future."""
+
+    path: str
+    future: Future[None] | None = None
+
+    @property
+    def out_path(self) -> str:
+        return self.path + ".out"
+
+    def remove_files(self) -> None:
+        for path in (self.path, self.out_path):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def _hand_out(
     pool: ProcessPoolExecutor, children: int, chunk: list[Mapping[str, Any]], options: Mapping[str, Any]
-) -> Future[list[BatchResult]] | None:
-    """Send one chunk to a child, pickled here; None when it must be scored in-process."""
+) -> _Handout | None:
+    """Write one chunk to a file and give the pool its path; None when it must be scored in-process."""
     try:
-        blob = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
+        blob = pickle.dumps((dict(options), chunk), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # an item holds something unpicklable (a lambda): scored here instead
         return None
     try:
-        return pool.submit(_score_pickled, blob, options)
+        fd, path = tempfile.mkstemp(prefix="trace_tasks_batch_", suffix=".pickle")
+    except OSError:
+        return None
+    handout = _Handout(path)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(blob)
+        handout.future = pool.submit(_score_file, path, handout.out_path)
     except (BrokenProcessPool, RuntimeError):  # a dead or shut-down pool: start afresh next time
         _drop_pool(children, pool)
+    except OSError:  # the disk is full
+        pass
+    if handout.future is None:
+        handout.remove_files()
         return None
+    return handout
 
 
-def _score_pickled(blob: bytes, options: Mapping[str, Any]) -> list[BatchResult]:
-    """Child side: unpickle a chunk with the cyclic GC paused, then score it.
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Loading thousands of nested dicts triggers collection after collection (~3x the load itself).
 
-    Unpickling thousands of nested dicts and lists triggers collection after
-    collection: with the GC running it costs ~13 us per item, without it ~4 us
-    (measured on the benchmark batch), as much as a third of the scoring itself.
-    The data holds no cycles, so pausing the GC for the load frees nothing late.
+    The loaded data holds no cycles, so pausing the cyclic GC frees nothing late.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        chunk = pickle.loads(blob)
+        yield
     finally:
         if enabled:
             gc.enable()
-    return _score_chunk(chunk, options)
 
 
-def _collect(
-    future: Future[list[BatchResult]] | None,
-    chunk: list[Mapping[str, Any]],
-    options: Mapping[str, Any],
-    children: int,
-    pool: ProcessPoolExecutor,
-) -> list[BatchResult]:
-    """A child's results; the chunk is scored here instead when the child could not."""
-    if future is not None:
-        try:
-            return future.result()
-        except BrokenProcessPool:  # a child died (killed, out of memory): forget the pool
-            _drop_pool(children, pool)
-        except Exception:
-            pass
-    return _score_chunk(chunk, options)
+def _score_file(path: str, out_path: str) -> None:
+    """Child side: load a chunk from ``path``, score it, write the results to ``out_path``."""
+    with open(path, "rb") as file:
+        blob = file.read()
+    with _gc_paused():
+        options, chunk = pickle.loads(blob)
+    # Pickle keeps every value's type (a plugin's numpy float stays one). marshal would load ~35%
+    # faster but silently turns a numpy float into its bytes; checking every value first costs the gain.
+    payload = pickle.dumps(_score_chunk(chunk, options), protocol=pickle.HIGHEST_PROTOCOL)
+    with open(out_path, "xb") as file:
+        file.write(payload)
+
+
+def _read_results(out_path: str, expected: int) -> list[BatchResult]:
+    with open(out_path, "rb") as file:
+        payload = file.read()
+    with _gc_paused():
+        results = pickle.loads(payload)
+    if not isinstance(results, list) or len(results) != expected:
+        raise ValueError(f"a child returned {type(results).__name__} for {expected} items")
+    return cast(list[BatchResult], results)
+
+
+class _Gathering:
+    """Collects the children's results in order until the deadline; after it, scores in-process."""
+
+    def __init__(self, pool: ProcessPoolExecutor, children: int, deadline: float | None) -> None:
+        self.pool = pool
+        self.children = children
+        self.deadline = deadline
+        self.abandoned = False
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def collect(self, chunk: list[Mapping[str, Any]], handout: _Handout | None, options: Mapping[str, Any]) -> list[BatchResult]:
+        """A child's results for ``chunk``; the chunk is scored here instead when the child could not."""
+        future = None if handout is None else handout.future
+        if handout is not None and future is not None and not (self.abandoned and not future.done()):
+            try:
+                future.result(timeout=self._remaining())
+                return _read_results(handout.out_path, len(chunk))
+            except FutureTimeoutError:  # a stuck child: stop waiting for any of them
+                self.abandoned = True
+                _drop_pool(self.children, self.pool, kill=True)
+            except BrokenProcessPool:  # a child died (killed, out of memory): forget the pool
+                _drop_pool(self.children, self.pool)
+            except Exception:  # the child raised (an item's class it cannot import, a full disk)
+                pass
+        return _score_chunk(chunk, options)
