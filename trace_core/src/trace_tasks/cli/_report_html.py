@@ -35,11 +35,11 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; m
 table { border-collapse: collapse; margin: .5em 0; } th, td { padding: 2px 8px; border-bottom: 1px solid #eee; }
 th { text-align: left; background: #f4f4f4; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.all td { font-weight: bold; border-top: 1px solid #999; }
-.pos { color: #2a8a2a; } .neg { color: #c03030; } .muted { color: #777; }
+.wide { overflow-x: auto; } .pos { color: #2a8a2a; } .neg { color: #c03030; } .muted { color: #777; }
 pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: break-all; max-height: 24em; overflow: auto; }
 .case { border: 1px solid #ddd; border-radius: 4px; padding: .5em 1em; margin: 1em 0; }
 .case img { max-width: 100%; border: 1px solid #ccc; }
-.grid td { vertical-align: top; } dl.summary dt { font-weight: bold; float: left; width: 14em; } dl.summary dd { margin-left: 15em; }
+.grid td { vertical-align: top; } table.summary th { background: none; white-space: nowrap; }
 """
 
 
@@ -88,9 +88,9 @@ def signed(x: float | None) -> str:
 
 
 def summary_section(report: Report) -> str:
-    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in report.summary)
+    items = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>' for k, v in report.summary)
     notes = "".join(f'<p class="muted">{e(n)}</p>' for n in report.notes)
-    return f'<h2 id="summary">Run summary</h2><dl class="summary">{items}</dl>{notes}'
+    return f'<h2 id="summary">Run summary</h2><table class="summary">{items}</table>{notes}'
 
 
 def type_table_section(table: Sequence[TypeStats]) -> str:
@@ -143,7 +143,10 @@ def _share(count: int, total: int) -> str:
 
 
 def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
-    head = "".join(f"<th>{e(title)} now</th><th>before</th><th>delta</th><th></th>" for _, title in COMPONENTS)
+    head = "".join(
+        f"<th>{e(title)} now</th><th>before</th><th>delta</th>" + ("<th></th>" if key == "overall" else "")
+        for key, title in COMPONENTS
+    )
     rows = []
     for d in deltas:
         cells = []
@@ -151,7 +154,8 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
             now = num(d.now[key]) if d.now is not None else "-"
             before = num(d.before[key]) if d.before is not None else "-"
             change = d.change(key)
-            cells.append(f'<td class="n">{now}</td><td class="n">{before}</td>{signed(change)}<td>{delta_bar_svg(change)}</td>')
+            bar = f"<td>{delta_bar_svg(change)}</td>" if key == "overall" else ""  # one bar: the reward trained on
+            cells.append(f'<td class="n">{now}</td><td class="n">{before}</td>{signed(change)}{bar}')
         cls = ' class="all"' if d.name == ALL else ""
         rows.append(
             f'<tr{cls} data-type="{e(d.name)}"><td>{e(d.name)}</td><td class="n">{d.rows[0]}</td>'
@@ -160,7 +164,8 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
     return (
         f'<h2 id="baseline">Compared with {e(baseline_name)}</h2>'
         '<p class="muted">Means over scored rows; delta = this run minus the baseline.</p>'
-        f'<table class="baseline"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>{"".join(rows)}</table>'
+        f'<div class="wide"><table class="baseline"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
     )
 
 

@@ -1,0 +1,88 @@
+"""``trace-tasks report`` in a real headless Chromium (Debian's ``chromium`` package).
+
+The page loads with no console message (the page has no script, so any
+message is an error: a blocked resource, a parse problem), the key numbers
+are in the DOM Chromium built, and a screenshot of it is not blank. The
+console check is first shown to catch a planted error, so it cannot pass
+vacuously. Without Chromium these tests skip with the install command as the
+reason; ``.ci/run`` is expected to install it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import INSTANCES, RESPONSES, run_cli
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = next((path for name in ("chromium", "chromium-browser") if (path := shutil.which(name))), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs a headless Chromium: sudo apt-get install chromium (Debian's package)"
+)
+#: No network at all: any host name fails to resolve.
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND")
+
+
+def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, "--enable-logging=stderr", "--v=0", f"--user-data-dir={cwd / 'profile'}", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd, check=False,
+    )  # fmt: skip
+
+
+def _console(stderr: str) -> list[str]:
+    """The page's console messages in Chromium's log (``INFO:CONSOLE(...)`` lines)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's example run, reported with its instances, responses and pictures."""
+    tmp = tmp_path_factory.mktemp("report")
+    scores = tmp / "scores.jsonl"
+    assert run_cli("score", str(INSTANCES), "--responses", str(RESPONSES), "-o", str(scores), "--quiet").returncode == 0
+    html = tmp / "report.html"
+    proc = run_cli("report", str(scores), "--instances", str(INSTANCES), "--responses", str(RESPONSES), "-o", str(html))
+    assert proc.returncode == 0, proc.stderr.decode()
+    return html
+
+
+@needs_chromium
+def test_the_console_check_catches_an_error(tmp_path: Path) -> None:
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
+    proc = _chromium("--dump-dom", page.as_uri(), cwd=tmp_path)
+    assert any("undefinedFunction is not defined" in line for line in _console(proc.stderr)), proc.stderr[-2000:]
+
+
+@needs_chromium
+def test_the_report_loads_without_console_messages_and_shows_the_numbers(report: Path, tmp_path: Path) -> None:
+    proc = _chromium("--dump-dom", report.as_uri(), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _console(proc.stderr) == []
+    dom = proc.stdout
+    assert "108: 108 scored, 0 not scored" in dom
+    assert "<td>bbox_set_map</td>" in dom and ">0.379<" in dom  # the per-type mean overall score prints too
+    assert dom.count('class="case"') == 20
+    assert dom.count("<svg") >= 48  # 12 types x 4 components
+
+
+@needs_chromium
+def test_a_screenshot_of_the_report_is_not_blank(report: Path, tmp_path: Path) -> None:
+    pil = pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
+    shot = tmp_path / "shot.png"
+    proc = _chromium("--window-size=1200,1600", f"--screenshot={shot}", report.as_uri(), cwd=tmp_path)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    with pil.open(shot) as image:
+        rgb = image.convert("RGB")
+        assert rgb.size == (1200, 1600)
+        colours = rgb.getcolors(maxcolors=1 << 24) or []
+        white = sum(count for count, colour in colours if colour == (255, 255, 255))
+        assert len(colours) > 50 and white < 0.97 * 1200 * 1600  # text, tables and bars, not an empty page
+        assert any(colour == (0x3B, 0x6F, 0xD6) for _, colour in colours)  # the histogram bars' blue
