@@ -206,6 +206,11 @@ def canonical(value: Any, depth: int = 0) -> Any:
     """The comparable canonical form of an answer value (hashable, order-aware)."""
     if depth > MAX_ANSWER_DEPTH:
         raise _TooDeep
+    kind = type(value)  # the exact built-in scalars first: one type test instead of an isinstance chain
+    if kind is int:
+        return value
+    if kind is str:
+        return value.strip().casefold()
     if value is None:
         return None
     if isinstance(value, bool):
@@ -242,9 +247,16 @@ def canonical(value: Any, depth: int = 0) -> Any:
     return _NoMatch()
 
 
+#: The characters a JSON text can start with (after JSON whitespace).
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
 def read_string_literal(value: Any) -> Any:
     """A string that is a JSON literal other than ``null`` is read as that literal."""
-    if isinstance(value, str):
+    # Most answer strings ("B", "red") cannot start a JSON text: skip the decoder's
+    # exception. ``str.lstrip`` strips a superset of JSON whitespace, so a string
+    # skipped here is one the decoder would refuse.
+    if isinstance(value, str) and value.lstrip()[:1] in _JSON_STARTS:
         parsed, ok = load_json(value)
         if ok and parsed is not None:
             return parsed
