@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import evaluate_trace_response_format, extract_trace_prediction
+from trace_tasks import evaluate_trace_response_format, extract_trace_prediction, extraction
 
 from .helpers import score
 
@@ -335,3 +335,36 @@ def test_extract_trace_prediction_shape() -> None:
     assert extract_trace_prediction("") == (None, None, False)
     with pytest.raises(TypeError):
         extract_trace_prediction(7)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "scans"),
+    [
+        ("{}" * 20_000 + '"answer"}', {"balanced", "top_level"}),
+        ("{x[}" * 20_000 + '"answer"}', {"balanced", "top_level"}),
+        ("\\{}" * 20_000 + " x", {"top_level"}),
+        ('"' * 40_000 + " answer", {"top_level"}),
+        ('"{' * 20_000 + " answer", {"top_level"}),
+        ("The answer is below. " * 2_000 + '{"answer": 7, "annotation": [0, 0, 10, 10]}', set()),
+    ],
+    ids=["brace_pairs_quoted_answer", "brace_x_bracket", "backslash_braces", "quotes_answer", "quote_brace_answer", "prose"],
+)
+def test_floods_move_to_the_numpy_scans(text: str, scans: set[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 17 item 4: these floods cost a Python step per token (about a second per MiB).
+    # Past extraction._PYTHON_STEPS a scan starts over in numpy; an ordinary response never does.
+    used: set[str] = set()
+
+    def spy(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any) -> Any:
+            used.add(name)
+            return fn(*args)
+
+        return wrapper
+
+    monkeypatch.setattr(extraction, "_balanced_object_start_np", spy("balanced", extraction._balanced_object_start_np))
+    monkeypatch.setattr(extraction, "_top_level_spans_np", spy("top_level", extraction._top_level_spans_np))
+    python_result = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
+    assert used == scans
+    monkeypatch.setattr(extraction, "_PYTHON_STEPS", 10**9)
+    slow = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
+    assert (python_result.format, python_result.payload, python_result.source) == (slow.format, slow.payload, slow.source)

@@ -222,3 +222,41 @@ def test_scanners_match_per_character_references(text: str) -> None:
     assert extraction.top_level_objects(text) == _reference_top_level(text)
     if text.endswith("}"):
         assert extraction.balanced_object_start(text) == _reference_balanced_start(text)
+
+
+# The numpy scans that take over from the Python ones on floods must agree with them
+# exactly: checked against the same references, and through the whole extraction.
+structural_unicode = st.lists(
+    st.sampled_from(["{", "}", '"', "\\", "a", "é", "{{{", "}}}", '""', "\\\\", '\\"', "\U0001f600"]), max_size=60
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=structural_unicode)
+def test_numpy_scanners_match_per_character_references(text: str) -> None:
+    starts, ends = extraction._top_level_spans_np(text)
+    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == _reference_top_level(text)
+    if text.endswith("}"):
+        assert extraction._balanced_object_start_np(text) == _reference_balanced_start(text)
+
+
+candidate_text = st.lists(
+    st.sampled_from(
+        ["{", "}", '"', "\\", " ", ":", "7", ",", '"answer"', "answer", "annotation", "[0, 0, 1, 1]", '{"answer": 1}', "é",
+         "```", "<answer>", "</answer>", "'"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=candidate_text)
+def test_extraction_is_the_same_on_the_numpy_path(text: str) -> None:
+    def extracted() -> tuple[Any, ...]:
+        ext = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
+        return ext.format, ext.payload, ext.last_answer_tag, ext.source
+
+    python_path = extracted()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(extraction, "_PYTHON_STEPS", 0)
+        assert extracted() == python_path

@@ -70,6 +70,18 @@ MEGABYTE_CASES = [
     # Past the window (MAX_RESPONSE_CHARS from the end) an object is not seen: docs/limits.md.
     ("final_before_the_window", FINAL + "{" * MAX_RESPONSE_CHARS, NOTHING, 0.0),
     ("final_in_tag_after_unclosed_tags", _fill("<answer>") + "<answer>" + FINAL + "</answer>", RECOVERED, 1.0),
+    # Issue 17 item 4: floods that cost a Python step per token (now numpy passes).
+    ("brace_pairs_then_quoted_answer_brace", _fill("{}") + '"answer"}', NOTHING, 0.0),
+    ("brace_x_bracket_then_quoted_answer_brace", _fill("{x[}") + '"answer"}', NOTHING, 0.0),
+    # The final block "{}" parses to an empty mapping, as for plain brace pairs.
+    ("backslash_brace_pairs", _fill("\\{}"), expect(found=0.0, structure=1.0, json_ok=1.0, schema=0.0, annotation_ok=0.0), 0.0),
+    ("brace_pairs_then_answer", _fill("{}") + " answer", NOTHING, 0.0),
+    ("quotes_then_answer", _fill('"') + " answer", NOTHING, 0.0),
+    ("quote_brace_then_answer", _fill('"{') + " answer", NOTHING, 0.0),
+    ("escaped_quote_objects_then_final", _fill('{"\\"": 1}') + FINAL, WELL_FORMED, 1.0),
+    ("answer_objects_in_brace_pairs_then_final", _fill('{}{"answer": 1}{}') + FINAL, WELL_FORMED, 1.0),
+    # Past MAX_RECOVERY_CANDIDATES broken candidates, an early good object is not reached.
+    ("broken_answer_objects_exhaust_the_candidates", FINAL + " " + _fill_beside("{answer}", FINAL), UNPARSED_BLOCK, 0.0),
 ]
 
 

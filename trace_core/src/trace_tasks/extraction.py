@@ -11,7 +11,12 @@ Two questions are answered separately (docs/contracts.md §3):
 
 Every scan below moves through the text once, jumping between structural
 characters with ``str.find``/``str.rfind`` (C speed); no parser is tried at every
-brace and no regex backtracks.
+brace and no regex backtracks. A text with many structural tokens (brace or
+quote floods: hundreds of thousands per MiB) would still cost a Python step per
+token, so after ``_PYTHON_STEPS`` steps a scan starts over in numpy, which
+computes the same answer in a few whole-array passes (string state from
+running counts, depth from a cumulative sum); only the candidates that can hold
+a prediction are then listed.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
+import numpy as np
 
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
-from trace_tasks.literals import load_json, load_literal
+from trace_tasks.literals import load_json, load_literal, quote_escapes, string_states
 from trace_tasks.numpy_values import is_mapping
 
 FENCE = "```"
@@ -32,6 +38,12 @@ THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 ANSWER_KEYS = frozenset({"answer"})
 ANSWER_AND_ANNOTATION_KEYS = frozenset({"answer", "annotation"})
+#: Structural steps a Python scan takes before it starts over in numpy: an ordinary
+#: response needs a few dozen; numpy's fixed cost (~50 us) pays off only on floods.
+_PYTHON_STEPS = 256
+#: Substrings that make a candidate worth parsing (see ``_may_hold_prediction``).
+_PREDICTION_MARKS = ("answer", "annotation", "\\")
+_OPEN_BRACE, _CLOSE_BRACE, _QUOTE = ord("{"), ord("}"), ord('"')
 
 
 @attrs.frozen(slots=True)
@@ -181,8 +193,11 @@ def balanced_object_start(text: str) -> int:
     """
     i = len(text)
     po = pc = pq = i
-    depth = 0
+    depth = steps = 0
     while True:
+        steps += 1
+        if steps > _PYTHON_STEPS:
+            return _balanced_object_start_np(text)
         if po >= i:
             po = text.rfind("{", 0, i)
         if pc >= i:
@@ -217,13 +232,28 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
     hides everything after it (as in the original scorer's recovery). A run of
     braces with no quote or other brace between them is taken in one step.
     """
+    starts, ends = _top_level_spans(text)
+    if isinstance(starts, np.ndarray) and isinstance(ends, np.ndarray):
+        starts, ends = starts.tolist(), ends.tolist()
+    return list(zip(starts, ends, strict=True))
+
+
+#: Span starts or ends: a list from the Python scan, an array from the numpy one.
+_Positions = list[int] | np.ndarray
+
+
+def _top_level_spans(text: str) -> tuple[_Positions, _Positions]:
+    """``top_level_objects`` as starts and ends (numpy arrays once the scan moved to numpy)."""
     spans: list[tuple[int, int]] = []
     n = len(text)
-    i = 0
+    i = steps = 0
     po = pc = pq = -1
     depth = 0
     start = 0
     while True:
+        steps += 1
+        if steps > _PYTHON_STEPS:
+            return _top_level_spans_np(text)
         if po < i:
             po = text.find("{", i)
             if po < 0:
@@ -238,11 +268,11 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
                 pq = n
         j = min(po, pc, pq)
         if j >= n:
-            return spans
+            return _unzip(spans)
         if j == pq:
             end = _string_end(text, j)
             if end < 0:
-                return spans
+                return _unzip(spans)
             i = end + 1
         elif j == po:
             # Every structural character in [j, hi) is a ``{``.
@@ -268,6 +298,103 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
                 else:
                     depth -= count
             i = hi  # closers at depth 0 are stray and ignored
+
+
+def _unzip(spans: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    return [a for a, _ in spans], [b for _, b in spans]
+
+
+# --- the same scans in numpy, for texts with many structural tokens ---------------------------
+
+
+def _char_codes(text: str) -> np.ndarray:
+    """One array element per character, so array indices are string indices."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _balanced_object_start_np(text: str) -> int:
+    """:func:`balanced_object_start` in whole-array passes (same result)."""
+    codes = _char_codes(text)
+    quotes = np.flatnonzero(codes == _QUOTE)
+    braces = np.flatnonzero((codes == _OPEN_BRACE) | (codes == _CLOSE_BRACE))
+    if quotes.size:
+        # Read backward, a quote outside a string opens one and an unescaped quote
+        # inside closes it: the forward rule applied to the quotes in reverse order.
+        after = string_states(quote_escapes(codes, quotes)[::-1])[::-1]  # after[k]: having read quotes k..end
+        nxt = np.searchsorted(quotes, braces)  # the first quote right of each brace
+        in_string = np.zeros(braces.size, dtype=bool)
+        has_quote = nxt < quotes.size
+        in_string[has_quote] = after[nxt[has_quote]] == 1
+        braces = braces[~in_string]
+        if after[0]:  # a string opened (reading backward) that never closes hides what lies left of it
+            opened = np.flatnonzero((after == 1) & (np.append(after[1:], 0) == 0))
+            braces = braces[braces > quotes[opened[0]]]
+    steps = np.where(codes[braces[::-1]] == _CLOSE_BRACE, 1, -1)
+    balanced = np.flatnonzero(np.cumsum(steps) == 0)
+    return int(braces[::-1][balanced[0]]) if balanced.size else -1
+
+
+def _top_level_spans_np(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_level_objects` in whole-array passes: (starts, ends)."""
+    codes = _char_codes(text)
+    braces = np.flatnonzero((codes == _OPEN_BRACE) | (codes == _CLOSE_BRACE))
+    quotes = np.flatnonzero(codes == _QUOTE)
+    if quotes.size:
+        after = string_states(quote_escapes(codes, quotes))  # after[k]: inside a string after quote k
+        last = np.searchsorted(quotes, braces) - 1  # the last quote left of each brace
+        in_string = np.zeros(braces.size, dtype=bool)
+        has_quote = last >= 0
+        in_string[has_quote] = after[last[has_quote]] == 1
+        braces = braces[~in_string]
+        if after[-1]:  # an unterminated string hides everything from its opening quote on
+            opened = np.flatnonzero((after == 1) & (np.insert(after[:-1], 0, 0) == 0))
+            braces = braces[braces < quotes[opened[-1]]]
+    steps = np.where(codes[braces] == _OPEN_BRACE, 1, -1)
+    total = np.cumsum(steps)
+    depth = total - np.minimum(np.minimum.accumulate(total), 0)  # closers at depth 0 are ignored
+    before = np.insert(depth[:-1], 0, 0)
+    starts = braces[(steps == 1) & (before == 0)]
+    ends = braces[(steps == -1) & (before == 1)] + 1
+    return starts[: ends.size], ends
+
+
+def _may_hold(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per span ``[start, end)``, whether it contains one of ``_PREDICTION_MARKS``."""
+    hold = np.zeros(starts.size, dtype=bool)
+    for mark in _PREDICTION_MARKS:
+        width = len(mark)
+        if codes.size < width:
+            continue
+        hit = codes[: codes.size - width + 1] == ord(mark[0])
+        for offset, ch in enumerate(mark[1:], 1):
+            hit &= codes[offset : codes.size - width + 1 + offset] == ord(ch)
+        hits_before = np.concatenate(([0], np.cumsum(hit)))  # marks starting before each index
+        first = np.minimum(starts, hit.size)  # past ``hit.size`` no mark fits in the text
+        last = np.clip(ends - width + 1, first, hit.size)  # a mark starting before ``last`` fits in the span
+        hold |= hits_before[last] > hits_before[first]
+    return hold
+
+
+def _object_candidates(text: str) -> tuple[int, list[tuple[int, int, int]]]:
+    """``(n, [(k, a, b), ...])``: the number of top-level objects, and those that may
+    hold a prediction, last to first, as their number ``k`` and span (enough of them
+    to reach the recovery limit)."""
+    starts, ends = _top_level_spans(text)
+    n = len(starts)
+    keep = MAX_RECOVERY_CANDIDATES + 1
+    if isinstance(starts, list) or isinstance(ends, list):
+        out = []
+        for k in range(n, 0, -1):
+            a, b = starts[k - 1], ends[k - 1]
+            if _may_hold_prediction(text[a:b]):
+                out.append((k, a, b))
+                if len(out) >= keep:
+                    break
+        return n, out
+    holding = np.flatnonzero(_may_hold(_char_codes(text), starts, ends))[::-1][:keep]
+    return n, [(int(k) + 1, int(starts[k]), int(ends[k])) for k in holding]
 
 
 def fenced_blocks(text: str) -> list[str]:
@@ -339,10 +466,8 @@ def _candidates(text: str) -> Iterator[tuple[str, int, int, str]]:
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         yield "the whole response", 1, 1, stripped
-    spans = top_level_objects(text)
-    n = len(spans)
-    for k in range(n, 0, -1):
-        a, b = spans[k - 1]
+    n, spans = _object_candidates(text)  # only those that may hold a prediction
+    for k, a, b in spans:
         yield "top-level object", k, n, text[a:b]
     blocks = fenced_blocks(text)
     for k in range(len(blocks), 0, -1):

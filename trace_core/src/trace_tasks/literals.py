@@ -79,33 +79,46 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
+def quote_escapes(codes: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+    """Per quote position, whether an odd run of backslashes precedes it."""
+    backslashes = codes == _BACKSLASH
+    if not backslashes.any():  # the common case: no escapes at all
+        return np.zeros(quotes.size, dtype=bool)
+    positions = np.arange(codes.size, dtype=np.int32 if codes.size < 2**31 else np.int64)
+    last_other = np.where(backslashes, -1, positions)  # last byte that is not a backslash
+    np.maximum.accumulate(last_other, out=last_other)
+    run = np.where(quotes > 0, quotes - 1 - last_other[np.maximum(quotes - 1, 0)], 0)
+    return (run & 1).astype(bool)
+
+
+def string_states(escaped: np.ndarray) -> np.ndarray:
+    """Per quote, in the order the quotes are read, 1 when a string is open after it.
+
+    Outside a string any quote opens one; inside, an unescaped quote closes it.
+    As a function of the state, an escaped quote sets "inside" and an unescaped
+    one toggles it, so the state after each quote follows from two running
+    counts: the unescaped quotes since the last escaped one (or the start).
+    """
+    unescaped_so_far = np.cumsum(~escaped)
+    rank = np.arange(escaped.size)
+    last_escaped = np.where(escaped, rank, -1)
+    np.maximum.accumulate(last_escaped, out=last_escaped)
+    after_escaped = last_escaped >= 0
+    since = unescaped_so_far - np.where(after_escaped, unescaped_so_far[np.maximum(last_escaped, 0)], 0)
+    return ((since & 1) ^ after_escaped).astype(np.int8)  # odd count toggles; after an escaped quote, flipped
+
+
 def inside_json_strings(codes: np.ndarray) -> np.ndarray:
-    """Per byte, 1 where a JSON string is open after it (0 outside strings).
+    """Per character code, 1 where a JSON string is open after it (0 outside strings).
 
     Read left to right, a quote outside a string opens one; inside, the first
-    quote preceded by an even run of backslashes closes it. As a function of
-    the state, an escaped quote sets "inside" and an unescaped one toggles it,
-    so the state after each quote follows from two running counts (no loop).
+    quote preceded by an even run of backslashes closes it (as the decoder reads).
     """
     quotes = np.flatnonzero(codes == _QUOTE)
     inside = np.zeros(codes.size, dtype=np.int8)
     if quotes.size == 0:
         return inside
-    # Length of the backslash run before each quote: distance to the last other byte.
-    positions = np.arange(codes.size, dtype=np.int32 if codes.size < 2**31 else np.int64)
-    last_other = np.where(codes != _BACKSLASH, positions, -1)
-    np.maximum.accumulate(last_other, out=last_other)
-    before = np.maximum(quotes - 1, 0)
-    run = np.where(quotes > 0, quotes - 1 - last_other[before], 0)
-    escaped = (run & 1).astype(bool)
-    unescaped_so_far = np.cumsum(~escaped)
-    rank = np.arange(quotes.size)
-    last_escaped = np.where(escaped, rank, -1)
-    np.maximum.accumulate(last_escaped, out=last_escaped)
-    since = unescaped_so_far - np.where(last_escaped >= 0, unescaped_so_far[np.maximum(last_escaped, 0)], 0)
-    after = ((since & 1) ^ (last_escaped >= 0)).astype(np.int8)  # odd count, flipped after an escaped quote
-    change = np.diff(after, prepend=np.int8(0))
-    inside[quotes] = change
+    inside[quotes] = np.diff(string_states(quote_escapes(codes, quotes)), prepend=np.int8(0))
     return np.cumsum(inside, dtype=np.int8)
 
 
