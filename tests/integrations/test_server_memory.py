@@ -4,8 +4,9 @@ Eight concurrent 15 MB bodies once took ``trace-tasks serve`` to 537 MB: every
 body is read, then parsed into Python objects several times its size, while
 the others wait for the scoring thread. ``max_inflight_bytes`` caps the bytes
 of the bodies held (read, parsed or being scored); a request that would pass it
-gets 503 with ``Retry-After`` and a JSON ``detail``, and the bytes are released
-when a response is sent.
+waits up to ``max_wait_seconds`` for room (its body still in the client's
+socket), then gets 503 with ``Retry-After`` and a JSON ``detail``; the bytes
+are released when a response is sent.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ async def _client(app: Any) -> httpx.AsyncClient:
 
 def test_a_request_over_the_bound_gets_503_while_another_is_held() -> None:
     body = _body(3)
-    app = create_app(max_request_bytes=len(body), max_inflight_bytes=len(body) + 100)
+    app = create_app(max_request_bytes=len(body), max_inflight_bytes=len(body) + 100, max_wait_seconds=0)
     release = asyncio.Event()
 
     async def slow_body() -> AsyncIterator[bytes]:  # chunked: reserved as it arrives, held until released
@@ -61,6 +62,45 @@ def test_a_request_over_the_bound_gets_503_while_another_is_held() -> None:
     (response, inst) = pairs()[0]
     assert first.status_code == 200 and first.json()["rewards"] == [reference(response, inst)["overall"]] * 3
     assert after.status_code == 200  # the held bytes were released with the response
+
+
+def test_a_request_waits_for_room_then_is_served() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        order.append(message["body"][:1].decode())
+        entered.set()
+        if message["body"][:1] == b"a":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    guard = BodyLimit(inner, max_bytes=100, max_inflight_bytes=100, max_wait_seconds=30)
+    quick = BodyLimit(inner, max_bytes=100, max_inflight_bytes=100, max_wait_seconds=0.05)
+
+    async def go() -> tuple[int, int, int]:
+        async with await _client(guard) as http, await _client(quick) as other:
+            held = asyncio.create_task(http.post("/", content=b"a" * 100))
+            await entered.wait()
+            waiting = asyncio.create_task(http.post("/", content=b"b" * 100))  # no room: waits, body unread
+            await asyncio.sleep(0.05)
+            assert not waiting.done() and order == ["a"]
+            release.set()
+            statuses = ((await held).status_code, (await waiting).status_code)
+            # The other guard has its own budget; holding it full, a request gives up after its short wait.
+            release.clear()
+            entered.clear()
+            blocker = asyncio.create_task(other.post("/", content=b"a" * 100))
+            await entered.wait()
+            refused = await other.post("/", content=b"c" * 10)
+            release.set()
+            await blocker
+            return (*statuses, refused.status_code)
+
+    assert asyncio.run(go()) == (200, 200, 503)
+    assert order == ["a", "b", "a"] and guard.inflight == quick.inflight == 0
 
 
 def test_bytes_are_released_after_errors_and_refusals() -> None:
@@ -125,6 +165,8 @@ def test_bound_options_are_checked() -> None:
         create_app(max_inflight_bytes=0)
     with pytest.raises(ValueError, match="at least max_request_bytes"):
         create_app(max_request_bytes=2048, max_inflight_bytes=1024)
+    with pytest.raises(ValueError, match="max_wait_seconds"):
+        create_app(max_wait_seconds=-1)
     with pytest.raises(ValueError, match="log_keys"):
         create_app(log_keys="some")
     assert create_app(max_request_bytes=DEFAULT_MAX_INFLIGHT_BYTES * 2).max_inflight_bytes == DEFAULT_MAX_INFLIGHT_BYTES * 2

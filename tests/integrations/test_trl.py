@@ -341,3 +341,13 @@ def test_caller_mistakes_raise() -> None:
             annotation_gt=[inst["annotation_gt"]],
             reward_contract=[inst["reward_contract"]],
         )
+
+
+def test_a_batch_changed_in_place_is_scored_again() -> None:
+    (right, inst), (wrong, _) = pairs()[0], pairs()[5]
+    func = make_reward_func()
+    completions = [right]
+    columns = {k: [inst[k]] for k in ("answer_gt", "annotation_gt", "reward_contract")}
+    first = func(prompts=["q"], completions=completions, **columns)
+    completions[0] = wrong  # the same list object, new content
+    assert func(prompts=["q"], completions=completions, **columns) == [reference(wrong, inst)["overall"]] != first

@@ -26,10 +26,14 @@ Rules:
   a row can, say, switch itself to ``trace_reward_mode="answer"``.
 * Keys a trainer adds on its own (``reward_router_address``, ``trainer_state``,
   dataset columns) are not scorer options and are ignored.
-* Trainers that log a dict per response need the same keys on every row (verl
-  and OpenRLHF concatenate them per key), so adapters report
-  :func:`stable_keys`: every key the scorer always returns. The type-specific
-  diagnostics, present only when an annotation parsed, are left out there.
+* Adapters log :data:`CHARTED_KEYS` by default (``log_keys="charted"``), or
+  :func:`stable_keys`, every key the scorer always returns (``"all"``).
+  Trainers that log a dict per response need the same keys on every row (verl
+  and OpenRLHF stack them per key), so the type-specific diagnostics, present
+  only when an annotation was scored, are logged only where a trainer takes
+  ragged keys (EasyR1).
+* Responses decoded with special tokens are cut at the final object by
+  :func:`strip_special_tokens` (OpenRLHF, EasyR1): one implementation.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@
 
 The body is hostile input: a body over ``max_request_bytes`` gets 413 before it
 is read in full; a body that would take the bytes held by requests in flight
-over ``max_inflight_bytes`` gets 503 with ``Retry-After`` (a 15 MB JSON body
+over ``max_inflight_bytes`` waits for room (``max_wait_seconds``), then gets
+503 with ``Retry-After`` (a 15 MB JSON body
 costs several times its size once parsed, so eight at once took the server to
 537 MB before this bound); invalid JSON 400, a wrong shape or a malformed label 422, all
 with a ``detail`` message. Every label is validated before anything is scored
@@ -28,6 +29,7 @@ thread so the event loop keeps answering ``/health``.
 
 # No ``from __future__ import annotations``: FastAPI must see the real ``fastapi.Request``
 # annotation of the endpoint, and ``fastapi`` is only imported inside ``create_app``.
+import asyncio
 import json
 import logging
 import os
@@ -45,6 +47,7 @@ __all__ = [
     "CONFIG_ENV",
     "DEFAULT_MAX_INFLIGHT_BYTES",
     "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_MAX_WAIT_SECONDS",
     "RETRY_AFTER_SECONDS",
     "InvalidLabels",
     "app_from_env",
@@ -61,6 +64,10 @@ DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
 #: ``Retry-After`` of a 503 (OpenRLHF's clients retry 5 times, 1 s apart).
 RETRY_AFTER_SECONDS = 1
+#: How long a request waits for room before 503: OpenRLHF's clients give a
+#: request 180 s in all (0.11.2 ``agent.py`` l.331, 0.9.0 ``remote_rm_utils.py`` l.17),
+#: and a 503 they retry only 5 times, 1 s apart, before giving up.
+DEFAULT_MAX_WAIT_SECONDS = 60.0
 #: ``trace-tasks serve`` passes its settings to every uvicorn worker through this variable.
 CONFIG_ENV = "TRACE_TASKS_SERVE_CONFIG"
 
@@ -77,20 +84,25 @@ class BodyLimit:
     A body over ``max_bytes`` gets 413: a declared ``Content-Length`` over the
     limit before any body is read, a chunked body as soon as it passes it. A
     body that would take the bytes held by the requests in flight (read,
-    parsed or being scored) over ``max_inflight_bytes`` gets 503 with
-    ``Retry-After``: the declared size is reserved before reading, a chunked
-    body's bytes as they arrive, and the reservation is released when the
-    response is sent. One event loop per process runs this, so a plain counter
-    is enough.
+    parsed or being scored) over ``max_inflight_bytes`` waits up to
+    ``max_wait_seconds`` for room, then gets 503 with ``Retry-After``. The
+    declared size is reserved before the body is read (while it waits, the body
+    stays in the client's socket, not in this process), a chunked body's bytes
+    as they arrive, and the reservation is released when the response is sent.
+    One event loop per process runs this, so a plain counter is enough.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, max_inflight_bytes: int | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, max_inflight_bytes: int | None = None, max_wait_seconds: float = 0.0
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_inflight_bytes = (
             max_inflight_bytes if max_inflight_bytes is not None else max(max_bytes, DEFAULT_MAX_INFLIGHT_BYTES)
         )
+        self.max_wait_seconds = max_wait_seconds
         self.inflight = 0
+        self._room: asyncio.Condition | None = None  # created in the event loop that serves
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -109,7 +121,7 @@ class BodyLimit:
                 if size > self.max_bytes:
                     await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
                     return
-                if not self._reserve(size):
+                if not await self._reserve(size):
                     await self._busy(send)
                     return
                 reserved = size
@@ -125,7 +137,7 @@ class BodyLimit:
                     await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
                     return
                 if size > reserved:  # chunked, or longer than declared: reserve what arrived
-                    if not self._reserve(size - reserved):
+                    if not await self._reserve(size - reserved):
                         await self._busy(send)
                         return
                     reserved = size
@@ -145,20 +157,48 @@ class BodyLimit:
 
             await self.app(scope, replay, send)
         finally:
-            self.inflight -= reserved
+            if reserved:
+                self.inflight -= reserved
+                await self._notify()
 
-    def _reserve(self, size: int) -> bool:
-        if self.inflight + size > self.max_inflight_bytes:
+    def _condition(self) -> asyncio.Condition:
+        if self._room is None:
+            self._room = asyncio.Condition()
+        return self._room
+
+    async def _reserve(self, size: int) -> bool:
+        """Reserve ``size`` bytes, waiting up to ``max_wait_seconds`` for room; False when there is none."""
+        if self.inflight + size <= self.max_inflight_bytes:
+            self.inflight += size
+            return True
+        if self.max_wait_seconds <= 0:
             return False
-        self.inflight += size
-        return True
+        room = self._condition()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait_seconds
+        async with room:
+            while self.inflight + size > self.max_inflight_bytes:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return False
+                try:
+                    await asyncio.wait_for(room.wait(), remaining)
+                except asyncio.TimeoutError:
+                    return False
+            self.inflight += size
+            return True
+
+    async def _notify(self) -> None:
+        if self._room is not None:
+            async with self._room:
+                self._room.notify_all()
 
     async def _busy(self, send: Send) -> None:
         await self._reject(
             send,
             503,
             f"server busy: the request bodies in flight would exceed {self.max_inflight_bytes} bytes "
-            f"(max_inflight_bytes); retry after {RETRY_AFTER_SECONDS} s",
+            f"(max_inflight_bytes) after waiting {self.max_wait_seconds:g} s; retry after {RETRY_AFTER_SECONDS} s",
             [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
         )
 
@@ -266,6 +306,7 @@ def create_app(
     *,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     max_inflight_bytes: int | None = None,
+    max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
     log_keys: str = "charted",
     **options: Any,
 ) -> Any:
@@ -273,7 +314,8 @@ def create_app(
 
     ``max_inflight_bytes``: request bytes held at once before new requests get
     503 (default :data:`DEFAULT_MAX_INFLIGHT_BYTES`, raised to
-    ``max_request_bytes`` if that is larger; it may not be smaller).
+    ``max_request_bytes`` if that is larger; it may not be smaller), after
+    waiting up to ``max_wait_seconds`` for room (0: at once).
     ``log_keys``: the ``extra_logs`` keys, ``"charted"`` (default) or ``"all"``.
     """
     fastapi = require("fastapi", "server")
@@ -288,6 +330,8 @@ def create_app(
                 f"max_inflight_bytes ({max_inflight_bytes}) must be at least max_request_bytes ({max_request_bytes}): "
                 "a request of the largest size accepted could never be served"
             )
+    if isinstance(max_wait_seconds, bool) or not isinstance(max_wait_seconds, (int, float)) or not 0 <= max_wait_seconds < 3600:
+        raise ValueError(f"max_wait_seconds must be a number of seconds in [0, 3600), got {max_wait_seconds!r}")
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
@@ -324,7 +368,7 @@ def create_app(
             log.exception("trace_tasks serve: unexpected error")
             return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
 
-    return BodyLimit(app, max_request_bytes, max_inflight_bytes)
+    return BodyLimit(app, max_request_bytes, max_inflight_bytes, float(max_wait_seconds))
 
 
 def _preview(text: str, limit: int = 2000) -> str:

@@ -159,9 +159,10 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
 class _BatchScorer:
     """Scores a batch once for every reward function that shares it (the component functions).
 
-    TRL hands each reward function of a step the same ``completions`` list and
-    the same column lists; the last batch's inputs are held (so their ids cannot
-    be reused by new objects) and compared by identity.
+    TRL hands each reward function of a step the same completions and the same
+    column values; the last batch's values are held (so their ids cannot be
+    reused by new objects) as tuples, a snapshot that a caller mutating its
+    lists in place cannot change, and compared item by item by identity.
     """
 
     def __init__(self, options: dict[str, Any]) -> None:
@@ -170,11 +171,18 @@ class _BatchScorer:
         self._inputs: tuple[Any, ...] | None = None
         self._results: _Results = []
 
+    @staticmethod
+    def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
+        if a is None or b is None:
+            return a is b
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
     def score(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> _Results:
-        inputs = (completions, *(kwargs.get(name) for name in (*_INSTANCE_COLUMNS, "extra_info")))
+        columns = (kwargs.get(name) for name in (*_INSTANCE_COLUMNS, "extra_info"))
+        inputs = (tuple(completions), *(None if c is None else tuple(c) for c in columns))
         with self._lock:
             last = self._inputs
-            if last is not None and all(a is b for a, b in zip(inputs, last, strict=True)):
+            if last is not None and all(self._same(a, b) for a, b in zip(inputs, last, strict=True)):
                 return self._results
             results = _score_batch(completions, kwargs, self.options)
             self._inputs, self._results = inputs, results
