@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_tasks import get_registry
+from trace_tasks import answers, get_registry
+from trace_tasks.limits import MAX_ANSWER_DEPTH
 
 from .helpers import answer_matches, score
 
@@ -276,3 +277,53 @@ def test_canonical_text_shows_what_the_matcher_compares(value: object, reads_jso
     from trace_tasks.answers import canonical_text
 
     assert canonical_text(value, reads_json_strings=reads_json) == shown
+
+
+# --- the early-exit comparison (issue 17 item 3) -------------------------------------------------
+
+_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([1.0, 2.5, -0.0, float("nan")]),
+    st.sampled_from(["a", "A", " a", "b", "7", "ß", "SS"]),
+)  # fmt: skip
+_value = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.sampled_from(["a", "A", " a", "b", 1, 1.0]), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+def _old_match(prediction: Any, target: Any) -> bool:
+    # The comparison before the early exit: both canonical forms built in full.
+    try:
+        return bool(answers.canonical(prediction) == answers.canonical(target))
+    except (answers._TooDeep, RecursionError, MemoryError, TypeError, ValueError):
+        return False
+
+
+@settings(max_examples=500, deadline=None)
+@given(prediction=_value, target=_value)
+def test_early_exit_comparison_equals_the_full_canonical_comparison(prediction: Any, target: Any) -> None:
+    expected = _old_match(prediction, target)
+    assert answers.answers_match(prediction, target, reads_json_strings=False) is expected
+    prepared = answers.answer_target(target, reads_json_strings=False)
+    assert answers.matches_answer_target(prediction, prepared, reads_json_strings=False) is expected
+    assert answers.answers_match(target, target, reads_json_strings=False) is _old_match(target, target)
+
+
+def test_overwritten_values_still_count_for_depth() -> None:
+    # {"a": <too deep>, "A": 1} normalizes to {"a": 1}, but canonical refuses the deep value first.
+    deep: Any = 1
+    for _ in range(MAX_ANSWER_DEPTH + 2):
+        deep = [deep]
+    assert not answers.answers_match({"a": deep, "A": 1}, {"a": 1})
+    assert answers.answers_match({"a": [2], "A": 1}, {"a": 1})
+
+
+def test_a_long_prediction_of_the_wrong_length_is_not_built() -> None:
+    # A megabyte-long list against a short target differs on its length alone.
+    assert not answers.answers_match(list(range(300_000)), [1, 2])
+    assert not answers.answers_match({str(i): i for i in range(100_000)}, {"0": 0})

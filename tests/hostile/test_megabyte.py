@@ -8,6 +8,8 @@ that each costs well under a second.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trace_tasks.limits import MAX_RESPONSE_CHARS
@@ -118,3 +120,28 @@ def test_megabyte_of_answer_tag_pairs_with_content() -> None:
     # Every tag holds a JSON-looking candidate: only MAX_RECOVERY_CANDIDATES are tried, no crash.
     result = score(_fill('<answer>{"answer": x}</answer>'))
     assert flags(result) == NOTHING
+
+
+@pytest.mark.megabyte
+def test_atomic_answer_is_read_from_the_window() -> None:
+    # Issue 17 item 3: the atomic answer used to be the whole response at any length
+    # (16 MiB: 16 s, 1.1 GB). It is read from the last MAX_RESPONSE_CHARS characters.
+    inside = "a" * (MAX_RESPONSE_CHARS - 8)
+    assert score("  " + inside + "  ", answer=inside, answer_type="string", mode="answer")["answer_reward"] == 1.0
+    past = "a" * (MAX_RESPONSE_CHARS + 8)
+    assert score(past, answer=past, answer_type="string", mode="answer")["answer_reward"] == 0.0
+    assert score(past, answer=past[8:], answer_type="string", mode="answer")["answer_reward"] == 1.0
+    # A JSON list longer than the window is not decoded whole: its tail is not JSON.
+    items = [1] * (MAX_RESPONSE_CHARS // 2)
+    assert score(json.dumps(items), answer=items, answer_type="index_list", mode="answer")["answer_reward"] == 0.0
+
+
+@pytest.mark.megabyte
+def test_megabyte_atomic_json_compares_exactly() -> None:
+    # A megabyte list inside the window: compared item by item when the lengths agree.
+    items = list(range(100_000))
+    text = json.dumps(items)
+    assert len(text) < MAX_RESPONSE_CHARS
+    assert score(text, answer=items, answer_type="index_list", mode="answer")["answer_reward"] == 1.0
+    assert score(text, answer=items[:-1], answer_type="index_list", mode="answer")["answer_reward"] == 0.0
+    assert score(text, answer=[*items[:-1], -1], answer_type="index_list", mode="answer")["answer_reward"] == 0.0

@@ -251,6 +251,43 @@ def canonical(value: Any, depth: int = 0) -> Any:
 _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
+def _tagged(prepared: Any, tag: str) -> bool:
+    return type(prepared) is tuple and len(prepared) == 2 and prepared[0] == tag
+
+
+def _same(value: Any, prepared: Any, depth: int = 0) -> bool:
+    """``canonical(value, depth) == prepared``, stopping at the first difference.
+
+    A prediction may be a megabyte of JSON (the atomic answer is the whole
+    response): building its canonical form costs a Python step per item, while
+    a list of the wrong length, or a mapping with the wrong number of keys,
+    differs at once. Raises what :func:`canonical` raises (too deep) wherever
+    it would, so the result is the same in every case.
+    """
+    if depth > MAX_ANSWER_DEPTH:
+        raise _TooDeep
+    if isinstance(value, (list, tuple)):
+        if not _tagged(prepared, _LIST) or len(prepared[1]) != len(value):
+            return False
+        return all(_same(v, p, depth + 1) for v, p in zip(value, prepared[1], strict=True))
+    if isinstance(value, Mapping):
+        if not _tagged(prepared, _DICT):
+            return False
+        latest: dict[str, Any] = {}
+        for k, v in value.items():
+            latest[_key_string(k, depth + 1)] = v  # later key wins, as in canonical
+        if len(latest) != len(prepared[1]):
+            return False
+        for key, item in prepared[1]:
+            if key not in latest or not _same(latest[key], item, depth + 1):
+                return False
+        if len(latest) != len(value):  # values overwritten by a later key must still be comparable
+            for v in value.values():
+                canonical(v, depth + 1)
+        return True
+    return bool(canonical(value, depth) == prepared)
+
+
 def read_string_literal(value: Any) -> Any:
     """A string that is a JSON literal other than ``null`` is read as that literal."""
     # Most answer strings ("B", "red") cannot start a JSON text: skip the decoder's
@@ -311,7 +348,7 @@ def matches_answer_target(prediction: Any, prepared: Any, *, reads_json_strings:
     if reads_json_strings:
         prediction = read_string_literal(prediction)
     try:
-        return bool(canonical(prediction) == prepared)
+        return _same(prediction, prepared)
     except _UNCOMPARABLE:
         return False
 
@@ -326,6 +363,6 @@ def answers_match(prediction: Any, target: Any, *, reads_json_strings: bool = Tr
         prediction = read_string_literal(prediction)
         target = read_string_literal(target)
     try:
-        return bool(canonical(prediction) == canonical(target))
+        return _same(prediction, canonical(target))
     except _UNCOMPARABLE:
         return False

@@ -79,12 +79,16 @@ class Extraction:
 
         Atomic answers: the last ``<answer>`` tag's content when no mapping was
         found, else the whole stripped response (so a response ``7`` scores).
+        Like everything else, it is read from the last ``MAX_RESPONSE_CHARS``
+        characters only: a 16 MiB response must not be decoded and compared whole.
         """
         answer = self.payload.get("answer") if self.payload is not None else None
         if answer is not None:
             return answer
         if self.payload is None and self.last_answer_tag is not None:
             return self.last_answer_tag.strip()
+        if len(response) > MAX_RESPONSE_CHARS:
+            response = response[-MAX_RESPONSE_CHARS:]
         return response.strip()
 
 
