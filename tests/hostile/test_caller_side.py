@@ -7,6 +7,7 @@ Caller *mistakes* that the spec names still raise: see ``test_caller_errors``.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -206,3 +207,55 @@ def test_a_valid_later_source_still_wins_after_a_hostile_one(name: str) -> None:
 def test_hostile_size_in_answer_mode_and_bbox_type_is_ignored() -> None:
     result = score(GOOD, mode="answer", image_size=_exponential_list(), metadata=_self_referencing())
     assert result["answer_reward"] == 1.0
+
+
+# --- issue 17 item 5: the caller's literal strings are read within a budget per call --------------
+
+
+@pytest.fixture
+def literal_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Lengths of the texts handed to ``ast.literal_eval`` (through ``literals.load_literal``)."""
+    from trace_tasks import literals
+
+    reads: list[int] = []
+    real = literals.ast.literal_eval
+
+    def counted(text: str) -> Any:
+        reads.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(literals.ast, "literal_eval", counted)
+    return reads
+
+
+def test_metadata_literal_strings_are_read_within_a_budget_per_source(literal_reads: list[int]) -> None:
+    from trace_tasks.image_size import _MAX_LITERAL_CHARS_PER_SOURCE
+
+    # 64 mappings, each with a 4 KiB literal string under a size key that is no size:
+    # 256 KiB of literal reading per source and per call before the budget.
+    junk = "[" + "0, " * 1300 + "]"
+    source = [{"image_size": junk} for _ in range(64)]
+    result = score(GOOD_POINT, annotation_type="point", annotation=[5, 5], metadata=source, extra_info=source)
+    assert result["annotation_reward"] == 1.0
+    assert 0 < sum(literal_reads) <= 2 * _MAX_LITERAL_CHARS_PER_SOURCE
+
+
+def test_metadata_size_in_a_literal_string_is_still_found() -> None:
+    result = score(GOOD_POINT, annotation_type="point", annotation=[5, 5], metadata={"image_size": "(640, 480)"})
+    assert result["annotation_reward"] == 1.0
+
+
+def test_set_map_target_literal_strings_share_one_budget(literal_reads: list[int]) -> None:
+    from trace_tasks.limits import MAX_TARGET_LITERAL_BUDGET
+    from trace_tasks.literals import MIN_LITERAL_CHARGE
+
+    # 4,000 keys whose boxes are Python-literal strings: ~0.1 s of literal reading per call before.
+    target = {f"k{i}": "(0, 0, 10, 10)" for i in range(4_000)}
+    response = json.dumps({"answer": 7, "annotation": {key: [[0, 0, 10, 10]] for key in target}})
+    result = score(response, annotation_type="bbox_set_map", annotation=target)
+    assert result["annotation_reward"] == 0.0  # the target is not usable past the budget
+    assert len(literal_reads) <= MAX_TARGET_LITERAL_BUDGET // MIN_LITERAL_CHARGE
+    # A few literal strings are read as before.
+    small = {f"k{i}": "(0, 0, 10, 10)" for i in range(20)}
+    response = json.dumps({"answer": 7, "annotation": {key: [[0, 0, 10, 10]] for key in small}})
+    assert score(response, annotation_type="bbox_set_map", annotation=small)["annotation_reward"] == 1.0

@@ -14,6 +14,7 @@ from trace_tasks.limits import (
     MAX_LITERAL_DEPTH,
     MAX_RECOVERY_CANDIDATES,
     MAX_RESPONSE_CHARS,
+    MAX_TARGET_LITERAL_BUDGET,
 )
 
 from .helpers import UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
@@ -102,11 +103,26 @@ def test_annotation_strings_share_the_literal_budget() -> None:
 
 
 def test_the_target_is_not_charged_to_the_response_budget() -> None:
-    value = "(" + "(0, 0, 10, 10), " * 2000 + ")"
-    target = {f"k{i}": value for i in range(MAX_LITERAL_BUDGET // len(value) + 2)}
-    prediction = {"k0": [[0, 0, 10, 10]]}
+    # The target spends most of its own budget (MAX_TARGET_LITERAL_BUDGET); the prediction's
+    # literal strings then need nearly all of the response's, which they still get.
+    target = {f"k{i}": "(0, 0, 10, 10)" for i in range(MAX_TARGET_LITERAL_BUDGET // literals.MIN_LITERAL_CHARGE - 8)}
+    big = "(" + "(0, 0, 10, 10), " * 4000 + ")"
+    assert len(big) <= MAX_LITERAL_CHARS and 2 * len(big) <= MAX_LITERAL_BUDGET
+    prediction = {"k0": big, "k1": big}
     result = score(json.dumps({"answer": 7, "annotation": prediction}), annotation_type="bbox_set_map", annotation=target)
     assert result["annotation_parse_ok"] == 1.0
+
+
+def test_target_literal_budget() -> None:
+    # Issue 17 item 5: the lenient scorer reads at most MAX_TARGET_LITERAL_BUDGET characters
+    # of literal strings from the target per call; past it the target is not usable.
+    value = "(" + "(0, 0, 10, 10), " * 500 + ")"
+    fits = MAX_TARGET_LITERAL_BUDGET // len(value)
+    response = json.dumps({"answer": 7, "annotation": {"k0": [[0, 0, 10, 10]]}})
+    inside = score(response, annotation_type="bbox_set_map", annotation={f"k{i}": value for i in range(fits)})
+    assert inside["annotation_parse_ok"] == 1.0
+    past = score(response, annotation_type="bbox_set_map", annotation={f"k{i}": value for i in range(fits + 1)})
+    assert past["annotation_parse_ok"] == 0.0
 
 
 def test_recovery_candidate_limit() -> None:

@@ -8,7 +8,9 @@ The search is bounded: at most ``_MAX_DEPTH`` levels and ``_MAX_VISITS`` values
 per source, so a self-referencing mapping or a list that repeats one sub-list
 (a small object that unfolds into an exponential tree) costs microseconds; and
 only strings of at most ``_MAX_LITERAL_SIZE_CHARS`` go to the slow Python-literal
-reader (JSON is read at any length), so junk strings cost no more than JSON.
+reader (JSON is read at any length), at most ``_MAX_LITERAL_CHARS_PER_SOURCE``
+characters of them per source: metadata of nested literal strings (a literal
+whose mappings hold more literal strings) cost 0.3 s per source on every call.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.literals import load_json, load_literal
+from trace_tasks.literals import MIN_LITERAL_CHARGE, load_json, load_literal
 from trace_tasks.numpy_values import is_mapping
 
 NESTED_KEYS = ("source_image_size", "image_size", "image_sizes", "canvas_size", "img_size")
@@ -31,6 +33,9 @@ _MAX_DEPTH = 8
 _MAX_VISITS = 256
 #: Longest string handed to the literal reader (a size literal is a few characters).
 _MAX_LITERAL_SIZE_CHARS = 4096
+#: Characters handed to the literal reader per source, each read charged at least
+#: ``MIN_LITERAL_CHARGE`` (at ~2 us per character, ~16 ms per source at most).
+_MAX_LITERAL_CHARS_PER_SOURCE = 8 * 1024
 #: Items of one list looked at for a nested size (``[[w, h], ...]``): a size sits near the front.
 _MAX_LIST_ITEMS = 64
 
@@ -68,17 +73,18 @@ def _first_present(mapping: Mapping[Any, Any], keys: tuple[str, ...]) -> float |
 def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Size | None:
     """The first valid ``(width, height)`` found in ``value``, or None.
 
-    ``budget`` is a one-item list counting the values still allowed to be
-    inspected (shared across recursive calls); None starts a fresh budget.
+    ``budget`` is a two-item list: the values still allowed to be inspected and
+    the characters the literal reader may still read (shared across recursive
+    calls); None starts a fresh budget.
     """
     if budget is None:
-        budget = [_MAX_VISITS]
+        budget = [_MAX_VISITS, _MAX_LITERAL_CHARS_PER_SOURCE]
     if value is None or depth > _MAX_DEPTH or budget[0] <= 0:
         return None
     budget[0] -= 1
     if isinstance(value, str):
         parsed, ok = load_json(value)
-        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS:
+        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS and _charge(budget, len(value)):
             parsed, ok = load_literal(value)
         return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
     if isinstance(value, np.ndarray):
@@ -106,6 +112,15 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
         w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
         return (w, h) if w is not None and h is not None else None
     return None
+
+
+def _charge(budget: list[int], chars: int) -> bool:
+    """Take a literal read of ``chars`` characters from ``budget``; False when it does not fit."""
+    cost = max(chars, MIN_LITERAL_CHARGE)
+    if cost > budget[1]:
+        return False
+    budget[1] -= cost
+    return True
 
 
 def find_image_size(*sources: Any) -> Size | None:

@@ -22,6 +22,12 @@ MAX_LITERAL_CHARS = 64 * 1024
 #: literal reader at ~0.25 s per response.
 MAX_LITERAL_BUDGET = 128 * 1024
 
+#: Largest total of the caller's strings read by the literal reader while parsing the
+#: annotation target in one lenient ``score_trace_response`` call (a set-map of
+#: 10,000 literal strings cost 0.3 s per call). Compiled instances parse their
+#: target once, when compiled, without it.
+MAX_TARGET_LITERAL_BUDGET = 32 * 1024
+
 #: Deepest bracket nesting the literal reader accepts (its parser recurses).
 MAX_LITERAL_DEPTH = 64
 

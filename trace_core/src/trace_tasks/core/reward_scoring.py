@@ -31,7 +31,7 @@ from trace_tasks.distance import half_life_px
 from trace_tasks.errors import AnnotationParseError, MissingFamilyError
 from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, think_text
 from trace_tasks.image_size import find_image_size
-from trace_tasks.limits import MAX_LITERAL_BUDGET
+from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.literals import literal_budget
 from trace_tasks.numpy_values import from_numpy, is_mapping
 from trace_tasks.options import ANSWER, GATED, ScoringOptions, resolve_mode, resolve_options
@@ -272,7 +272,9 @@ def _score_annotation(
         return result
     parse = entry.parse
     try:
-        target = parse(annotation_type=name, value=annotation_gt["value"])
+        # The caller's literal strings are parsed on every call here: bounded like the model's.
+        with literal_budget([MAX_TARGET_LITERAL_BUDGET]):
+            target = parse(annotation_type=name, value=annotation_gt["value"])
     except Exception:  # the target does not parse: lenient, no reward (validation reports it)
         return result
     parsed = parse_prediction(parse, name, prediction, literal_left)
