@@ -29,7 +29,40 @@ import numpy as np
 
 from trace_tasks.limits import MAX_JSON_DEPTH, MAX_LITERAL_CHARS, MAX_LITERAL_DEPTH
 
-_json_loads = json.JSONDecoder().decode
+_stdlib_loads = json.JSONDecoder().decode
+
+try:  # the optional accelerator, ``pip install 'trace-core[fast]'``
+    import msgspec.json as _fast_json
+except ImportError:  # the standard library alone gives the same values
+    _fast_json = None  # type: ignore[assignment]
+
+#: Which JSON decoder reads first: ``"msgspec"`` when installed, else ``"json"``.
+JSON_DECODER = "json" if _fast_json is None else "msgspec"
+
+
+def _make_json_loads(fast: bool) -> Any:
+    """The decode function: msgspec first when ``fast`` (and installed), the stdlib otherwise.
+
+    msgspec reads what it accepts to the same values as the stdlib (integers of
+    any size stay exact; floats are correctly rounded by both); what it refuses
+    and the stdlib reads (``NaN``, ``1e400``, lone surrogate escapes) goes to the
+    stdlib, whose verdict and value stand. So the results are the same with or
+    without it (tests/core/test_json_decoders.py); only the time differs.
+    """
+    if not fast or _fast_json is None:
+        return _stdlib_loads
+    fast_decode = _fast_json.Decoder().decode
+
+    def loads(text: str) -> Any:
+        try:
+            return fast_decode(text)
+        except Exception:  # DecodeError, and anything odd (a lone surrogate cannot be encoded)
+            return _stdlib_loads(text)
+
+    return loads
+
+
+_json_loads = _make_json_loads(fast=True)
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
