@@ -145,6 +145,30 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+#: Diagnostic key sets seen, by their tuple of keys: whether every key is the plugin's own.
+_key_sets_ok: dict[tuple[Any, ...], bool] = {}
+_FLOAT = frozenset((float,))
+
+
+def _plain_diagnostics(raw: dict[Any, Any]) -> bool:
+    """Whether ``raw`` is valid as it is: its own ``annotation_*`` keys, finite floats only.
+
+    The common case, checked in a few C-speed passes (a family reports the same
+    keys on every call); anything else goes through the per-key checks.
+    """
+    keys = tuple(raw)
+    ok = _key_sets_ok.get(keys)
+    if ok is None:
+        ok = all(isinstance(key, str) and _is_diagnostic_key(key) for key in keys)
+        if len(_key_sets_ok) >= 1024:  # a plugin inventing keys: keep memory bounded
+            _key_sets_ok.clear()
+        _key_sets_ok[keys] = ok
+    if not ok or not _FLOAT.issuperset(map(type, raw.values())):
+        return False
+    total = sum(raw.values())
+    return total - total == 0.0  # every value finite (a sum that overflows takes the slow path)
+
+
 def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[str, float]]:
     """The reward and diagnostics of a score hook's result, or :class:`PluginBug` when it breaks the contract.
 
@@ -160,6 +184,8 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
     if not 0.0 <= reward <= 1.0:
         raise PluginBug("range", f"reward {reward!r} is outside [0, 1]")
     raw = score.diagnostics
+    if type(raw) is dict and _plain_diagnostics(raw):
+        return reward, dict(raw)
     if not is_mapping(raw):
         raise PluginBug("diagnostics", f"diagnostics are a {type(raw).__name__}, not a mapping")
     out = {}
