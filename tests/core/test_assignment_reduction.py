@@ -120,3 +120,31 @@ def test_the_solver_budget_is_charged_before_solving() -> None:
     assert budget.work == 0
     with pytest.raises(AnnotationParseError, match="solver budget"):
         assign_groups(values, [1, 1], [1, 1, 1], budget)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_negative_cells_go_to_the_solver_and_still_match(seed: int) -> None:
+    # A primitive never returns them, but a full assignment may have to take them.
+    rng = np.random.default_rng(100 + seed)
+    values = rng.uniform(-1, 1, (3, 5))
+    _check(values, rng.integers(1, 4, 3).tolist(), [1] * 5)
+
+
+def test_unhashable_items_are_matched_without_collapsing() -> None:
+    from trace_tasks import ScoringContext
+    from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
+    from trace_tasks.primitives import Primitive, pairwise
+
+    def closeness(a: list[float], b: list[float], ctx: ScoringContext) -> float:
+        return 1.0 / (1.0 + abs(a[0] - b[0]))
+
+    prim = Primitive(name="tick", similarity=closeness, matrix=pairwise(closeness), metric="similarity")
+    rng = np.random.default_rng(5)
+    preds = [[float(v)] for v in rng.integers(0, 10, 70)]  # lists: unhashable, many equal
+    gts = [[float(v)] for v in rng.integers(0, 10, 70)]
+    assert len(preds) * len(gts) >= REDUCE_MIN_CELLS
+    ctx = ScoringContext(half_life_px=32.0)
+    matched = match_set(preds, gts, prim, ctx)
+    full = [[closeness(p, g, ctx) for g in gts] for p in preds]
+    assert matched.total == math.fsum(full[i][j] for i, j in assign_pairs(full))
+    assert sorted(i for i, _ in matched.pairs) == list(range(70))

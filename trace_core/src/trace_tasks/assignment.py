@@ -154,13 +154,17 @@ def _assign_rows(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray, budget: As
     return pairs
 
 
-def _top_slots(row: np.ndarray, cols: np.ndarray, want: int) -> np.ndarray:
-    """How many copies of each column group are among this row's ``want`` best columns."""
-    order = np.argsort(-row, kind="stable")
+def _top_slots(arr: np.ndarray, cols: np.ndarray, wants: np.ndarray) -> np.ndarray:
+    """``took[i, j]``: copies of column group ``j`` among row ``i``'s ``wants[i]`` best columns.
+
+    Best first, equal cells in column order (a stable sort), each column group
+    offering its ``cols[j]`` copies.
+    """
+    order = np.argsort(-arr, axis=1, kind="stable")
     slots = cols[order]
-    before = np.cumsum(slots) - slots
-    took = np.zeros_like(cols)
-    took[order] = np.clip(want - before, 0, slots)
+    before = np.cumsum(slots, axis=1) - slots
+    took = np.zeros(arr.shape, dtype=np.int64)
+    np.put_along_axis(took, order, np.clip(wants[:, None] - before, 0, slots), axis=1)
     return took
 
 
@@ -169,16 +173,19 @@ def _own_best(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray
 
     Every group then earns its upper bound at once: the optimum. None when two
     groups want the same column more often than it exists (or a tie hides a
-    way out: the caller solves it properly).
+    way out, or a cell is negative, which a primitive never returns): the
+    caller solves it properly.
     """
+    if arr.min() < 0.0:  # a full assignment may have to take negative cells: only the solver knows which
+        return None
     take = np.zeros(arr.shape, dtype=np.int64)
     single = rows == 1
     if single.any():  # one copy: its best column (the first of equal ones)
         idx = np.nonzero(single)[0]
-        best = arr[idx].argmax(axis=1)
-        take[idx, best] = 1
-    for i in np.nonzero(~single)[0].tolist():
-        take[i] = _top_slots(arr[i], cols, int(rows[i]))
+        take[idx, arr[idx].argmax(axis=1)] = 1
+    if not single.all():
+        idx = np.nonzero(~single)[0]
+        take[idx] = _top_slots(arr[idx], cols, rows[idx])
     take[arr <= 0.0] = 0  # zero cells earn nothing: left to the fill-in
     if (take.sum(axis=0) > cols).any():
         return None
@@ -190,10 +197,12 @@ def _solve_expanded(arr: np.ndarray, rows: np.ndarray, cols: np.ndarray, budget:
     n = int(rows.sum())
     keep = np.minimum(cols, n)
     if len(rows) * n < int(keep.sum()):  # the groups' top-N columns cannot cover every column
-        keep = np.max([_top_slots(arr[i], keep, n) for i in range(len(rows))], axis=0)
+        keep = _top_slots(arr, keep, np.full(len(rows), n)).max(axis=0)
+    budget.charge_solver(n, int(keep.sum()))
+    if (rows == 1).all() and (keep == 1).all():  # nothing collapsed or dropped: the matrix as it is
+        return [(i, j, 1) for i, j in _scipy_pairs(arr)]
     row_group = np.repeat(np.arange(len(rows)), rows)
     col_group = np.repeat(np.arange(len(cols)), keep)
-    budget.charge_solver(n, len(col_group))
     pairs = _scipy_pairs(arr[np.ix_(row_group, col_group)])
     counts: dict[tuple[int, int], int] = {}
     for r, c in pairs:

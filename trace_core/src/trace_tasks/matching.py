@@ -63,12 +63,11 @@ def match_set(
     sim = prim.similarity
     if n == 1 and m == 1:
         return Matched(sim(preds[0], gts[0], ctx), 1, 1, _ONE_PAIR)
-    if budget is None:
-        budget = AssignmentBudget()
     if n * m >= REDUCE_MIN_CELLS:
-        return _match_grouped(preds, gts, prim, ctx, budget)
-    budget.charge_cells(n * m)
-    budget.charge_solver(n, m)
+        return _match_grouped(preds, gts, prim, ctx, AssignmentBudget() if budget is None else budget)
+    if budget is not None:  # alone, a set this small is far within the budget
+        budget.charge_cells(n * m)
+        budget.charge_solver(n, m)
     # fsum is exact before its one rounding, so the order of the items (a set has
     # none) cannot change the last bit of the reward.
     matrix = prim.matrix(preds, gts, ctx)
@@ -80,27 +79,30 @@ def match_set(
     return Matched(total, min(n, m), max(n, m), pairs)
 
 
-def _groups(items: Sequence[Any]) -> tuple[list[Any], list[list[int]]]:
+def _groups(items: Sequence[Any]) -> tuple[list[Any], list[list[int]]] | None:
     """Distinct items (first occurrences, in order) and the indices of each one's copies.
 
-    Items that compare equal score equally (a similarity is a function of the
-    items' values), so one row of the matrix serves all copies. Unhashable
-    items (a third-party primitive's) are not collapsed.
+    None when every item is distinct, or unhashable (a third-party primitive's
+    items are then not collapsed). Items that compare equal score equally (a
+    similarity is a function of the items' values), so one row of the matrix
+    serves all copies.
     """
+    try:
+        if len(dict.fromkeys(items)) == len(items):  # hashing in C: the common case costs little
+            return None
+    except TypeError:
+        return None
     index: dict[Hashable, int] = {}
     distinct: list[Any] = []
     members: list[list[int]] = []
-    try:
-        for i, item in enumerate(items):
-            group = index.get(item)
-            if group is None:
-                index[item] = len(distinct)
-                distinct.append(item)
-                members.append([i])
-            else:
-                members[group].append(i)
-    except TypeError:
-        return list(items), [[i] for i in range(len(items))]
+    for i, item in enumerate(items):
+        group = index.get(item)
+        if group is None:
+            index[item] = len(distinct)
+            distinct.append(item)
+            members.append([i])
+        else:
+            members[group].append(i)
     return distinct, members
 
 
@@ -108,25 +110,37 @@ def _match_grouped(
     preds: Sequence[Any], gts: Sequence[Any], prim: Primitive, ctx: ScoringContext, budget: AssignmentBudget
 ) -> Matched:
     """:func:`match_set` over distinct items: the matrix and the solver see each value once."""
-    rows, row_members = _groups(preds)
-    cols, col_members = _groups(gts)
+    n, m = len(preds), len(gts)
+    row_groups, col_groups = _groups(preds), _groups(gts)
+    rows, row_counts = (preds, [1] * n) if row_groups is None else (row_groups[0], [len(g) for g in row_groups[1]])
+    cols, col_counts = (gts, [1] * m) if col_groups is None else (col_groups[0], [len(g) for g in col_groups[1]])
     budget.charge_cells(len(rows) * len(cols))
     matrix = prim.matrix(rows, cols, ctx)
-    groups = assign_groups(
-        np.asarray(matrix, dtype=np.float64), [len(g) for g in row_members], [len(g) for g in col_members], budget
-    )
-    # Copies are handed out in index order, so the pairs name the first copies.
-    row_next = [iter(g) for g in row_members]
-    col_next = [iter(g) for g in col_members]
-    pairs = [(next(row_next[i]), next(col_next[j])) for i, j, count in groups for _ in range(count)]
+    groups = assign_groups(np.asarray(matrix, dtype=np.float64), row_counts, col_counts, budget)
+    pairs = _index_pairs(groups, row_groups, col_groups)
     if isinstance(matrix, list):  # the similarity's own values (Primitive's contract)
         total = math.fsum(itertools.chain.from_iterable(itertools.repeat(matrix[i][j], c) for i, j, c in groups))
     else:
-        total = math.fsum(
-            itertools.chain.from_iterable(itertools.repeat(prim.similarity(rows[i], cols[j], ctx), c) for i, j, c in groups)
-        )
-    n, m = len(preds), len(gts)
+        sim = prim.similarity
+        total = math.fsum(itertools.chain.from_iterable(itertools.repeat(sim(rows[i], cols[j], ctx), c) for i, j, c in groups))
     return Matched(total, min(n, m), max(n, m), pairs)
+
+
+def _index_pairs(
+    groups: list[tuple[int, int, int]],
+    row_groups: tuple[list[Any], list[list[int]]] | None,
+    col_groups: tuple[list[Any], list[list[int]]] | None,
+) -> list[tuple[int, int]]:
+    """Item index pairs of a grouped assignment; copies are handed out in index order."""
+    if row_groups is None and col_groups is None:
+        return [(i, j) for i, j, _ in groups]
+    row_next = None if row_groups is None else [iter(g) for g in row_groups[1]]
+    col_next = None if col_groups is None else [iter(g) for g in col_groups[1]]
+    return [
+        (i if row_next is None else next(row_next[i]), j if col_next is None else next(col_next[j]))
+        for i, j, count in groups
+        for _ in range(count)
+    ]
 
 
 def match_sequence(preds: Sequence[Any], gts: Sequence[Any], prim: Primitive, ctx: ScoringContext) -> Matched:
