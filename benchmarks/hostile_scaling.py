@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import sys
 import time
@@ -74,6 +75,16 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "literal candidates": _literal_candidates,
     "deep nesting [": lambda n: '{"answer": ' + "[" * (n // 2) + "]" * (n // 2) + "}",
     'deep nesting {"a":': lambda n: _fill('{"a":', n),
+    # Issue 17, items 3 and 4: a Python step per token, and the atomic answer at any length.
+    "{} + '\"answer\"}'": lambda n: _fill("{}", n) + '"answer"}',
+    "{x[} + '\"answer\"}'": lambda n: _fill("{x[}", n) + '"answer"}',
+    "\\{} flood": lambda n: _fill("\\{}", n),
+    "escaped quotes in objects": lambda n: _fill('{"\\"": 1}', n - len(FINAL)) + FINAL,
+    "backticks + 'answer'": lambda n: _fill("`", n) + " answer",
+    "fenced {answer} blocks": lambda n: _fill("```{answer}```", n),
+    "atomic JSON list": lambda n: "[" + _fill("1,", n) + "1]",
+    "atomic JSON objects": lambda n: "[" + _fill('{"a": 1},', n) + "{}]",
+    "atomic text": lambda n: _fill("seven ", n),
 }
 
 
@@ -92,6 +103,49 @@ def machine() -> str:
         f"Python {platform.python_version()} ({platform.python_implementation()}), "
         f"numpy {np.__version__}, scipy {scipy.__version__}, {platform.system()} {platform.machine()}"
     )
+
+
+def peak_memory(response: str) -> float:
+    """Peak extra memory of one call, in MB (tracemalloc; numpy reports its buffers to it)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT)
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def caller_side(repeat: int) -> None:
+    """Ground truth that costs per call (issue 17 item 5), with a small response: ms per call."""
+    point_contract = {**CONTRACT, "annotation": {"id": "point_soft_distance_v0", "type": "point"}}
+    junk = "[" + "0, " * 1300 + "]"  # a 4 KiB literal string under a size key that is no size
+    nested = [{"image_size": junk} for _ in range(64)]
+    literal_map = {f"k{i}": "(0, 0, 10, 10)" for i in range(10_000)}
+    set_map_contract = {**CONTRACT, "annotation": {"id": "bbox_set_map_soft_iou_v0", "type": "bbox_set_map"}}
+    cases = {
+        "metadata: literal strings, 4 sources": (
+            '{"answer": 7, "annotation": [5, 5]}',
+            {"type": "point", "value": [5, 5]},
+            point_contract,
+            {"image_size": nested, "image_sizes": nested, "metadata": nested, "extra_info": nested},
+        ),
+        "bbox_set_map target: 10,000 literal strings": (
+            '{"answer": 7, "annotation": {"k0": [[0, 0, 10, 10]]}}',
+            {"type": "bbox_set_map", "value": literal_map},
+            set_map_contract,
+            {},
+        ),
+    }
+    print(f"\nCaller side (small response): best of {repeat}, ms per call")
+    for name, (response, target, contract, extra) in cases.items():
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=target, reward_contract=contract, **extra)
+            best = min(best, time.perf_counter() - start)
+        print(f"{name:46s}{best * 1e3:10.1f}")
 
 
 def best_time(response: str, repeat: int) -> float:
@@ -208,10 +262,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print("Hostile response scaling: score_trace_response, answer_and_annotation, bbox_set target")
     print(machine())
-    print(f"best of {args.repeat} runs per figure\n")
+    print(f"best of {args.repeat} runs per figure; load average {os.getloadavg()[0]:.2f} at start\n")
     # Warm up imports (scipy, the plugin registry) outside the timings.
     best_time(FINAL, 1)
-    header = f"{'shape':28s}" + "".join(f"{f'{s // KIB} KiB: ms/call  ms/MiB':>28s}" for s in sizes)
+    header = f"{'shape':28s}" + "".join(f"{f'{s // KIB} KiB: ms/call  ms/MiB':>28s}" for s in sizes) + "  peak MB"
     print(header)
     print("-" * len(header))
     worst = 0.0
@@ -224,10 +278,12 @@ def main(argv: list[str] | None = None) -> None:
             if size >= MIB:
                 worst = max(worst, per_mib)
             cells.append(f"{seconds * 1e3:14.2f} {per_mib * 1e3:11.1f}")
-        print(f"{name:28s}" + "".join(f"{c:>28s}" for c in cells))
+        peak = peak_memory(response)  # at the largest size
+        print(f"{name:28s}" + "".join(f"{c:>28s}" for c in cells) + f"{peak:9.1f}")
         sys.stdout.flush()
     if worst:
-        print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms")
+        print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms (load average {os.getloadavg()[0]:.2f} at end)")
+    caller_side(args.repeat)
     degenerate_assignment()
 
 

@@ -83,7 +83,7 @@ def _broken_literal_object(size: int, tag: int) -> str:
 
 def test_recovery_stops_when_the_literal_budget_is_spent() -> None:
     # Recovery tries top-level objects from last to first: the broken ones spend the budget first.
-    size = MAX_LITERAL_CHARS - 8
+    size = min(MAX_LITERAL_CHARS, MAX_LITERAL_BUDGET // 2) - 8
     spend = (MAX_LITERAL_BUDGET - literals.MIN_LITERAL_CHARGE) // size + 1
     broken = " ".join(_broken_literal_object(size, tag) for tag in range(spend))
     assert flags(score(LITERAL_FINAL + " " + _broken_literal_object(size, 0) + " x")) == RECOVERED
@@ -106,7 +106,7 @@ def test_the_target_is_not_charged_to_the_response_budget() -> None:
     # The target spends most of its own budget (MAX_TARGET_LITERAL_BUDGET); the prediction's
     # literal strings then need nearly all of the response's, which they still get.
     target = {f"k{i}": "(0, 0, 10, 10)" for i in range(MAX_TARGET_LITERAL_BUDGET // literals.MIN_LITERAL_CHARGE - 8)}
-    big = "(" + "(0, 0, 10, 10), " * 4000 + ")"
+    big = "(" + "(0, 0, 10, 10), " * 1900 + ")"
     assert len(big) <= MAX_LITERAL_CHARS and 2 * len(big) <= MAX_LITERAL_BUDGET
     prediction = {"k0": big, "k1": big}
     result = score(json.dumps({"answer": 7, "annotation": prediction}), annotation_type="bbox_set_map", annotation=target)

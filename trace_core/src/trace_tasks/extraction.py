@@ -335,8 +335,8 @@ def _balanced_object_start_np(text: str) -> int:
         if after[0]:  # a string opened (reading backward) that never closes hides what lies left of it
             opened = np.flatnonzero((after == 1) & (np.append(after[1:], 0) == 0))
             braces = braces[braces > quotes[opened[0]]]
-    steps = np.where(codes[braces[::-1]] == _CLOSE_BRACE, 1, -1)
-    balanced = np.flatnonzero(np.cumsum(steps) == 0)
+    closes = codes[braces[::-1]] == _CLOSE_BRACE
+    balanced = np.flatnonzero(np.cumsum(closes.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int32) == 0)
     return int(braces[::-1][balanced[0]]) if balanced.size else -1
 
 
@@ -355,12 +355,14 @@ def _top_level_spans_np(text: str) -> tuple[np.ndarray, np.ndarray]:
         if after[-1]:  # an unterminated string hides everything from its opening quote on
             opened = np.flatnonzero((after == 1) & (np.insert(after[:-1], 0, 0) == 0))
             braces = braces[braces < quotes[opened[-1]]]
-    steps = np.where(codes[braces] == _OPEN_BRACE, 1, -1)
-    total = np.cumsum(steps)
+    opens = codes[braces] == _OPEN_BRACE
+    total = np.cumsum(opens.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int32)
     depth = total - np.minimum(np.minimum.accumulate(total), 0)  # closers at depth 0 are ignored
-    before = np.insert(depth[:-1], 0, 0)
-    starts = braces[(steps == 1) & (before == 0)]
-    ends = braces[(steps == -1) & (before == 1)] + 1
+    before = np.empty_like(depth)
+    before[:1] = 0
+    before[1:] = depth[:-1]
+    starts = braces[opens & (before == 0)]
+    ends = braces[~opens & (before == 1)] + 1
     return starts[: ends.size], ends
 
 
@@ -369,15 +371,11 @@ def _may_hold(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
     hold = np.zeros(starts.size, dtype=bool)
     for mark in _PREDICTION_MARKS:
         width = len(mark)
-        if codes.size < width:
-            continue
-        hit = codes[: codes.size - width + 1] == ord(mark[0])
-        for offset, ch in enumerate(mark[1:], 1):
-            hit &= codes[offset : codes.size - width + 1 + offset] == ord(ch)
-        hits_before = np.concatenate(([0], np.cumsum(hit)))  # marks starting before each index
-        first = np.minimum(starts, hit.size)  # past ``hit.size`` no mark fits in the text
-        last = np.clip(ends - width + 1, first, hit.size)  # a mark starting before ``last`` fits in the span
-        hold |= hits_before[last] > hits_before[first]
+        at = np.flatnonzero(codes[: max(codes.size - width + 1, 0)] == ord(mark[0]))
+        for offset, ch in enumerate(mark[1:], 1):  # keep the positions where the whole mark follows
+            at = at[codes[at + offset] == ord(ch)]
+        # A span holds the mark when one starts in [start, end - width].
+        hold |= np.searchsorted(at, ends - width + 1) > np.searchsorted(at, starts)
     return hold
 
 
@@ -399,6 +397,34 @@ def _object_candidates(text: str) -> tuple[int, list[tuple[int, int, int]]]:
         return n, out
     holding = np.flatnonzero(_may_hold(_char_codes(text), starts, ends))[::-1][:keep]
     return n, [(int(k) + 1, int(starts[k]), int(ends[k])) for k in holding]
+
+
+def _fence_marks(codes: np.ndarray) -> np.ndarray:
+    """Starts of the fences ``fenced_blocks`` finds (``str.find`` from after the previous
+    one): within a run of backticks, every third position from the run's start."""
+    ticks = np.concatenate(([False], codes == ord("`"), [False]))
+    edges = np.flatnonzero(ticks[1:] != ticks[:-1])  # run starts, then ends, alternating
+    run_starts, per_run = edges[0::2], (edges[1::2] - edges[0::2]) // 3
+    run_starts, per_run = run_starts[per_run > 0], per_run[per_run > 0]
+    rank = np.arange(int(per_run.sum())) - np.repeat(np.cumsum(per_run) - per_run, per_run)
+    return np.repeat(run_starts, per_run) + 3 * rank
+
+
+def _fenced_candidates(text: str) -> tuple[int, list[tuple[int, str]]]:
+    """``(n, [(k, content), ...])``: the number of fenced blocks, and those that may hold
+    a prediction, last to first (enough to reach the recovery limit)."""
+    keep = MAX_RECOVERY_CANDIDATES + 1
+    if text.count(FENCE) <= 2 * _PYTHON_STEPS:
+        blocks = fenced_blocks(text)
+        found = [(k, blocks[k - 1]) for k in range(len(blocks), 0, -1) if _may_hold_prediction(blocks[k - 1])]
+        return len(blocks), found[:keep]
+    # A backtick flood: pair the fences and test the contents in numpy. Dropping the
+    # ``json`` tag and stripping never remove a mark, so the raw content decides.
+    codes = _char_codes(text)
+    marks = _fence_marks(codes)
+    opens, closes = marks[0::2][: marks.size // 2], marks[1::2]
+    holding = np.flatnonzero(_may_hold(codes, opens + 3, closes))[::-1][:keep]
+    return opens.size, [(int(k) + 1, _drop_json_tag(text[opens[k] + 3 : closes[k]]).strip()) for k in holding]
 
 
 def fenced_blocks(text: str) -> list[str]:
@@ -473,9 +499,9 @@ def _candidates(text: str) -> Iterator[tuple[str, int, int, str]]:
     n, spans = _object_candidates(text)  # only those that may hold a prediction
     for k, a, b in spans:
         yield "top-level object", k, n, text[a:b]
-    blocks = fenced_blocks(text)
-    for k in range(len(blocks), 0, -1):
-        yield "fenced block", k, len(blocks), blocks[k - 1]
+    n, blocks = _fenced_candidates(text)  # only those that may hold a prediction
+    for k, block in blocks:
+        yield "fenced block", k, n, block
     tags = answer_tags(text)
     for k in range(len(tags), 0, -1):
         yield "<answer> tag", k, len(tags), tags[k - 1]
