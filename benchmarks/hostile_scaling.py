@@ -194,8 +194,13 @@ def degenerate_assignment(repeat: int = 3) -> None:
             {f"k{i}": [whole] * 1000 for i in range(5)},
             {f"k{i}": boxes for i in range(5)},
         ),
-        "300 jittered points vs 300 (no copies)": ("point_set", [[512 + k * 1e-3, 384] for k in range(300)], points[:300]),
+        "368 jittered points vs 368 (at the budget)": ("point_set", [[512 + k * 1e-3, 384] for k in range(368)], points[:368]),
         "400 jittered points vs 400 (past budget)": ("point_set", [[512 + k * 1e-3, 384] for k in range(400)], points[:400]),
+        "bbox_set_map 4,000 keys x 3 (past budget)": (
+            "bbox_set_map",
+            {f"k{i}": [[*b[:2], b[2] + 1, b[3]] for b in boxes[3 * (i % 300) : 3 * (i % 300) + 3]] for i in range(4000)},
+            {f"k{i}": boxes[3 * (i % 300) : 3 * (i % 300) + 3] for i in range(4000)},
+        ),
     }
 
     def unbounded() -> assignment.AssignmentBudget:

@@ -190,3 +190,24 @@ def test_a_repeated_cycle_of_boxes_equals_the_full_solve(cycle: int) -> None:
     full = assign_pairs(iou_matrix(preds, gts))
     assert matched.total == math.fsum(iou(preds[i], gts[j]) for i, j in full)
     assert len(matched.pairs) == len({i for i, _ in matched.pairs}) == len({j for _, j in matched.pairs}) == 125
+
+
+def test_many_small_keys_share_the_response_budget() -> None:
+    from trace_tasks.assignment import LIST_CELL_COST, SET_COST
+    from trace_tasks.limits import MAX_ASSIGNMENT_CELLS
+
+    # Three boxes per key: a 3x3 pure-Python matrix, charged per set and per Python cell.
+    per_key = SET_COST + 9 * LIST_CELL_COST
+    fits = MAX_ASSIGNMENT_CELLS // per_key
+    three = [[0, 0, 10, 10], [20, 0, 30, 10], [40, 0, 50, 10]]
+    shifted = [[x0 + 1, y0, x1 + 1, y1] for x0, y0, x1, y1 in three]
+
+    def keys(count: int) -> dict[str, list[list[int]]]:
+        return {f"k{i}": three for i in range(count)}
+
+    within = score("bbox_set_map", dict.fromkeys(keys(fits), shifted), keys(fits))
+    assert within["annotation_parse_ok"] == 1.0
+    assert within["annotation_reward"] == pytest.approx(9 / 11)
+    past = score("bbox_set_map", dict.fromkeys(keys(fits + 1), shifted), keys(fits + 1))
+    assert past["annotation_parse_ok"] == 0.0
+    assert past["answer_reward"] == 1.0

@@ -19,7 +19,7 @@ import trace_tasks.assignment as assignment
 from trace_plugins_point.geometry import similarity
 from trace_plugins_point.plugin import POINT
 from trace_tasks import ScoringContext
-from trace_tasks.assignment import assign_pairs
+from trace_tasks.assignment import SET_COST, assign_pairs
 from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK, MAX_MATRIX_CELLS
 from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
 
@@ -95,9 +95,9 @@ def test_repeated_targets_collapse_too() -> None:
 
 
 def test_set_map_keys_share_one_cell_budget() -> None:
-    side = 800  # 640,000 cells per key: under both caps alone, over the response's budget twice
-    assert side * side <= MAX_MATRIX_CELLS and side * side <= MAX_ASSIGNMENT_CELLS < 2 * side * side
-    points = [[float(k % 40) * 25, float(k // 40) * 35] for k in range(side)]
+    side = 1000  # a million cells per key: at the per-key cap, half the response's budget
+    assert side * side == MAX_MATRIX_CELLS and 2 * side * side <= MAX_ASSIGNMENT_CELLS < 2 * (side * side + SET_COST)
+    points = [[float(k % 40) * 25, float(k // 40) * 30] for k in range(side)]
     one = score("point_set_map", {"a": points}, {"a": points}, **OPTS)
     assert one["annotation_parse_ok"] == 1.0
     assert one["annotation_reward"] == 1.0  # every point's best target is its own: no solver needed

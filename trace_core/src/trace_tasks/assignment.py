@@ -41,13 +41,24 @@ from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK
 GroupPairs = list[tuple[int, int, int]]
 
 
+#: Cost of one set matched, in cells: the calls around the matrix and the solver
+#: (~15-50 us) cost as much as about a thousand numpy similarity cells.
+SET_COST = 1000
+
+#: Cost of one cell of a list matrix (a similarity computed in Python, as the
+#: official families do below their numpy crossover): ~8 numpy cells.
+LIST_CELL_COST = 8
+
+
 class AssignmentBudget:
     """What one response may spend on assignments, across every key of a set-map.
 
-    ``cells``: similarity cells computed (distinct predictions x distinct
-    targets). ``work``: the solver's worst-case cost, rows² x columns of every
-    matrix handed to scipy (its shortest-augmenting-path search visits every
-    assigned row for each new one). Charging past either raises
+    ``cells``: the similarity matrices, in units of one numpy cell: each set
+    matched costs :data:`SET_COST` plus its distinct predictions x distinct
+    targets, a list (pure-Python) matrix :data:`LIST_CELL_COST` per cell.
+    ``work``: the solver's worst case, rows² x columns of every matrix handed
+    to scipy (its shortest-augmenting-path search can visit every assigned row
+    for each new one). Charging past either raises
     :class:`AnnotationParseError`: the annotation is a parse failure.
     """
 
@@ -61,6 +72,14 @@ class AssignmentBudget:
         self.cells -= cells
         if self.cells < 0:
             raise AnnotationParseError(f"assignments of this response exceed {MAX_ASSIGNMENT_CELLS} similarity cells")
+
+    def charge_set(self, cells: int) -> None:
+        """Before a matrix of ``cells`` is computed: the set and its cells at numpy cost."""
+        self.charge_cells(SET_COST + cells)
+
+    def charge_list(self, cells: int) -> None:
+        """After the primitive returned a list matrix of ``cells``: the rest of their Python cost."""
+        self.charge_cells((LIST_CELL_COST - 1) * cells)
 
     def charge_solver(self, rows: int, cols: int) -> None:
         small, large = (rows, cols) if rows <= cols else (cols, rows)

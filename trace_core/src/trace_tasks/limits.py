@@ -54,10 +54,12 @@ MAX_MATRIX_CELLS = 1_000_000
 
 #: Most similarity cells computed for the assignments of one response, across every
 #: key of a set-map: distinct predicted x distinct target items (identical items are
-#: collapsed first, so a repetition loop costs one row). ~30 ms of numpy at most.
-MAX_ASSIGNMENT_CELLS = 1_000_000
+#: collapsed first, so a repetition loop costs one row), plus ``assignment.SET_COST``
+#: per set, a Python-computed cell counting ``assignment.LIST_CELL_COST``. Twice
+#: ``MAX_MATRIX_CELLS``, so one set at that cap fits; ~0.1 s at most.
+MAX_ASSIGNMENT_CELLS = 2_000_000
 
 #: Most solver work for the assignments of one response, across every key: the sum
 #: of rows^2 x columns over the matrices handed to scipy after the reductions of
-#: ``assignment.py`` (its worst case, ~2 ns per unit: ~0.1 s).
+#: ``assignment.py`` (its worst case, ~2-3 ns per unit: ~0.1-0.15 s).
 MAX_ASSIGNMENT_WORK = 50_000_000

@@ -66,11 +66,13 @@ def match_set(
     if n * m >= REDUCE_MIN_CELLS:
         return _match_grouped(preds, gts, prim, ctx, AssignmentBudget() if budget is None else budget)
     if budget is not None:  # alone, a set this small is far within the budget
-        budget.charge_cells(n * m)
+        budget.charge_set(n * m)
         budget.charge_solver(n, m)
     # fsum is exact before its one rounding, so the order of the items (a set has
     # none) cannot change the last bit of the reward.
     matrix = prim.matrix(preds, gts, ctx)
+    if budget is not None and isinstance(matrix, list):
+        budget.charge_list(n * m)
     pairs = assign_pairs(matrix)
     if isinstance(matrix, list):  # already the scalar similarity's own values (Primitive's contract)
         total = math.fsum(matrix[i][j] for i, j in pairs)
@@ -114,8 +116,10 @@ def _match_grouped(
     row_groups, col_groups = _groups(preds), _groups(gts)
     rows, row_counts = (preds, [1] * n) if row_groups is None else (row_groups[0], [len(g) for g in row_groups[1]])
     cols, col_counts = (gts, [1] * m) if col_groups is None else (col_groups[0], [len(g) for g in col_groups[1]])
-    budget.charge_cells(len(rows) * len(cols))
+    budget.charge_set(len(rows) * len(cols))
     matrix = prim.matrix(rows, cols, ctx)
+    if isinstance(matrix, list):
+        budget.charge_list(len(rows) * len(cols))
     groups = assign_groups(np.asarray(matrix, dtype=np.float64), row_counts, col_counts, budget)
     pairs = _index_pairs(groups, row_groups, col_groups)
     if isinstance(matrix, list):  # the similarity's own values (Primitive's contract)
