@@ -91,7 +91,7 @@ def test_recovery_stops_when_the_literal_budget_is_spent() -> None:
 
 
 def test_annotation_strings_share_the_literal_budget() -> None:
-    value = "(" + "(0, 0, 10, 10), " * 2000 + ")"  # 32,002 characters, a literal, not JSON
+    value = "(" + "(0, 0, 10, 10), " * (MAX_LITERAL_BUDGET // 64) + ")"  # a quarter of the budget, a literal, not JSON
     per_call = MAX_LITERAL_BUDGET // len(value)
     fits = {f"k{i}": value for i in range(per_call)}
     spent = {f"k{i}": value for i in range(per_call + 1)}
@@ -106,7 +106,7 @@ def test_the_target_is_not_charged_to_the_response_budget() -> None:
     # The target spends most of its own budget (MAX_TARGET_LITERAL_BUDGET); the prediction's
     # literal strings then need nearly all of the response's, which they still get.
     target = {f"k{i}": "(0, 0, 10, 10)" for i in range(MAX_TARGET_LITERAL_BUDGET // literals.MIN_LITERAL_CHARGE - 8)}
-    big = "(" + "(0, 0, 10, 10), " * 1900 + ")"
+    big = "(" + "(0, 0, 10, 10), " * (MAX_LITERAL_BUDGET // 2 // 16 - 1) + ")"
     assert len(big) <= MAX_LITERAL_CHARS and 2 * len(big) <= MAX_LITERAL_BUDGET
     prediction = {"k0": big, "k1": big}
     result = score(json.dumps({"answer": 7, "annotation": prediction}), annotation_type="bbox_set_map", annotation=target)

@@ -34,8 +34,8 @@ _MAX_VISITS = 256
 #: Longest string handed to the literal reader (a size literal is a few characters).
 _MAX_LITERAL_SIZE_CHARS = 4096
 #: Characters handed to the literal reader per source, each read charged at least
-#: ``MIN_LITERAL_CHARGE`` (at ~2 us per character, ~16 ms per source at most).
-_MAX_LITERAL_CHARS_PER_SOURCE = 8 * 1024
+#: ``MIN_LITERAL_CHARGE`` (at ~1.5 us per character, ~6 ms per source at most).
+_MAX_LITERAL_CHARS_PER_SOURCE = _MAX_LITERAL_SIZE_CHARS
 #: Items of one list looked at for a nested size (``[[w, h], ...]``): a size sits near the front.
 _MAX_LIST_ITEMS = 64
 
