@@ -161,7 +161,12 @@ UNGUARDED = textwrap.dedent(
         }
         for i in range(COUNT)
     ]
-    pooled = batch.score_trace_batch(items, workers=2)
+
+    class Opaque:  # defined in the script: a child cannot load it, its chunk is scored here
+        pass
+
+    items[-5]["extra_info"] = Opaque()
+    pooled = batch.score_trace_batch(items, workers=2, chunksize=300)
     assert 1 in batch._pools and batch._pools[1]._processes, "no child was started"
     assert pooled == batch.score_trace_batch(items), "pooled results differ"
     print("ok")

@@ -55,9 +55,15 @@ the unfinished chunks are scored in-process and the pool's processes are
 killed and dropped. No ``signal`` is used, so this is safe inside threads
 and Ray workers.
 
-Speed: on the project's shared 2-core machine, ``benchmarks/bench_batch.py``
-(20,000 mixed responses, pool kept, alternating rounds) measured the ratios
-that ``benchmarks/README.md`` lists with the load average of the run.
+Speed (``benchmarks/bench_batch.py``: 20,000 mixed responses, pool kept,
+alternating rounds; figures and load in ``benchmarks/README.md``): with two
+workers the caller and the child each used about 57% of one worker's CPU
+seconds, so with a free core each the batch takes ~1.7x less wall time than
+with one worker. On a machine whose cores other sessions keep busy (load
+average 5.5 on 2 cores when measured) a second worker gains nothing: the
+kernel's autogroup scheduler gives a session's processes one share between
+them. Starting the pool costs about a second (more under load); it is paid on
+the first call only.
 """
 
 from __future__ import annotations
