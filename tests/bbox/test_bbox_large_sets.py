@@ -211,3 +211,18 @@ def test_many_small_keys_share_the_response_budget() -> None:
     past = score("bbox_set_map", dict.fromkeys(keys(fits + 1), shifted), keys(fits + 1))
     assert past["annotation_parse_ok"] == 0.0
     assert past["answer_reward"] == 1.0
+
+
+def test_a_cycle_of_competing_boxes_past_the_solver_budget_fails_fast(monkeypatch) -> None:
+    import trace_tasks.assignment as assignment
+
+    # Two boxes that overlap every target, 250 copies each: both groups want the same
+    # targets, so the 500 copies go to the solver (500^2 x 1,000 > MAX_ASSIGNMENT_WORK);
+    # the budget refuses before scipy runs (it took ~1.2 s).
+    def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
+        raise AssertionError(f"the solver was called on {arr.shape}")
+
+    monkeypatch.setattr(assignment, "_scipy_pairs", forbidden)
+    result = score("bbox_set", [WHOLE_IMAGE, [0, 0, 1000, 700]] * 250, _targets(1000))
+    assert result["annotation_parse_ok"] == 0.0
+    assert result["answer_reward"] == 1.0
