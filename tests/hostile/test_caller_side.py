@@ -259,3 +259,21 @@ def test_set_map_target_literal_strings_share_one_budget(literal_reads: list[int
     small = {f"k{i}": "(0, 0, 10, 10)" for i in range(20)}
     response = json.dumps({"answer": 7, "annotation": {key: [[0, 0, 10, 10]] for key in small}})
     assert score(response, annotation_type="bbox_set_map", annotation=small)["annotation_reward"] == 1.0
+
+
+def test_a_repeated_long_metadata_string_is_decoded_within_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trace_tasks import image_size
+
+    decoded: list[int] = []
+    real = image_size.load_json
+
+    def counted(text: str) -> Any:
+        decoded.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(image_size, "load_json", counted)
+    long_json = json.dumps({"caption": "x" * 200_000})  # valid JSON, no size: held once, listed 64 times
+    source = [{"image_size": long_json} for _ in range(64)]
+    assert image_size.find_image_size(source) is None
+    assert sum(decoded) <= image_size._MAX_JSON_CHARS_PER_SOURCE
+    assert image_size.find_image_size({"image_size": json.dumps([640, 480])}) == (640.0, 480.0)

@@ -36,6 +36,9 @@ _MAX_LITERAL_SIZE_CHARS = 4096
 #: Characters handed to the literal reader per source, each read charged at least
 #: ``MIN_LITERAL_CHARGE`` (at ~1.5 us per character, ~6 ms per source at most).
 _MAX_LITERAL_CHARS_PER_SOURCE = _MAX_LITERAL_SIZE_CHARS
+#: Characters decoded as JSON per source: a list repeating one long string (held once
+#: by the caller) would otherwise decode it at every visit.
+_MAX_JSON_CHARS_PER_SOURCE = 1024 * 1024
 #: Items of one list looked at for a nested size (``[[w, h], ...]``): a size sits near the front.
 _MAX_LIST_ITEMS = 64
 
@@ -73,18 +76,18 @@ def _first_present(mapping: Mapping[Any, Any], keys: tuple[str, ...]) -> float |
 def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Size | None:
     """The first valid ``(width, height)`` found in ``value``, or None.
 
-    ``budget`` is a two-item list: the values still allowed to be inspected and
-    the characters the literal reader may still read (shared across recursive
-    calls); None starts a fresh budget.
+    ``budget`` is a three-item list: the values still allowed to be inspected,
+    the characters the literal reader and the JSON decoder may still read (shared
+    across recursive calls); None starts a fresh budget.
     """
     if budget is None:
-        budget = [_MAX_VISITS, _MAX_LITERAL_CHARS_PER_SOURCE]
+        budget = [_MAX_VISITS, _MAX_LITERAL_CHARS_PER_SOURCE, _MAX_JSON_CHARS_PER_SOURCE]
     if value is None or depth > _MAX_DEPTH or budget[0] <= 0:
         return None
     budget[0] -= 1
     if isinstance(value, str):
-        parsed, ok = load_json(value)
-        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS and _charge(budget, len(value)):
+        parsed, ok = load_json(value) if _charge(budget, 2, len(value)) else (None, False)
+        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS and _charge(budget, 1, len(value)):
             parsed, ok = load_literal(value)
         return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
     if isinstance(value, np.ndarray):
@@ -114,12 +117,12 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
     return None
 
 
-def _charge(budget: list[int], chars: int) -> bool:
-    """Take a literal read of ``chars`` characters from ``budget``; False when it does not fit."""
-    cost = max(chars, MIN_LITERAL_CHARGE)
-    if cost > budget[1]:
+def _charge(budget: list[int], kind: int, chars: int) -> bool:
+    """Take a read of ``chars`` characters from ``budget[kind]``; False when it does not fit."""
+    cost = max(chars, MIN_LITERAL_CHARGE) if kind == 1 else chars
+    if cost > budget[kind]:
         return False
-    budget[1] -= cost
+    budget[kind] -= cost
     return True
 
 
