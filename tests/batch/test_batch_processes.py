@@ -84,6 +84,26 @@ def test_a_chunk_file_round_trips_in_process(tmp_path: Path) -> None:
         batch_module._read_results(str(path) + ".out", 19)
 
 
+def test_results_are_private_and_not_written_for_an_abandoned_chunk(tmp_path: Path) -> None:
+    path = tmp_path / "chunk"
+    path.write_bytes(batch_module.pickle.dumps(({}, make_items(2))))
+    batch_module._score_file(str(path), str(path) + ".out")
+    assert (tmp_path / "chunk.out").stat().st_mode & 0o077 == 0  # scores are no one else's business
+    with pytest.raises(FileExistsError):  # never written through a file already there
+        batch_module._score_file(str(path), str(path) + ".out")
+    (tmp_path / "chunk.out").unlink()
+    real_loads = batch_module.pickle.loads
+
+    def caller_gives_up(blob: bytes) -> Any:  # the caller removes the input while the child scores
+        path.unlink()
+        return real_loads(blob)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_module.pickle, "loads", caller_gives_up)
+        batch_module._score_file(str(path), str(path) + ".out")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_result_values_keep_their_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A plugin's numpy float: marshal, for one, would have turned it into 8 bytes.
     monkeypatch.setattr(batch_module, "_score_chunk", lambda chunk, options: [{"x": np.float64(0.5)} for _ in chunk])

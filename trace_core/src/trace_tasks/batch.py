@@ -368,7 +368,10 @@ def _score_file(path: str, out_path: str) -> None:
     # Pickle keeps every value's type (a plugin's numpy float stays one). marshal would load ~35%
     # faster but silently turns a numpy float into its bytes; checking every value first costs the gain.
     payload = pickle.dumps(_score_chunk(chunk, options), protocol=pickle.HIGHEST_PROTOCOL)
-    with open(out_path, "xb") as file:
+    if not os.path.exists(path):  # the caller gave up on this chunk (interrupted) and cleaned up: leave nothing
+        return
+    # Created exclusively (never through a planted file or link) and private, like the input.
+    with os.fdopen(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
         file.write(payload)
 
 
