@@ -272,7 +272,7 @@ def test_a_repeated_long_metadata_string_is_decoded_within_a_budget(monkeypatch:
         return real(text)
 
     monkeypatch.setattr(image_size, "load_json", counted)
-    long_json = json.dumps({"caption": "x" * 200_000})  # valid JSON, no size: held once, listed 64 times
+    long_json = json.dumps({"caption": "x" * 50_000})  # valid JSON, no size: held once, listed 64 times
     source = [{"image_size": long_json} for _ in range(64)]
     assert image_size.find_image_size(source) is None
     assert sum(decoded) <= image_size._MAX_JSON_CHARS_PER_SOURCE

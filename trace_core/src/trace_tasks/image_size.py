@@ -38,7 +38,7 @@ _MAX_LITERAL_SIZE_CHARS = 4096
 _MAX_LITERAL_CHARS_PER_SOURCE = _MAX_LITERAL_SIZE_CHARS
 #: Characters decoded as JSON per source: a list repeating one long string (held once
 #: by the caller) would otherwise decode it at every visit.
-_MAX_JSON_CHARS_PER_SOURCE = 1024 * 1024
+_MAX_JSON_CHARS_PER_SOURCE = 64 * 1024
 #: Items of one list looked at for a nested size (``[[w, h], ...]``): a size sits near the front.
 _MAX_LIST_ITEMS = 64
 
