@@ -1,0 +1,51 @@
+"""One process of a 2-process GRPOTrainer run on CPU (gloo), started by ``torch.distributed.run``.
+
+``python -m torch.distributed.run --nproc_per_node 2 tests/trainers/two_process.py OUT_DIR``
+
+The dataset alternates a trace row and a row of another task, unshuffled, with
+one prompt per process per step: rank 0's batches hold trace rows only, rank
+1's none. Each rank writes ``OUT_DIR/rank<N>.json``: the steps it finished, its
+log history and what the trace reward returned to it (``None`` per completion
+without an instance).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from tests.trainers import tiny
+from trace_tasks.integrations.trl import make_reward_func
+
+
+def main(out_dir: Path) -> None:
+    from trl import GRPOTrainer
+
+    trace_reward = make_reward_func()
+    rows_seen: list[Optional[float]] = []
+
+    def trace_overall(**kwargs: Any) -> list[Optional[float]]:
+        out = trace_reward(**kwargs)
+        rows_seen.extend(out)
+        return out
+
+    tok = tiny.tokenizer()
+    trainer = GRPOTrainer(
+        model=tiny.model(len(tok)),
+        reward_funcs=[trace_overall, tiny.other_task_reward],
+        # 2 processes x 2 completions = 1 prompt per process per step.
+        args=tiny.grpo_args(str(out_dir / "run"), per_device_train_batch_size=2, shuffle_dataset=False),
+        train_dataset=tiny.dataset([tiny.TRACE_ROWS[0], tiny.OTHER_ROW], repeat=4),
+        processing_class=tok,
+    )
+    trainer.train()
+    rank = int(os.environ["RANK"])
+    result = {"steps": trainer.state.global_step, "log_history": trainer.state.log_history, "rows_seen": rows_seen}
+    (out_dir / f"rank{rank}.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
