@@ -155,8 +155,9 @@ def _main_free_preparation_data(original: Callable[[str], dict[str, Any]]) -> Ca
 
 def _install_main_free_filter() -> None:
     """Install the filter once; it is transparent for every process this module does not start."""
-    current = multiprocessing.spawn.get_preparation_data
-    if not getattr(current, "trace_tasks_main_free", False):
+    current = getattr(multiprocessing.spawn, "get_preparation_data", None)
+    # Listed in multiprocessing.spawn.__all__; a Python without it starts children as multiprocessing does.
+    if current is not None and not getattr(current, "trace_tasks_main_free", False):
         multiprocessing.spawn.get_preparation_data = _main_free_preparation_data(current)  # type: ignore[assignment]
 
 
