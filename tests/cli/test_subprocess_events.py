@@ -92,3 +92,18 @@ def test_ctrl_c_during_score_is_one_line_and_130(tmp_path: Path) -> None:
     assert (code, err) == (130, b"trace-tasks score: interrupted\n")
     assert out.read_text() == "old\n"
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_output_to_dev_stdout_redirected_to_a_file_is_written_in_place(tmp_path: Path) -> None:
+    # /dev/stdout names the redirected file: not "the same file as standard output", and not renamed over.
+    target = tmp_path / "scores.jsonl"
+    with open(target, "w") as fh:
+        done = subprocess.run(
+            [*MODULE, "score", str(COMBINED), "-o", "/dev/stdout", "-q"],
+            stdout=fh,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=TIMEOUT_S,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(target.read_bytes().splitlines()) == 108

@@ -107,18 +107,8 @@ def _is_gzip(stream: IO[bytes]) -> bool:
     return peek is not None and peek(2)[:2] == GZIP_MAGIC
 
 
-def _json_error(exc: json.JSONDecodeError) -> str:
-    """``Unterminated string starting at column 30``: the line holds one JSON text, so its column is the position."""
-    message = exc.msg[: -len(" at")] if exc.msg.endswith(" at") else exc.msg
-    return f"{message} at column {exc.colno}"
-
-
 def parse_line(number: int, raw: bytes) -> Line:
     """Decode and parse one line; problems become ``Line.error``, never exceptions."""
-    # The line terminator is not part of the JSON text: handed to the parser, an
-    # unterminated string would be reported as an "invalid control character".
-    if raw.endswith(b"\n"):
-        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -126,11 +116,28 @@ def parse_line(number: int, raw: bytes) -> Line:
     if not text.strip():
         return Line(number, error=f"line {number}: empty line")
     try:
-        return Line(number, json.loads(text))
+        return Line(number, json.loads(text))  # the line terminator is JSON whitespace: no copy without it
     except json.JSONDecodeError as exc:
-        return Line(number, error=f"line {number}: not valid JSON: {_json_error(exc)}")
+        return Line(number, error=f"line {number}: not valid JSON: {_json_error(text, exc)}")
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
         return Line(number, error=f"line {number}: not valid JSON: {exc}")
+
+
+def _json_error(text: str, first: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at column 30``, from the line without its terminator.
+
+    Handed to the parser, the terminator itself would be reported (an
+    unterminated string becomes an "invalid control character"); and the line
+    holds one JSON text, so its column is the position.
+    """
+    try:
+        json.loads(text.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:
+        message = exc.msg[: -len(" at")] if exc.msg.endswith(" at") else exc.msg
+        return f"{message} at column {exc.colno}"
+    except (ValueError, RecursionError) as exc:
+        return str(exc)
+    return str(first)  # not reached: a terminator is whitespace to the parser, it cannot make a text valid
 
 
 def read_lines(fh: IO[bytes], name: str = "input") -> Iterator[Line]:

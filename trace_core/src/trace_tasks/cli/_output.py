@@ -83,17 +83,17 @@ class GuardedStream:
         self.name = name
 
     def write(self, text: str) -> int:
-        with self._guard():
+        # try/except inline, not a context manager: this runs for every line written.
+        try:
             return self._stream.write(text)
+        except BrokenPipeError as exc:
+            raise OutputClosed(self.name) from exc
+        except OSError as exc:
+            raise OutputFailed(self.name, exc) from exc
 
     def flush(self) -> None:
-        with self._guard():
-            self._stream.flush()
-
-    @contextlib.contextmanager
-    def _guard(self) -> Iterator[None]:
         try:
-            yield
+            self._stream.flush()
         except BrokenPipeError as exc:
             raise OutputClosed(self.name) from exc
         except OSError as exc:
@@ -111,6 +111,15 @@ def guard(stream: IO[str], name: str) -> IO[str]:
 
 
 # --- same-file checks ---------------------------------------------------------------------------
+
+
+#: Names of standard streams and descriptors (``/dev/stdout``, ``/proc/self/fd/1``): written in place, as named.
+STREAM_NAME_PREFIXES = ("/dev/", "/proc/")
+
+
+def names_a_stream(path: str) -> bool:
+    """``/dev/stdout`` and the like: a name for an open stream, never a file to replace (or to compare)."""
+    return os.path.abspath(path).startswith(STREAM_NAME_PREFIXES)
 
 
 def output_target(path: str) -> str:
@@ -135,6 +144,8 @@ def file_identity(path: str) -> Identity | None:
     a pipe, a directory) or cannot be written at all (the write fails later,
     with its own message).
     """
+    if names_a_stream(path):  # `-o /dev/stdout > out.jsonl` writes where stdout goes, as asked
+        return None
     try:
         target = output_target(path)
     except OSError:
@@ -237,16 +248,18 @@ class _AtomicFile:
     """One output file: written to a temporary file beside it and renamed over it by :meth:`commit`.
 
     A symbolic link is followed (the file it names is replaced; the link stays).
-    An existing device or pipe (``/dev/null``, ``/dev/full``, a FIFO) is written
-    in place: there is nothing to rename over and nothing to lose. A name
-    ending in ``.gz`` is gzip-compressed.
+    An existing device or pipe (``/dev/null``, ``/dev/full``, a FIFO) and a
+    name under ``/dev/`` or ``/proc/`` (``/dev/stdout``, even when it is
+    redirected to a file) are written in place: there is nothing to rename
+    over. A name ending in ``.gz`` is gzip-compressed.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.temporary: str | None = None
         try:
-            self.target = output_target(path)
+            # A stream's name is opened as it is: resolved, /dev/stdout may name a pipe ("pipe:[123]").
+            self.target = path if names_a_stream(path) else output_target(path)
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {describe(exc)}") from exc
         try:
@@ -256,7 +269,7 @@ class _AtomicFile:
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise UsageError(f"cannot write {path}: it is a directory; give a file name")
         try:
-            if st is not None and not stat.S_ISREG(st.st_mode):
+            if st is not None and (not stat.S_ISREG(st.st_mode) or names_a_stream(path)):
                 self.raw: IO[bytes] = open(self.target, "wb")  # noqa: SIM115 (closed by commit or discard)
             else:
                 self.raw = self._create_temporary(st)

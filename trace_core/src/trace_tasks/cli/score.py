@@ -159,8 +159,8 @@ def _write_all(
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
-                out.write(dumps(_record(slot, next(scored) if slot.item is not None else None, summary)))
-                out.write("\n")
+                # One write per line: the output stream is guarded (a Python-level call per write).
+                out.write(dumps(_record(slot, next(scored) if slot.item is not None else None, summary)) + "\n")
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()
