@@ -23,7 +23,9 @@ class Primitive:
     collection). Both may be left out by a plugin that only adds a reward
     version to a type someone else parses (:class:`~trace_tasks.shapes.ShapeRewards`).
 
-    ``similarity`` returns a finite float in [0, 1]; ``matrix`` returns the
+    ``similarity`` returns a finite float in [0, 1] and depends on nothing but
+    its arguments: parsed items that compare equal score equally (large sets
+    collapse repeated items before matching); ``matrix`` returns the
     pairwise similarity of two item lists (rows: predictions). A list of lists
     must hold exactly ``similarity``'s values: its matched cells are summed as
     the reward, which saves a second similarity pass on the hot path (a matrix
