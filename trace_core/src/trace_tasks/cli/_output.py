@@ -229,7 +229,7 @@ def check_distinct_files(args: argparse.Namespace) -> None:
             if output.identity == source.identity:
                 raise UsageError(
                     f"{output.what} is the same file as the input {source.what}: refusing to overwrite an input"
-                    + (" (a shell redirection '>' has already emptied it)" if output in streams else "")
+                    + (" (with '>', the shell has already emptied it)" if output in streams else "")
                 )
     _check_pairs(outputs, streams)
 

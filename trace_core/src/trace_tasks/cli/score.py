@@ -8,7 +8,9 @@ any length; in the two-file layout only the instances index is held, and the
 problems of the instances file are printed before scoring (exit code 1).
 Output keeps input order, and a line that cannot be scored becomes a line with
 an ``error`` field: the input and output line counts are always equal. A
-summary table goes to stderr.
+summary table goes to stderr. Output files are created before any input is
+read and replace an existing file only when the run completes
+(:mod:`trace_tasks.cli._output`); an output that is an input is refused.
 """
 
 from __future__ import annotations
