@@ -525,3 +525,32 @@ def test_cache_empties_when_the_registry_is_rebuilt(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(plugins, "_registry", plugins.build_registry())
     assert cache.compile(good_instance()) is not first
     assert len(cache) == 1
+
+
+def _literal_set_map(keys: int) -> dict[str, Any]:
+    """A bbox_set_map instance whose sets are Python-literal strings ``"[(x0, y0, x1, y1)]"``."""
+    data = good_instance(f"literal-{keys}")
+    value = {f"k{i}": f"[({i}, 0, {i + 10}, 10)]" for i in range(keys)}
+    data["annotation_gt"] = {"type": "bbox_set_map", "value": value}
+    data["reward_contract"] = contract(annotation_type="bbox_set_map")
+    return data
+
+
+def test_a_target_past_the_literal_budget_is_refused_where_the_lenient_scorer_gives_no_reward() -> None:
+    data = _literal_set_map(400)  # 400 literal reads, each charged at least 64 characters: past 16 Ki
+    response = '{"answer": 2, "annotation": {"k0": [[0, 0, 10, 10]]}}'
+    lenient = score_trace_response(response=response, **{k: v for k, v in data.items() if k != "id"})
+    assert lenient["annotation_parse_ok"] == 0.0  # the lenient scorer cannot parse it within the budget
+    problems = instance_problems(data)
+    assert [p.path for p in problems] == ["$.annotation_gt.value"]
+    assert "MAX_TARGET_LITERAL_BUDGET" in problems[0].message and "JSON" in problems[0].message
+    with pytest.raises(InstanceError):
+        compile_instance(data)
+
+
+def test_a_target_within_the_literal_budget_scores_alike_compiled_and_lenient() -> None:
+    data = _literal_set_map(20)
+    response = '{"answer": 2, "annotation": {"k0": [[0, 0, 10, 10]], "k1": [[1, 0, 11, 10]]}}'
+    lenient = score_trace_response(response=response, **{k: v for k, v in data.items() if k != "id"})
+    assert lenient["annotation_parse_ok"] == 1.0
+    assert compile_instance(data).score(response) == lenient

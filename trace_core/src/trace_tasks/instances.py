@@ -61,7 +61,8 @@ from trace_tasks.core.reward_scoring import (
 from trace_tasks.distance import half_life_px
 from trace_tasks.errors import MissingFamilyError, RecordError, suggest
 from trace_tasks.image_size import HEIGHT_KEYS, NESTED_KEYS, WIDTH_KEYS, size_from
-from trace_tasks.limits import MAX_LITERAL_BUDGET
+from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
+from trace_tasks.literals import literal_budget
 from trace_tasks.numpy_values import is_mapping
 from trace_tasks.options import ScoringOptions, resolve_options
 from trace_tasks.plugins import OFFICIAL_TYPES, AnnotationTypeEntry, Registry, RewardEntry, get_registry
@@ -304,12 +305,28 @@ def _check_target(data: Mapping[str, Any], parts: _Parts, problems: list[Problem
         return
     name = entry.name
     try:
-        parts.target = entry.parse(annotation_type=name, value=annotation["value"])
+        # Under the lenient scorer's budget for the caller's literal strings, so a valid
+        # instance scores the same compiled as through score_trace_response.
+        with literal_budget([MAX_TARGET_LITERAL_BUDGET]):
+            parts.target = entry.parse(annotation_type=name, value=annotation["value"])
     except Exception as exc:  # AnnotationParseError, or whatever a broken value provokes
         detail = str(exc) or type(exc).__name__
+        if _parses_without_budget(entry, annotation["value"]):
+            detail = (
+                f"its Python-literal strings need more than MAX_TARGET_LITERAL_BUDGET ({MAX_TARGET_LITERAL_BUDGET:,} "
+                "characters of literal reading per call); write them as JSON (lists, not '(x, y)' strings)"
+            )
         problems.append(
             Problem("$.annotation_gt.value", f"does not parse as {name}: {detail}; every response would get annotation reward 0")
         )
+
+
+def _parses_without_budget(entry: AnnotationTypeEntry, value: Any) -> bool:
+    try:
+        entry.parse(annotation_type=entry.name, value=value)
+    except Exception:
+        return False
+    return True
 
 
 def _check_size(data: Mapping[str, Any], parts: _Parts, problems: list[Problem], reported: set[str]) -> None:
