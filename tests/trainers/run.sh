@@ -26,9 +26,11 @@ PYTHON="${PYTHON:-python3}"
 stamp="torch==$TORCH_VERSION trl==$TRL_VERSION $(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
 if [[ ! -f "$VENV/.trainers-stamp" || "$(cat "$VENV/.trainers-stamp")" != "$stamp" ]]; then
     echo "building $VENV ($stamp)" >&2
-    "$PYTHON" -m venv "$VENV"
+    [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
     pip=("$VENV/bin/python" -m pip install --quiet)
-    if [[ -n "${TORCH_INDEX_URL:-}" ]]; then
+    if [[ "$("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)" == "$TORCH_VERSION"* ]]; then
+        :  # an update of requirements.txt reuses the installed torch
+    elif [[ -n "${TORCH_INDEX_URL:-}" ]]; then
         "${pip[@]}" --index-url "$TORCH_INDEX_URL" "torch==$TORCH_VERSION"
     else
         "${pip[@]}" "torch==$TORCH_VERSION"

@@ -1,12 +1,17 @@
 """One process of a 2-process GRPOTrainer run on CPU (gloo), started by ``torch.distributed.run``.
 
-``python -m torch.distributed.run --nproc_per_node 2 tests/trainers/two_process.py OUT_DIR``
+``python -m torch.distributed.run --standalone --nproc_per_node 2 tests/trainers/two_process.py OUT_DIR [--naive-logging]``
 
 The dataset alternates a trace row and a row of another task, unshuffled, with
 one prompt per process per step: rank 0's batches hold trace rows only, rank
 1's none. Each rank writes ``OUT_DIR/rank<N>.json``: the steps it finished, its
 log history and what the trace reward returned to it (``None`` per completion
 without an instance).
+
+``--naive-logging`` is the control: a reward function that logs ``trace/*``
+only when its batch held trace rows (what the adapter must not do). On TRL
+1.0-1.13, which gather once per metric name a process logged, that run hangs in
+its first metric flush; on TRL 1.14+ it finishes.
 """
 
 from __future__ import annotations
@@ -21,15 +26,18 @@ from tests.trainers import tiny
 from trace_tasks.integrations.trl import make_reward_func
 
 
-def main(out_dir: Path) -> None:
+def main(out_dir: Path, naive_logging: bool) -> None:
     from trl import GRPOTrainer
 
-    trace_reward = make_reward_func()
+    trace_reward = make_reward_func(log_metrics=not naive_logging)
     rows_seen: list[Optional[float]] = []
 
     def trace_overall(**kwargs: Any) -> list[Optional[float]]:
         out = trace_reward(**kwargs)
         rows_seen.extend(out)
+        scored = [r for r in out if r is not None]
+        if naive_logging and scored:  # nothing logged by a process whose batch had no trace row
+            kwargs["log_metric"]("trace/overall", sum(scored) / len(scored))
         return out
 
     tok = tiny.tokenizer()
@@ -48,4 +56,4 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), naive_logging="--naive-logging" in sys.argv[2:])
