@@ -42,7 +42,6 @@ import gc
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scoring import machine
+from timing import loadavg, timed
 from workload import ANNOTATION_TYPES, MAKERS, MODES, _family, _final, _jitter, _predicted_set, make_item, reasoning_prose
 
 from trace_tasks import InstanceCache, score_trace_response
@@ -116,24 +116,6 @@ def run_per_rollout(groups: Sequence[Group]) -> list[dict[str, float]]:
         for response in responses:
             out.append(cache.compile(instance).score(response, trace_reward_mode=mode))
     return out
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
-
-
-def loadavg() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
-    except OSError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -58,6 +58,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from timing import loadavg, timed
 from workload import ANNOTATION_TYPES, MODES, Item, make_batch, make_item
 
 SHAPES = ("bare", "fenced", "tagged", "grpo", "grpo-compiled", "mix")
@@ -152,17 +153,6 @@ def _runner(shape: str, workload: Any) -> Callable[[], list[dict[str, float]]]:
     return lenient
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
-
-
 def _digest(results: list[dict[str, float]]) -> str:
     # repr keeps every bit of a float and the key order.
     return hashlib.sha256(repr([list(r.items()) for r in results]).encode()).hexdigest()[:16]
@@ -181,7 +171,7 @@ def serve(path: str) -> None:
         if command == "digest":
             answer = _digest(runners[shape]())
         else:
-            answer = repr(_timed(runners[shape]))
+            answer = repr(timed(runners[shape]))
         print(answer, flush=True)
 
 
@@ -274,7 +264,7 @@ def stage_costs(shape: str, workload: Any) -> tuple[dict[str, float], float]:
     import trace_tasks.core.reward_scoring as rs
 
     items = items_of(shape, workload)
-    plain = min(_timed(lambda: [trace_tasks.score_trace_response(**i) for i in items]) for _ in range(3))
+    plain = min(timed(lambda: [trace_tasks.score_trace_response(**i) for i in items]) for _ in range(3))
     clock = StageClock()
     saved = {}
     for label, names in STAGES.items():
@@ -305,13 +295,6 @@ def stage_costs(shape: str, workload: Any) -> tuple[dict[str, float], float]:
 
 
 # ---------------------------------------------------------------- report
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
