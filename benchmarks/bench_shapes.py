@@ -25,9 +25,9 @@ output modes in each, the answers and annotations of ``workload.py``):
 
 For each shape: the floor (``rfind`` plus one ``json.loads`` per response and
 one ``linear_sum_assignment`` per set larger than 1x1: what no scorer avoids),
-then each build's median time per response over alternating rounds (builds and
-shapes interleaved, so a change of machine load hits all alike), its ratio to
-the floor, and the speed-up. The load average is printed before and after.
+then each build's median time per response over alternating rounds (builds,
+shapes and the floor interleaved, so a change of machine load hits all alike),
+its ratio to the floor's median, and the speed-up. The load average is printed before and after.
 Before timing, both builds' result dicts are compared on every response of
 every shape (a digest per shape) and the difference is reported.
 
@@ -208,13 +208,17 @@ class Build:
 # ---------------------------------------------------------------- floor and stages (this build, in-process)
 
 
-def floor_per_response(shape: str, workload: Any) -> float:
-    from bench_scoring import Floor, Staged, best_of
+def floor_runner(shape: str, workload: Any) -> Callable[[], None]:
+    """One pass of the floor over a shape's responses (its inputs prepared beforehand, untimed)."""
+    from bench_scoring import Floor, Staged
 
-    items = items_of(shape, workload)
-    floor = Floor([Staged(item) for item in items])
-    seconds = best_of(5, floor.run_extract) + best_of(5, floor.run_assign)
-    return seconds / len(items)
+    floor = Floor([Staged(item) for item in items_of(shape, workload)])
+
+    def run() -> None:
+        floor.run_extract()
+        floor.run_assign()
+
+    return run
 
 
 #: Stage label -> functions of ``trace_tasks.core.reward_scoring`` timed under it (missing ones skipped).
@@ -336,10 +340,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                     a, b = (build.ask("digest", shape) for build in builds)
                     print(f"results {shape:<14} {'identical' if a == b else 'DIFFER'} ({a} / {b})")
             print(f"load average before: {loadavg()}")
+            floors = {shape: floor_runner(shape, workloads[shape]) for shape in shapes}
             times: dict[tuple[str, str], list[float]] = {(b.name, s): [] for b in builds for s in shapes}
+            for shape in shapes:
+                times["floor", shape] = []
             for round_ in range(args.rounds):
                 order = builds if round_ % 2 == 0 else builds[::-1]
                 for shape in shapes:
+                    times["floor", shape].append(timed(floors[shape]))  # in the rounds too: the same load
                     for build in order:
                         times[build.name, shape].append(float(build.ask("time", shape)))
             print(f"load average after:  {loadavg()}")
@@ -356,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(header)
     for shape in shapes:
         n = responses_of(shape, workloads[shape])
-        floor = floor_per_response(shape, workloads[shape]) * 1e6
+        floor = statistics.median(times["floor", shape]) / n * 1e6
         line = f"{shape:<14} {floor:7.2f}"
         medians = []
         for build in builds:
