@@ -21,7 +21,9 @@ from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extr
 
 PIECES = [*'ab {}[]"\\:,`\n<>/', "answer", "```", "<answer>", "</answer>", '{"answer"']
 TRICKY = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False), TRICKY)
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False), TRICKY
+)
 VALUES = st.recursive(
     SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY, inner, max_size=3), max_leaves=12
 )
