@@ -5,6 +5,10 @@ Run from the repository root::
     uv run python benchmarks/bench_shapes.py                          # this tree only
     uv run python benchmarks/bench_shapes.py --baseline OTHER_PYTHON  # before/after in one run
 
+    # instructions per response of one shape (load-independent): the pass minus the setup
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python benchmarks/bench_shapes.py --count 300 --once setup
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python benchmarks/bench_shapes.py --count 300 --once bare
+
 ``OTHER_PYTHON`` is the interpreter of another build of trace_tasks (for example
 a virtual environment with an older commit installed in editable mode, see
 ``benchmarks/README.md``). Both builds score the very same responses: the
@@ -158,6 +162,18 @@ def _digest(results: list[dict[str, float]]) -> str:
     return hashlib.sha256(repr([list(r.items()) for r in results]).encode()).hexdigest()[:16]
 
 
+def once(shape: str, count: int, seed: int) -> None:
+    """Warm up on every shape, then score ``shape`` once more (nothing more for ``setup``), GC paused."""
+    workloads = make_workloads(count, seed)
+    runners = {name: _runner(name, workloads[name]) for name in SHAPES}
+    for run in runners.values():
+        run()
+    gc.collect()
+    gc.disable()  # counts that do not depend on when collections happen
+    if shape != "setup":
+        runners[shape]()
+
+
 def serve(path: str) -> None:
     """Child: load the workloads, then answer ``digest SHAPE`` / ``time SHAPE`` lines on stdin."""
     with open(path, "rb") as f:
@@ -309,10 +325,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset of " + ",".join(SHAPES))
     parser.add_argument("--no-stages", action="store_true", help="skip the per-stage breakdown")
+    parser.add_argument(
+        "--once",
+        metavar="SHAPE",
+        help="build the workloads, score every shape once (warm-up), then score SHAPE once more, untimed, and exit: "
+        "for instruction counters such as callgrind ('setup' scores nothing more, to subtract)",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
+        return
+    if args.once:
+        once(args.once, args.count, args.seed)
         return
 
     from bench_scoring import machine
