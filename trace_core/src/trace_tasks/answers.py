@@ -255,6 +255,9 @@ def _tagged(prepared: Any, tag: str) -> bool:
     return type(prepared) is tuple and len(prepared) == 2 and prepared[0] == tag
 
 
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+
+
 def _same(value: Any, prepared: Any, depth: int = 0) -> bool:
     """``canonical(value, depth) == prepared``, stopping at the first difference.
 
@@ -266,6 +269,8 @@ def _same(value: Any, prepared: Any, depth: int = 0) -> bool:
     """
     if depth > MAX_ANSWER_DEPTH:
         raise _TooDeep
+    if type(value) in _SCALAR_TYPES:  # most answers: no container test at all (the Mapping ABC test is slow)
+        return bool(canonical(value, depth) == prepared)
     if isinstance(value, (list, tuple)):
         if not _tagged(prepared, _LIST) or len(prepared[1]) != len(value):
             return False
