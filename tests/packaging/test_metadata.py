@@ -184,7 +184,7 @@ def test_version_is_the_installed_metadata() -> None:
 def test_installed_metadata_carries_the_license_expression(dist: str) -> None:
     """The workspace members are installed (editable) in the test environment: their metadata is PEP 639."""
     if not _is_installed(dist):
-        pytest.skip(f"{dist} is not installed in this environment")
+        pytest.skip(f"{dist} is not installed in this environment (uv sync installs every workspace member)")
     metadata = importlib.metadata.metadata(dist)
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata.get_all("License-File") == ["LICENSE"]

@@ -8,6 +8,22 @@ from typing import Any
 from trace_tasks.options import resolve_options
 
 
+def int_at_least(minimum: int) -> Any:
+    """An argparse ``type`` for whole numbers >= ``minimum`` (1: "a positive integer")."""
+    wanted = "a positive integer" if minimum == 1 else f"a whole number >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return value
+
+    return parse
+
+
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--mode``, the weights, ``--formula`` and ``--point-half-life-px``."""
     group = parser.add_argument_group("scorer options (as in score_trace_response)")

@@ -25,6 +25,7 @@ from trace_tasks.cli import _drawing
 from trace_tasks.cli._breakdown import reward_breakdown
 from trace_tasks.cli._errors import UsageError
 from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+from trace_tasks.cli._options import int_at_least
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, FileRoles, open_outputs
 from trace_tasks.cli._report_data import (
     Row,
@@ -44,16 +45,6 @@ from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
 
 EXIT_OK = 0
 DEFAULT_OUTPUT = "report.html"
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -79,8 +70,12 @@ def register(subparsers: Any) -> None:
         help=f"the HTML file (default %(default)s); {REPLACED_WHEN_DONE}",
     )
     parser.add_argument("--baseline", metavar="OTHER_SCORES", help="another scores file to compare with, per type")
-    parser.add_argument("--sample", type=_count, default=10, metavar="N", help="random cases shown (default %(default)s)")
-    parser.add_argument("--worst", type=_count, default=10, metavar="N", help="lowest-overall cases shown (default %(default)s)")
+    parser.add_argument(
+        "--sample", type=int_at_least(0), default=10, metavar="N", help="random cases shown (default %(default)s)"
+    )
+    parser.add_argument(
+        "--worst", type=int_at_least(0), default=10, metavar="N", help="lowest-overall cases shown (default %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random sample (default %(default)s)")
     parser.set_defaults(
         func=run,

@@ -25,23 +25,13 @@ from typing import IO, Any
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, load_ray_scorer, score_chunks
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from trace_tasks.cli._jsonl import STDIO, Source, dumps, open_source, read_lines
-from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, open_outputs
 from trace_tasks.cli._progress import make_progress
 from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots
 from trace_tasks.cli._summary import Summary
 
 EXIT_LINE_ERRORS = EXIT_FAILED
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -71,7 +61,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=_positive_int,
+        type=int_at_least(1),
         default=1,
         metavar="N",
         help="scoring processes, or Ray CPUs with --engine ray (default %(default)s)",

@@ -253,6 +253,15 @@ def _async_func(component: str, scorer: _BatchScorer, logger: _Logger | None) ->
     return reward_func
 
 
+def _scorer_and_logger(
+    component: str, options: dict[str, Any], log_metrics: bool, log_extra: bool, log_keys: str
+) -> tuple[_BatchScorer, _Logger]:
+    """What a reward function built by the factories holds: options and logging settings checked now."""
+    _check_component(component)
+    scorer = _BatchScorer(scorer_options(options, strict=True))
+    return scorer, _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+
+
 def make_reward_func(
     component: str = "overall",
     *,
@@ -271,9 +280,7 @@ def make_reward_func(
     TRL uses to label the reward in its logs (default ``trace_<component>``).
     ``log_metrics``, ``log_extra``, ``log_keys``: see the module docstring.
     """
-    _check_component(component)
-    scorer = _BatchScorer(scorer_options(options, strict=True))
-    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    scorer, logger = _scorer_and_logger(component, options, log_metrics, log_extra, log_keys)
     func = _sync_func(component, scorer, logger)
     _name(func, name, component, f"TRL reward: the trace scorer's {component!r} per completion.")
     return func
@@ -289,9 +296,7 @@ def make_async_reward_func(
     **options: Any,
 ) -> AsyncRewardFunc:
     """:func:`make_reward_func` as an ``async def`` function (TRL 1.x awaits those on its event loop)."""
-    _check_component(component)
-    scorer = _BatchScorer(scorer_options(options, strict=True))
-    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    scorer, logger = _scorer_and_logger(component, options, log_metrics, log_extra, log_keys)
     func = _async_func(component, scorer, logger)
     _name(func, name, component, f"Async TRL reward: the trace scorer's {component!r} per completion.")
     return func
@@ -321,8 +326,7 @@ def make_component_reward_funcs(
     ``make_reward_func()`` alone. The three share one scoring per batch; only
     the first logs. ``asynchronous=True`` gives ``async def`` functions.
     """
-    scorer = _BatchScorer(scorer_options(options, strict=True))
-    logger = _Logger(log_metrics=log_metrics, log_extra=log_extra, log_keys=log_keys)
+    scorer, logger = _scorer_and_logger(_COMPONENTS[0][0], options, log_metrics, log_extra, log_keys)
     make = _async_func if asynchronous else _sync_func
     funcs: list[Any] = []
     for i, (component, name) in enumerate(_COMPONENTS):
