@@ -35,7 +35,7 @@ from bench_scoring import machine
 from workload import make_batch
 
 from trace_tasks import batch, score_trace_batch
-from trace_tasks.batch import shutdown_batch_pools
+from trace_tasks.data import shutdown_batch_pools
 
 #: Wall time, this process's CPU seconds, the pool children's CPU seconds (Linux; 0 elsewhere).
 Run = tuple[float, float, float]

@@ -45,15 +45,13 @@ from trace_plugins_bbox.plugin import BOX
 from trace_plugins_point.plugin import POINT
 from trace_plugins_segment.plugin import SEGMENT
 from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
-from trace_tasks.answers import answers_match
-from trace_tasks.batch import shutdown_batch_pools
-from trace_tasks.distance import half_life_px
-from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract
-from trace_tasks.image_size import find_image_size
-from trace_tasks.options import ANSWER, resolve_mode
+from trace_tasks.data import shutdown_batch_pools
+from trace_tasks.family import Primitive, ScoringContext, match_set
+from trace_tasks.family._distance import half_life_px
 from trace_tasks.plugins import get_registry
-from trace_tasks.shapes import Primitive, match_set
-from trace_tasks.specs import ScoringContext
+from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract
+from trace_tasks.scoring import ANSWER, find_image_size, resolve_mode
+from trace_tasks.scoring._answers import answers_match
 
 #: n x m set shapes of the crossover table, by growing cell count.
 CROSSOVER_SHAPES = ((4, 4), (4, 5), (5, 5), (5, 6), (6, 6), (6, 7), (6, 8), (7, 7), (8, 8), (10, 10), (16, 16), (32, 32))

@@ -1,7 +1,7 @@
 """``score_trace_batch`` refuses broken instances item by item: ``{"error": ...}`` listing the problems.
 
 Items come from data, so each item's instance is validated through the strict
-path (``trace_tasks.instances``) and compiled once per content; a broken one
+path (``trace_tasks.data._instances``) and compiled once per content; a broken one
 becomes an error entry the way any failing item does, while the items next to
 it, the result order and the pooled path are unchanged. The lenient
 ``score_trace_response`` still scores the same broken instances (no refusal).

@@ -139,7 +139,7 @@ def _targets(n: int, seed: int = 5) -> list[list[float]]:
 
 @pytest.fixture
 def no_solver(monkeypatch) -> None:
-    import trace_tasks.assignment as assignment
+    import trace_tasks.family._assignment as assignment
 
     def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
         raise AssertionError(f"the solver was called on {arr.shape}")
@@ -177,8 +177,8 @@ def test_a_repeated_cycle_of_boxes_equals_the_full_solve(cycle: int) -> None:
 
     from trace_plugins_bbox.plugin import BOX
     from trace_tasks import ScoringContext
-    from trace_tasks.assignment import assign_pairs
-    from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
+    from trace_tasks.family import assign_pairs
+    from trace_tasks.family._matching import REDUCE_MIN_CELLS, match_set
 
     rng = random.Random(cycle)
     loop = [parse_box(t) for t in _targets(cycle, seed=cycle)]
@@ -193,7 +193,7 @@ def test_a_repeated_cycle_of_boxes_equals_the_full_solve(cycle: int) -> None:
 
 
 def test_many_small_keys_share_the_response_budget() -> None:
-    from trace_tasks.assignment import LIST_CELL_COST, SET_COST
+    from trace_tasks.family._assignment import LIST_CELL_COST, SET_COST
     from trace_tasks.limits import MAX_ASSIGNMENT_CELLS
 
     # Three boxes per key: a 3x3 pure-Python matrix, charged per set and per Python cell.
@@ -214,7 +214,7 @@ def test_many_small_keys_share_the_response_budget() -> None:
 
 
 def test_a_cycle_of_competing_boxes_past_the_solver_budget_fails_fast(monkeypatch) -> None:
-    import trace_tasks.assignment as assignment
+    import trace_tasks.family._assignment as assignment
 
     # Two boxes that overlap every target, 250 copies each: both groups want the same
     # targets, so the 500 copies go to the solver (500^2 x 1,000 > MAX_ASSIGNMENT_WORK);

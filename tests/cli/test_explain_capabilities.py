@@ -29,10 +29,9 @@ from trace_tasks import (
 )
 from trace_tasks.cli import main
 from trace_tasks.cli.explain import explain_annotation
-from trace_tasks.drawing import Box, Point, Polygon
-from trace_tasks.records import TrainInstance, instance_from_dict
-from trace_tasks.shapes import Primitive, ShapeFamily, pairwise
-from trace_tasks.specs import AnnotationExplanation, ExplainedItem, MatchedPair
+from trace_tasks.data import TrainInstance, instance_from_dict
+from trace_tasks.family import Primitive, ShapeFamily, pairwise
+from trace_tasks.plugins import AnnotationExplanation, Box, ExplainedItem, MatchedPair, Point, Polygon
 
 TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)

@@ -274,7 +274,7 @@ def test_surrounding_whitespace_and_case_never_matter(text: str, before: str, af
 )
 def test_canonical_text_shows_what_the_matcher_compares(value: object, reads_json: bool, shown: str) -> None:
     """The public helper reports use (``trace-tasks explain``): the canonical form as plain text."""
-    from trace_tasks.answers import canonical_text
+    from trace_tasks.scoring import canonical_text
 
     assert canonical_text(value, reads_json_strings=reads_json) == shown
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_tasks.assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.errors import AnnotationParseError
+from trace_tasks.family import AssignmentBudget, assign_groups, assign_pairs
 
 #: Cell values as a family produces them: exact zeros (no overlap), ones (a
 #: perfect match), ties, and arbitrary fractions.
@@ -73,7 +73,7 @@ def test_transposed_problems_too(problem: tuple[np.ndarray, list[int], list[int]
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_larger_problems(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import trace_tasks.assignment as assignment
+    import trace_tasks.family._assignment as assignment
 
     solved = []
     real = assignment._scipy_pairs
@@ -95,7 +95,7 @@ def test_random_larger_problems(seed: int, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_one_group_needs_no_solver(monkeypatch: pytest.MonkeyPatch) -> None:
-    import trace_tasks.assignment as assignment
+    import trace_tasks.family._assignment as assignment
 
     def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
         raise AssertionError("the solver was called")
@@ -132,8 +132,8 @@ def test_negative_cells_go_to_the_solver_and_still_match(seed: int) -> None:
 
 def test_unhashable_items_are_matched_without_collapsing() -> None:
     from trace_tasks import ScoringContext
-    from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
-    from trace_tasks.primitives import Primitive, pairwise
+    from trace_tasks.family import Primitive, pairwise
+    from trace_tasks.family._matching import REDUCE_MIN_CELLS, match_set
 
     def closeness(a: list[float], b: list[float], ctx: ScoringContext) -> float:
         return 1.0 / (1.0 + abs(a[0] - b[0]))

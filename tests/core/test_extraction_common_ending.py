@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import trace_tasks.extraction as extraction
-from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract, plain_final_object
+import trace_tasks.reading._extraction as extraction
+from trace_tasks.reading._extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract, plain_final_object
 
 PIECES = [*'ab {}[]"\\:,`\n<>/', "answer", "```", "<answer>", "</answer>", '{"answer"']
 TRICKY = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from trace_tasks import score_trace_response
-from trace_tasks.image_size import find_image_size
+from trace_tasks.scoring import find_image_size
 
 POINT_CONTRACT = {
     "reward_contract_version": "v0",

@@ -1,4 +1,4 @@
-"""One validation of an instance (``trace_tasks.instances``), compiled instances and their cache.
+"""One validation of an instance (``trace_tasks.data._instances``), compiled instances and their cache.
 
 ``BROKEN`` is the table of broken ground truth every data-facing tool must refuse
 (the CLI and server tests import it): each case breaks one thing of a good
@@ -33,7 +33,7 @@ from trace_tasks import (
     resolve_reward_contract,
     score_trace_response,
 )
-from trace_tasks.instances import instance_report
+from trace_tasks.data import instance_report
 
 from ..conformance.records import load
 

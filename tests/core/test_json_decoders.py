@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import trace_tasks.literals as literals
+import trace_tasks.reading._literals as literals
 from trace_tasks import score_trace_response
 
 pytest.importorskip("msgspec", reason="the optional msgspec decoder (the 'fast' extra) is not installed")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from trace_tasks import score_trace_response
-from trace_tasks.options import MAX_POINT_HALF_LIFE_PX
+from trace_tasks.scoring import MAX_POINT_HALF_LIFE_PX
 
 from .helpers import contract, score
 

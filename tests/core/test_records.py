@@ -1,4 +1,4 @@
-"""``trace_tasks.records``: frozen records, one strict converter, contracts resolved by the builder."""
+"""``trace_tasks.data._records``: frozen records, one strict converter, contracts resolved by the builder."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from trace_tasks import RecordError, resolve_reward_contract, score_trace_response
-from trace_tasks.records import (
+from trace_tasks.data import (
     AnnotationGT,
     AnswerGT,
     TraceInstance,

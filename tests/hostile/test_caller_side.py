@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trace_tasks import score_trace_response
-from trace_tasks.distance import DEFAULT_HALF_LIFE_PX
+from trace_tasks.family._distance import DEFAULT_HALF_LIFE_PX
 
 from .helpers import check_result, contract, score
 
@@ -229,7 +229,7 @@ def literal_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_metadata_literal_strings_are_read_within_a_budget_per_source(literal_reads: list[int]) -> None:
-    from trace_tasks.image_size import _MAX_LITERAL_CHARS_PER_SOURCE
+    from trace_tasks.scoring._image_size import _MAX_LITERAL_CHARS_PER_SOURCE
 
     # 64 mappings, each with a 4 KiB literal string under a size key that is no size:
     # 256 KiB of literal reading per source and per call before the budget.
@@ -247,7 +247,7 @@ def test_metadata_size_in_a_literal_string_is_still_found() -> None:
 
 def test_set_map_target_literal_strings_share_one_budget(literal_reads: list[int]) -> None:
     from trace_tasks.limits import MAX_TARGET_LITERAL_BUDGET
-    from trace_tasks.literals import MIN_LITERAL_CHARGE
+    from trace_tasks.reading import MIN_LITERAL_CHARGE
 
     # 4,000 keys whose boxes are Python-literal strings: ~0.1 s of literal reading per call before.
     target = {f"k{i}": "(0, 0, 10, 10)" for i in range(4_000)}

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 import pytest
 
 from trace_tasks import literals
-from trace_tasks.answers import answers_match
-from trace_tasks.image_size import find_image_size
 from trace_tasks.limits import MAX_JSON_DEPTH
+from trace_tasks.scoring import find_image_size
+from trace_tasks.scoring._answers import answers_match
 
 from .helpers import BAD_ANNOTATION, UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
 
@@ -127,7 +127,7 @@ def test_no_crash_at_any_depth_under_a_recursion_limit_of_100000() -> None:
         import sys
         sys.setrecursionlimit(100_000)
         from trace_tasks import score_trace_response
-        from trace_tasks.image_size import find_image_size
+        from trace_tasks.scoring._image_size import find_image_size
 
         deep = "[" * 100_000 + "]" * 100_000
         contract = {

@@ -37,7 +37,7 @@ import pytest
 
 from trace_tasks import instances as instances_module
 from trace_tasks import resolve_reward_contract, score_trace_response
-from trace_tasks.instances import InstanceError
+from trace_tasks.data import InstanceError
 from trace_tasks.integrations import _common, easyr1, openrlhf, trl, verl
 from trace_tasks.integrations._common import CHARTED_KEYS, REFUSED_KEY, stable_keys
 

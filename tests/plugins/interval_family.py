@@ -5,7 +5,7 @@ type declares both ``interval_iou_v0`` and ``interval_iou_v1`` and
 ``trace_resolve_reward_id`` names the owner's default (``current``; a user pin
 can still choose the other). It also adds an answer type, may declare extra
 reward ids through ``trace_reward_ids``, explains its scores and draws an
-interval, so every hook in ``trace_tasks.hookspecs`` has an implementation
+interval, so every hook in ``trace_tasks.plugins.hookspecs`` has an implementation
 here, and it records each hook call, so tests can prove each hook was exercised.
 
 :class:`DefaultHijacker` is the plugin contract v2 forbids: it owns nothing but
@@ -29,8 +29,8 @@ from trace_tasks import (
     ScoringContext,
     hookimpl,
 )
-from trace_tasks.drawing import Drawable, Polyline
-from trace_tasks.shapes import coordinates
+from trace_tasks.family import coordinates
+from trace_tasks.plugins import Drawable, Polyline
 
 V0 = "interval_iou_v0"
 V1 = "interval_iou_v1"

@@ -45,9 +45,8 @@ from trace_tasks import (
 )
 from trace_tasks.cli import main
 from trace_tasks.core import reward_scoring
-from trace_tasks.drawing import Box, Polyline
-from trace_tasks.plugins import BLOCK_ENV, PINS_ENV, build_registry, reset_registry
-from trace_tasks.shapes import Primitive, ShapeFamily, pairwise
+from trace_tasks.family import Primitive, ShapeFamily, pairwise
+from trace_tasks.plugins import BLOCK_ENV, PINS_ENV, Box, Polyline, build_registry, reset_registry
 
 from ..core.test_plugin_loading import FakeSite, site  # noqa: F401  (site is a fixture)
 from .interval_family import V0, V1, DefaultHijacker, IntervalFamily, giou01, iou
@@ -448,8 +447,8 @@ def _span_giou(a: Any, b: Any, ctx: Any = None) -> float:
 
 
 def _parse_span(value: Any) -> tuple[float, float]:
-    from trace_tasks.coordinates import coordinates
     from trace_tasks.errors import AnnotationParseError
+    from trace_tasks.family import coordinates
 
     lo, hi = coordinates(value, 2)
     if not lo < hi:
@@ -490,7 +489,7 @@ def test_a_shape_family_with_two_ids_per_type_serves_both(register: Any) -> None
     assert _score("span", [0, 10], [12, 20], old)["annotation_parse_ok"] == 0.0
     assert get_registry().current_reward_id("span_set") == "span_set_iou_v0"  # pins are per type
 
-    from trace_tasks.testing import assert_family_ok
+    from trace_tasks.family import assert_family_ok
 
     assert_family_ok(types=["span", "span_set"])  # every id, current or not
 

@@ -19,9 +19,7 @@ import attrs
 import pytest
 
 import trace_tasks
-from trace_tasks import hookspecs, plugins, shapes
-from trace_tasks.markers import PROJECT_NAME
-from trace_tasks.plugins import OFFICIAL_TYPES, get_registry, reset_registry
+from trace_tasks.plugins import OFFICIAL_TYPES, PROJECT_NAME, get_registry, hookspecs, plugins, reset_registry, shapes
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_PATH = REPO / "docs" / "plugins.md"
@@ -29,7 +27,7 @@ SPEC_ATTR = f"{PROJECT_NAME}_spec"  # set by pluggy's HookspecMarker on each spe
 
 
 def hook_specs() -> dict[str, Any]:
-    """Every function marked as a hook spec in ``trace_tasks.hookspecs``."""
+    """Every function marked as a hook spec in ``trace_tasks.plugins.hookspecs``."""
     return {
         name: fn for name, fn in vars(hookspecs).items() if inspect.isfunction(fn) and getattr(fn, SPEC_ATTR, None) is not None
     }

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from trace_tasks import AnnotationParseError, AnnotationScore, ScoringContext, hookimpl, score_trace_response
-from trace_tasks.image_size import _MAX_LIST_ITEMS, find_image_size
-from trace_tasks.specs import AnnotationTypeSpec
+from trace_tasks.plugins import AnnotationTypeSpec
+from trace_tasks.scoring._image_size import _MAX_LIST_ITEMS, find_image_size
 
 CONTRACT = {
     "reward_contract_version": "v0",

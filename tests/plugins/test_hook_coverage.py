@@ -1,9 +1,9 @@
-"""Every hook spec in ``trace_tasks.hookspecs`` is called by real code paths.
+"""Every hook spec in ``trace_tasks.plugins.hookspecs`` is called by real code paths.
 
 A recording plugin (``interval_family.IntervalFamily``) implements every hook
 and notes each call. Driving it only through public entry points (building the
 registry, ``resolve_reward_contract``, ``score_trace_response``, the image-frame
-check of ``trace_tasks.frames``) must call every hook the spec module defines:
+check of ``trace_tasks.cli._frames``) must call every hook the spec module defines:
 a new hook added to ``hookspecs.py`` without a caller in the core, or without
 an implementation in the recording plugin, fails here. Nothing is listed by
 hand: the specs are read from the module.
@@ -16,8 +16,8 @@ import json
 from typing import Any
 
 from trace_tasks import get_registry, hookspecs, resolve_reward_contract, score_trace_response
-from trace_tasks.frames import frame_report
-from trace_tasks.markers import PROJECT_NAME
+from trace_tasks.cli._frames import frame_report
+from trace_tasks.plugins import PROJECT_NAME
 
 from .interval_family import V1, IntervalFamily
 
@@ -30,7 +30,7 @@ TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation"}
 
 
 def spec_names() -> set[str]:
-    """Every function marked as a hook spec in ``trace_tasks.hookspecs``."""
+    """Every function marked as a hook spec in ``trace_tasks.plugins.hookspecs``."""
     marker = f"{PROJECT_NAME}_spec"
     return {name for name, fn in vars(hookspecs).items() if inspect.isfunction(fn) and getattr(fn, marker, None) is not None}
 

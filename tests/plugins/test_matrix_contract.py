@@ -23,8 +23,7 @@ from trace_plugins_bbox.plugin import BOX
 from trace_plugins_point.plugin import POINT
 from trace_plugins_segment.plugin import SEGMENT
 from trace_tasks import ScoringContext
-from trace_tasks.matching import match_set
-from trace_tasks.primitives import Primitive, pairwise
+from trace_tasks.family import Primitive, match_set, pairwise
 
 CTX = ScoringContext(half_life_px=40.0, image_size=(640.0, 480.0))
 

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-import trace_tasks.assignment as assignment
+import trace_tasks.family._assignment as assignment
 from trace_plugins_point.geometry import similarity
 from trace_plugins_point.plugin import POINT
 from trace_tasks import ScoringContext
-from trace_tasks.assignment import SET_COST, assign_pairs
+from trace_tasks.family._assignment import SET_COST, assign_pairs
+from trace_tasks.family._matching import REDUCE_MIN_CELLS, match_set
 from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK, MAX_MATRIX_CELLS
-from trace_tasks.matching import REDUCE_MIN_CELLS, match_set
 
 from .helpers import score
 

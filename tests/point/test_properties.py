@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from trace_plugins_point.geometry import similarity
 from trace_tasks import ScoringContext
-from trace_tasks.distance import soft_similarity
+from trace_tasks.family import soft_similarity
 
 from .helpers import score
 

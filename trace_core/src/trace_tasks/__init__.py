@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from trace_tasks.batch import score_trace_batch
+from trace_tasks import _moved
 from trace_tasks.core.reward_contracts import (
     ANSWER_REWARD_CONTRACT_ID,
     REWARD_CONTRACT_VERSION,
@@ -26,21 +26,33 @@ from trace_tasks.core.reward_scoring import (
     result_keys,
     score_trace_response,
 )
+from trace_tasks.data import (
+    CompiledInstance,
+    InstanceCache,
+    compile_instance,
+    instance_problems,
+    score_trace_batch,
+)
 from trace_tasks.errors import (
     AnnotationParseError,
+    ContractError,
+    FamilyDefinitionError,
+    InstanceError,
     MissingFamilyError,
+    OptionError,
     PluginConflictError,
+    PluginError,
     PluginLoadError,
     PluginValidationError,
+    Problem,
     RecordError,
+    ResponseTypeError,
     RewardPinError,
     TraceTasksError,
     UnknownRewardIdError,
+    UnknownTypeError,
 )
-from trace_tasks.instances import CompiledInstance, InstanceCache, InstanceError, Problem, compile_instance, instance_problems
-from trace_tasks.markers import hookimpl
-from trace_tasks.plugins import get_registry, pin_reward_id, pinned_reward_ids, unpin_reward_id
-from trace_tasks.specs import (
+from trace_tasks.plugins import (
     AnnotationExplanation,
     AnnotationScore,
     AnnotationTypeSpec,
@@ -49,7 +61,14 @@ from trace_tasks.specs import (
     MatchedPair,
     RewardIdSpec,
     ScoringContext,
+    get_registry,
+    hookimpl,
+    pin_reward_id,
+    pinned_reward_ids,
+    unpin_reward_id,
 )
+
+_moved.install()
 
 try:
     __version__ = importlib.metadata.version("trace-core")
@@ -66,22 +85,28 @@ __all__ = [
     "AnnotationTypeSpec",
     "AnswerTypeSpec",
     "CompiledInstance",
+    "ContractError",
     "ExplainedItem",
+    "FamilyDefinitionError",
     "InstanceCache",
     "InstanceError",
     "MatchedPair",
     "MissingFamilyError",
+    "OptionError",
     "PluginConflictError",
+    "PluginError",
     "PluginLoadError",
     "PluginValidationError",
     "Problem",
     "RecordError",
+    "ResponseTypeError",
     "RewardContract",
     "RewardIdSpec",
     "RewardPinError",
     "ScoringContext",
     "TraceTasksError",
     "UnknownRewardIdError",
+    "UnknownTypeError",
     "compile_instance",
     "evaluate_trace_response_format",
     "extract_trace_prediction",

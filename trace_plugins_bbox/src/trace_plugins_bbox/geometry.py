@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.coordinates import coordinates, is_flat
 from trace_tasks.errors import AnnotationParseError
-from trace_tasks.specs import ScoringContext
+from trace_tasks.family import ScoringContext, coordinates, is_flat
 
 Box = tuple[float, float, float, float]
 

@@ -6,8 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.drawing import Box
-from trace_tasks.shapes import Primitive, ShapeFamily
+from trace_tasks.family import Box, Primitive, ShapeFamily
 
 BOX = Primitive(
     name="bbox",

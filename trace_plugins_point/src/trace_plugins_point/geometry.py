@@ -1,6 +1,6 @@
 """Points ``[x, y]`` in pixels and their soft-distance similarity.
 
-The kernel and the half-life policy live in the core (``trace_tasks.distance``),
+The kernel and the half-life policy live in the core (``trace_tasks.family._distance``),
 shared with the segment family.
 """
 
@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.coordinates import coordinates, is_flat
-from trace_tasks.distance import LN2, soft_similarity
-from trace_tasks.specs import ScoringContext
+from trace_tasks.family import LN2, ScoringContext, coordinates, is_flat, soft_similarity
 
 Point = tuple[float, float]
 

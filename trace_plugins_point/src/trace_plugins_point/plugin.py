@@ -9,8 +9,7 @@ from collections.abc import Mapping
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
 from trace_tasks import ScoringContext
-from trace_tasks.drawing import Point
-from trace_tasks.shapes import Primitive, ShapeFamily
+from trace_tasks.family import Point, Primitive, ShapeFamily
 
 
 def _half_life(ctx: ScoringContext) -> Mapping[str, float]:

@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.coordinates import coordinates
-from trace_tasks.distance import LN2, soft_similarity
 from trace_tasks.errors import AnnotationParseError
-from trace_tasks.numpy_values import from_numpy
-from trace_tasks.specs import ScoringContext
+from trace_tasks.family import LN2, ScoringContext, coordinates, soft_similarity
+from trace_tasks.reading import from_numpy
 
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
 

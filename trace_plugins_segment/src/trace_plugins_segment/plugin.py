@@ -9,8 +9,7 @@ from collections.abc import Mapping
 
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
 from trace_tasks import ScoringContext
-from trace_tasks.drawing import Polyline
-from trace_tasks.shapes import Primitive, ShapeFamily
+from trace_tasks.family import Polyline, Primitive, ShapeFamily
 
 
 def _half_life(ctx: ScoringContext) -> Mapping[str, float]:

@@ -11,8 +11,7 @@ explaining a score and drawing circles. The entry point names :data:`family`.
 from __future__ import annotations
 
 from trace_plugins_circle.geometry import iou, is_circle, parse_circle
-from trace_tasks.drawing import Circle
-from trace_tasks.shapes import Primitive, ShapeFamily, pairwise
+from trace_tasks.family import Circle, Primitive, ShapeFamily, pairwise
 
 CIRCLE = Primitive(
     name="circle",

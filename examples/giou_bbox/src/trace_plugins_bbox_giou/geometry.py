@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from trace_tasks.specs import ScoringContext
+from trace_tasks.family import ScoringContext
 
 Box = tuple[float, float, float, float]
 

@@ -13,7 +13,7 @@ stays current until the user pins ``bbox=bbox_giou_v1``
 from __future__ import annotations
 
 from trace_plugins_bbox_giou.geometry import giou01
-from trace_tasks.shapes import Primitive, ShapeRewards, pairwise
+from trace_tasks.family import Primitive, ShapeRewards, pairwise
 
 REWARD_ID = "bbox_giou_v1"
 

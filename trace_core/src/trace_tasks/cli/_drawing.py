@@ -3,7 +3,7 @@
 Nothing here knows what a family's parsed values look like. Every item of the
 family's :class:`~trace_tasks.specs.AnnotationExplanation` is handed to the
 type owner's draw capability (``trace_draw_annotation``), which answers with
-records of :mod:`trace_tasks.drawing` in pixel coordinates of the source image,
+records of :mod:`trace_tasks.plugins._drawables` in pixel coordinates of the source image,
 and only those are drawn: a :class:`~trace_tasks.drawing.Box` as a rectangle, a
 ``Point`` as a marked circle, a ``Polyline`` open with a dot at each end, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.
@@ -20,7 +20,7 @@ a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
 item and takes the one overlapping the labels already placed and the items
 least, always inside the image area. At the bottom, the legend and the notes:
 items outside the frame (with a hint when coordinates look normalised, see
-:mod:`trace_tasks.frames`), an image resized to the instance's size, a family
+:mod:`trace_tasks.cli._frames`), an image resized to the instance's size, a family
 that gave something undrawable.
 
 The file type follows the name: ``.png`` is PNG, ``.jpg``/``.jpeg`` JPEG;
@@ -42,9 +42,20 @@ from typing import Any
 import attrs
 
 from trace_tasks.cli._extraction_view import item_name, plain, show_number
-from trace_tasks.drawing import DRAWABLES, Box, Circle, Drawable, Label, Point, Polygon, Polyline, anchor, extent_points
-from trace_tasks.frames import PlacedItem, frame_notes
-from trace_tasks.specs import AnnotationExplanation
+from trace_tasks.cli._frames import PlacedItem, frame_notes
+from trace_tasks.plugins import (
+    DRAWABLES,
+    AnnotationExplanation,
+    Box,
+    Circle,
+    Drawable,
+    Label,
+    Point,
+    Polygon,
+    Polyline,
+    anchor,
+    extent_points,
+)
 
 TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)

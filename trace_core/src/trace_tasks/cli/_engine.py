@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from trace_tasks.batch import score_trace_batch
+from trace_tasks.data import score_trace_batch
 
 T = TypeVar("T")
 Item = Mapping[str, Any]

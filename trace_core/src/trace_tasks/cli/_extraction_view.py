@@ -1,10 +1,8 @@
-"""Describing how a response was read: which candidate scoring used, the answer forms, the annotation.
+"""Describing how a response was read, and showing any value a family returns on one safe line.
 
-The candidate, the atomic-answer rule and the predicted annotation come from
-:mod:`trace_tasks.extraction` itself (``Extraction.source``, ``Extraction.answer``,
-``Extraction.payload``), read under the same literal-reader budget as
-``score_trace_response``, so the explanation can never drift from what the
-scorer does.
+:func:`candidate_used` names the candidate of an :class:`~trace_tasks.reading.Extraction`
+(the pipeline's own, kept in its trail), so the explanation can never drift
+from what the scorer did.
 
 Whatever a family returns (an explanation's items, labels, similarities,
 texts) is shown through :func:`show_value`, :func:`item_name`,
@@ -18,45 +16,18 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.answers import canonical_text
-from trace_tasks.extraction import extract
-from trace_tasks.limits import MAX_LITERAL_BUDGET
-from trace_tasks.literals import literal_budget
+from trace_tasks.reading import Extraction
 
 
-def candidate_used(response: str, required_keys: frozenset[str]) -> tuple[str, Any]:
-    """``(description, recovered mapping or None)`` of the candidate scoring used."""
-    ext = extract(response, required_keys)
+def candidate_used(ext: Extraction) -> str:
+    """Which candidate of the response scoring used, in words."""
     if ext.payload is None:
         if ext.last_answer_tag is not None:
-            return "none (no mapping holds answer or annotation); the last <answer> tag is the atomic answer", None
-        return "none (no mapping holds answer or annotation); the whole response is the atomic answer", None
+            return "none (no mapping holds answer or annotation); the last <answer> tag is the atomic answer"
+        return "none (no mapping holds answer or annotation); the whole response is the atomic answer"
     if ext.source == "the final block":
-        return ext.source, ext.payload
-    return f"recovered from {ext.source}", ext.payload
-
-
-def predicted_annotation(response: str, required_keys: frozenset[str]) -> tuple[Any, list[int]]:
-    """``(raw annotation or None, literal budget left)`` exactly as the scorer reads them.
-
-    ``score_trace_response`` extracts under one literal-reader budget and parses
-    the predicted annotation under what is left of it; parse the prediction
-    inside ``literal_budget(left)`` to get the same parsed value.
-    """
-    left = [MAX_LITERAL_BUDGET]
-    with literal_budget(left):
-        ext = extract(response, required_keys)
-    return (ext.payload.get("annotation") if ext.payload is not None else None), left
-
-
-def predicted_answer(response: str, required_keys: frozenset[str]) -> Any:
-    """The answer value scoring compares."""
-    return extract(response, required_keys).answer(response)
-
-
-def canonical_form(value: Any, reads_json_strings: bool) -> str:
-    """The normalized form the exact matcher compares, as text."""
-    return canonical_text(value, reads_json_strings=reads_json_strings)
+        return ext.source
+    return f"recovered from {ext.source}"
 
 
 #: Longest rendering of one value (an item, a key) in the report.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trace_tasks.options import resolve_options
+from trace_tasks.scoring import resolve_options
 
 
 def int_at_least(minimum: int) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.cli._jsonl import Line
-from trace_tasks.instances import CompiledInstance, InstanceCache, InstanceError
+from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError
 
 
 @attrs.frozen(slots=True)

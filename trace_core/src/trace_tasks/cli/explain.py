@@ -1,21 +1,25 @@
 """``trace-tasks explain``: why one response got its reward.
 
-Prints the extraction (the final block, which candidate scoring used, the
-format diagnostics), the answer comparison (both normalized forms), and the
-annotation as the family that scores the contract's reward id explains it
-(its ``trace_explain_annotation`` capability, asked with the values and the
-:class:`~trace_tasks.specs.ScoringContext` the scorer used): the pairing
-method and metric, a table of the pairs with their similarity, the unmatched
-items on either side, missing and extra map keys, and the reward's formula.
-Nothing here matches items itself, so the table is the assignment the reward
-was built from; a family without the capability gets one line saying so.
+The instance is validated first: what ``trace-tasks validate`` refuses is
+refused here (exit 1, one line), since its reward would mislead. The response
+is then scored once through the scoring pipeline with a trail
+(:meth:`~trace_tasks.CompiledInstance.explain`), and everything printed is
+read off that one run: the extraction (the final block, which candidate
+scoring used, the format diagnostics), the answer comparison (both normalized
+forms), and the annotation as the family that scores the contract's reward id
+explained it while scoring (its ``trace_explain_annotation`` capability): the
+pairing method and metric, a table of the pairs with their similarity, the
+unmatched items on either side, missing and extra map keys, and the reward's
+formula. Nothing here scores or matches anything itself; a family without the
+capability gets one line saying so. ``--json`` prints the same as one object
+whose ``result`` is exactly ``score_trace_response``'s dict.
 Whatever a family returns is shown through safe formatters and cannot crash
 the report.
 
 When the image size is known, the annotation section notes items outside
 the image frame and coordinates that look normalised (0-1, 0-1000), found
 through the type owner's ``trace_draw_annotation`` capability
-(:mod:`trace_tasks.frames`).
+(:mod:`trace_tasks.cli._frames`).
 
 With ``--png`` (or a ``.jpg``/``.jpeg`` name) it also draws the explanation's
 items through that capability (Pillow, ``trace-core[viz]``; see
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,30 +40,14 @@ from typing import Any
 import attrs
 
 from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._checks import instance_problems
 from trace_tasks.cli._drawing import CannotDraw, DrawingUnavailable, explanation_notes, picture_format, render
-from trace_tasks.cli._extraction_view import (
-    candidate_used,
-    canonical_form,
-    item_name,
-    plain,
-    predicted_annotation,
-    predicted_answer,
-    show_number,
-    show_value,
-)
+from trace_tasks.cli._extraction_view import candidate_used, item_name, plain, show_number, show_value
 from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
-from trace_tasks.core.reward_scoring import evaluate_trace_response_format, score_trace_response
-from trace_tasks.distance import half_life_px
-from trace_tasks.errors import AnnotationParseError, MissingFamilyError
-from trace_tasks.extraction import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS
-from trace_tasks.image_size import find_image_size
-from trace_tasks.literals import literal_budget
-from trace_tasks.options import ANSWER, resolve_mode, resolve_options
-from trace_tasks.plugins import get_registry
-from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
-from trace_tasks.specs import AnnotationExplanation, ScoringContext
+from trace_tasks.data import CompiledInstance, compile_instance
+from trace_tasks.errors import AnnotationParseError, InstanceError
+from trace_tasks.plugins import AnnotationExplanation, ScoringContext
+from trace_tasks.scoring import UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
 SHOW_CHARS = 300
@@ -91,6 +80,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--image", metavar="PATH", help="draw over this image (default: the instance's 'image', else a blank canvas)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead of the text: 'result' (exactly score_trace_response's dict) and 'explanation'",
     )
     add_scoring_options(parser)
     parser.set_defaults(func=run)
@@ -130,6 +124,7 @@ def _read_response(arg: str | None, row: Mapping[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         options = scoring_options(args)
+        opts = options_from(options)
         if args.png:
             picture_format(args.png)
     except ValueError as exc:
@@ -143,35 +138,67 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     data = {k: v for k, v in row.items() if k != "response"}
     try:
-        instance = instance_from_dict(data, cls=TrainInstance)
-    except ValueError:
-        for problem in instance_problems(data, check_values=False):
-            print(f"{args.instance}:{number}: {problem}", file=sys.stderr)
-        return _fail(f"the instance on line {number} is invalid", EXIT_BAD_INSTANCE)
-    try:
-        body, view, scores = explain_response(response, instance, options)
-    except MissingFamilyError as exc:
+        compiled = compile_instance(data, record=f"{args.instance}:{number}")
+    except InstanceError as exc:  # what validate refuses is not explained: its reward would mislead
         return _fail(str(exc), EXIT_BAD_INSTANCE)
-    print("\n".join(_header(args.instance, number, instance) + body))
+    explained = explain_response(response, compiled, opts)
+    if args.json:
+        print(json.dumps(explanation_json(explained), ensure_ascii=False, allow_nan=False))
+    else:
+        print("\n".join(_header(args.instance, number, compiled) + list(explained.lines)))
     if args.png:
-        return _draw(args, instance, view, scores)
+        return _draw(args, compiled, explained)
     return EXIT_OK
 
 
-def explain_response(
-    response: str, instance: TraceInstance, options: Mapping[str, Any]
-) -> tuple[list[str], AnnotationView, dict[str, Any]]:
-    """The report's sections (extraction, answer, annotation, reward), the annotation view and the scores.
+@attrs.frozen
+class Explained:
+    """One explained response: the pipeline's result and trail, and the report lines built from them.
 
-    Raises :class:`~trace_tasks.errors.MissingFamilyError` when no installed
-    family owns the instance's types (a caller's problem, as when scoring).
+    ``result`` is exactly the dict ``score_trace_response`` returns for the
+    instance and response; ``trail`` is what the same run saw.
     """
-    scores = score_trace_response(response=response, **instance.scoring_kwargs(), **options)
-    out = _extraction(response, options["trace_reward_mode"])
-    out += _answer(response, instance, options["trace_reward_mode"], scores)
-    view = _annotation(response, instance, options, scores, out)
-    out += _reward(scores)
-    return out, view, scores
+
+    instance: CompiledInstance
+    result: dict[str, float]
+    trail: Trail
+    lines: tuple[str, ...]
+
+    @property
+    def annotation_type(self) -> str:
+        return self.instance.annotation_type
+
+    @property
+    def reward_id(self) -> str:
+        return self.instance.reward_entry.reward_id
+
+    @property
+    def explanation(self) -> AnnotationExplanation | None:
+        return self.trail.explanation
+
+    @property
+    def context(self) -> ScoringContext | None:
+        return self.trail.context
+
+    @property
+    def problem(self) -> str:
+        return self.trail.problem
+
+
+def explain_response(response: str, instance: CompiledInstance, opts: ScoringOptions) -> Explained:
+    """Score ``response`` once through the pipeline, keeping its trail, and describe the run."""
+    result, trail = instance.explain(response, opts)
+    out = _extraction(trail, opts.mode)
+    out += _answer(trail, instance, result)
+    out += _annotation(trail, instance, result)
+    out += _reward(result)
+    explained = Explained(instance, result, trail, tuple(out))
+    notes = frame_check(explained)
+    if notes:
+        at = out.index("Reward") - 1
+        out[at:at] = [f"  note: {note}" for note in notes]
+        explained = attrs.evolve(explained, lines=tuple(out))
+    return explained
 
 
 def _short(text: str) -> str:
@@ -179,145 +206,71 @@ def _short(text: str) -> str:
     return text if len(text) <= SHOW_CHARS else f"{text[:SHOW_CHARS]}... ({len(text)} characters)"
 
 
-def _header(path: str, number: int, instance: TraceInstance) -> list[str]:
-    contract = instance.reward_contract
+def _header(path: str, number: int, instance: CompiledInstance) -> list[str]:
+    size = list(instance.image_size) if instance.image_size else "not given"
     return [
-        f"instance {instance.id!r} ({path} line {number})",
-        f"  answer type {instance.answer_gt.type}, annotation type {instance.annotation_gt.type} "
-        f"(reward id {contract.annotation.id}), image size {list(instance.image_size) if instance.image_size else 'not given'}",
+        f"instance {instance.data.get('id')!r} ({path} line {number})",
+        f"  answer type {instance.answer_type}, annotation type {instance.annotation_type} "
+        f"(reward id {instance.reward_entry.reward_id}), image size {size}",
     ]
-
-
-def _keys(mode: str) -> frozenset[str]:
-    return ANSWER_KEYS if resolve_mode(mode) == ANSWER else ANSWER_AND_ANNOTATION_KEYS
 
 
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _extraction(response: str, mode: str) -> list[str]:
-    fmt = evaluate_trace_response_format(response, trace_reward_mode=mode)
-    block = fmt["answer_block"]
+def _extraction(trail: Trail, mode: str) -> list[str]:
+    ext = trail.extraction
+    assert ext is not None
+    fmt = ext.format
+    block = fmt.answer_block
     lines = ["", "Extraction"]
     lines.append(
         f"  final block: {_short(block) if block is not None else 'none (the response does not end with a fenced block or a balanced object)'}"
     )
-    lines.append(
-        f"  format: structure {_yes(fmt['structure_ok'])}, JSON {_yes(fmt['json_ok'])}, schema {_yes(fmt['schema_ok'])}"
-        f" -> format {fmt['format']:.0f}"
-    )
-    payload = fmt["payload"]
-    if isinstance(payload, Mapping) and not fmt["schema_ok"]:
-        found = sorted(map(str, payload))
-        lines.append(f"  keys found {found}, required exactly {sorted(_keys(mode))}")
-    used, _ = candidate_used(response, _keys(mode))
-    lines.append(f"  candidate used for scoring: {used}")
+    lines.append(f"  format: structure {_yes(fmt.structure_ok)}, JSON {_yes(fmt.json_ok)}, schema {_yes(fmt.schema_ok)} -> format {fmt.format:.0f}")
+    if isinstance(fmt.payload, Mapping) and not fmt.schema_ok:
+        lines.append(f"  keys found {sorted(map(str, fmt.payload))}, required exactly {sorted(required_keys(mode))}")
+    lines.append(f"  candidate used for scoring: {candidate_used(ext)}")
     return lines
 
 
-def _answer(response: str, instance: TraceInstance, mode: str, scores: Mapping[str, float]) -> list[str]:
-    predicted = predicted_answer(response, _keys(mode))
-    spec = get_registry().answer_types.get(instance.answer_gt.type.strip())
-    reads_json = spec.reads_json_strings if spec is not None else True
+def _answer(trail: Trail, instance: CompiledInstance, result: Mapping[str, float]) -> list[str]:
+    reads_json = instance.answer_spec.reads_json_strings
+    expected = instance.data["answer_gt"]["value"]
     return [
         "",
-        f"Answer ({instance.answer_gt.type}, exact match after normalization)",
-        f"  predicted {_short(json.dumps(predicted, default=repr))} -> {_short(canonical_form(predicted, reads_json))}",
-        f"  expected  {_short(json.dumps(instance.answer_gt.value, default=repr))} -> {canonical_form(instance.answer_gt.value, reads_json)}",
-        f"  match: {_yes(scores['answer_reward'] == 1.0)} (answer_reward {scores['answer_reward']:g})",
+        f"Answer ({instance.answer_type}, exact match after normalization)",
+        f"  predicted {_short(json.dumps(trail.predicted_answer, default=repr))} -> {_short(canonical_text(trail.predicted_answer, reads_json_strings=reads_json))}",
+        f"  expected  {_short(json.dumps(expected, default=repr))} -> {canonical_text(expected, reads_json_strings=reads_json)}",
+        f"  match: {_yes(result['answer_reward'] == 1.0)} (answer_reward {result['answer_reward']:g})",
     ]
 
 
-@attrs.frozen
-class AnnotationView:
-    """What the annotation section found, for the report and the picture.
-
-    ``explanation`` is the scoring family's own account (``None`` when there is
-    none: no family, no explain capability, a target that does not parse, a
-    contract id that is not current); ``lines`` are the report lines and
-    ``problem`` says in one line why there is no explanation.
-    """
-
-    annotation_type: str
-    reward_id: str
-    lines: tuple[str, ...]
-    explanation: AnnotationExplanation | None = None
-    context: ScoringContext | None = None
-    problem: str = ""
-
-
-def scoring_context(scoring_kwargs: Mapping[str, Any], options: Mapping[str, Any]) -> ScoringContext:
-    """The context ``score_trace_response`` builds from the same keyword arguments and options."""
-    opts = resolve_options(
-        options["trace_reward_mode"], options["answer_weight"], options["annotation_weight"],
-        options["format_weight"], options["trace_annotation_reward_formula"], options["point_half_life_px"],
-    )  # fmt: skip
-    sources = tuple(scoring_kwargs.get(key) for key in SIZE_SOURCES)
-    size = find_image_size(*sources) if any(source is not None for source in sources) else None
-    return ScoringContext(half_life_px(size, opts.point_half_life_px), size)
-
-
-def explain_annotation(
-    response: str, instance: TraceInstance, options: Mapping[str, Any], scoring_kwargs: Mapping[str, Any] | None = None
-) -> AnnotationView:
-    """Ask the family that scores the contract's reward id to explain the annotation score.
-
-    The values and the context are the scorer's: the owner's parse of the
-    target and of the prediction the scorer extracted (``None`` when there is
-    none or it does not parse), and the context ``score_trace_response`` builds
-    from ``scoring_kwargs`` (default ``instance.scoring_kwargs()``).
-    """
-    name = instance.annotation_gt.type.strip()
-    rid = instance.reward_contract.annotation.id
-    lines: list[str] = []
-
-    def without(problem: str) -> AnnotationView:
-        lines.append(f"  {problem}")
-        return AnnotationView(name, rid, tuple(lines), problem=problem)
-
-    registry = get_registry()
-    entry = registry.annotation_types.get(name)
-    if entry is None:
-        return without(f"no installed family owns annotation type {name!r}; no assignment table")
-    reward = registry.reward_ids.get(rid)
-    if reward is None or reward.annotation_type != name or rid != entry.current_reward_id:
-        why = registry.not_current_message(rid) or f"reward id {rid!r} does not score {name!r}"
-        return without(f"the scorer gives annotation_reward 0: {why}; no assignment table")
-    if reward.explain is None:
-        return without(
-            f"the plugin {reward.plugin!r} that scores {rid!r} has no explain capability "
-            "(trace_explain_annotation); no assignment table"
-        )
-    try:
-        target = entry.parse(annotation_type=name, value=instance.annotation_gt.value)
-    except Exception as exc:
-        return without(f"the target does not parse as {name}: {_error(exc)}")
-    raw, literal_left = predicted_annotation(response, _keys(options["trace_reward_mode"]))
-    prediction: Any = None
-    if raw is None:
+def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, float]) -> list[str]:
+    name = instance.annotation_type
+    lines = ["", f"Annotation ({name})"]
+    if trail.prediction is None:
         lines.append("  no annotation predicted: every target is unmatched")
-    else:
-        try:
-            with literal_budget(literal_left):  # what the extraction left, as when scoring
-                prediction = entry.parse(annotation_type=name, value=raw)
-        except Exception as exc:  # hostile model output
-            lines.append(f"  the prediction does not parse as {name}: {_error(exc)} ({show_value(raw)})")
-    context = scoring_context(instance.scoring_kwargs() if scoring_kwargs is None else scoring_kwargs, options)
+    elif trail.parsed_prediction is UNPARSED:
+        why = _error(trail.parse_errors[0]) if trail.parse_errors else "no value"
+        lines.append(f"  the prediction does not parse as {name}: {why} ({show_value(trail.prediction)})")
+    explanation = trail.explanation
+    if explanation is None:
+        lines.append(f"  {trail.problem or 'the family gave no explanation'}; no assignment table")
+        return lines
     try:
-        explanation = reward.explain(reward_id=rid, prediction=prediction, target=target, context=context)
-    except Exception as exc:  # a limit hit while matching, or a bug in the family
-        return without(f"the plugin {reward.plugin!r} could not explain {rid!r}: {_error(exc)}")
-    if not isinstance(explanation, AnnotationExplanation):
-        return without(
-            f"the plugin {reward.plugin!r} returned {show_value(explanation, 60)} instead of an "
-            f"AnnotationExplanation for {rid!r}; no assignment table"
-        )
-    try:
-        lines += _table(explanation, context)
+        assert trail.context is not None  # set by the run before the family is asked
+        lines += _table(explanation, trail.context)
     except Exception as exc:  # never reached with the safe formatters; a report must not crash
         lines.append(f"  the explanation could not be shown: {_error(exc)}")
-    return AnnotationView(name, rid, tuple(lines), explanation, context)
+    reward = getattr(explanation.score, "reward", None)
+    if trail.parsed_prediction is not UNPARSED and not (isinstance(reward, (int, float)) and float(reward) == result["annotation_reward"]):
+        lines.append(
+            f"  note: the family's explanation gives {show_number(reward)} but its score breaks the plugin contract, "
+            f"so the scorer counts annotation_reward {result['annotation_reward']:.4g}"
+        )
+    return lines
 
 
 def _error(exc: BaseException) -> str:
@@ -377,36 +330,19 @@ def _table(explanation: AnnotationExplanation, context: ScoringContext) -> list[
     return lines
 
 
-def _annotation(
-    response: str, instance: TraceInstance, options: Mapping[str, Any], scores: Mapping[str, float], out: list[str]
-) -> AnnotationView:
-    view = explain_annotation(response, instance, options)
-    out += ["", f"Annotation ({view.annotation_type})"]
-    out += view.lines
-    if view.explanation is not None:
-        reward = getattr(view.explanation.score, "reward", None)
-        if not (isinstance(reward, (int, float)) and float(reward) == scores["annotation_reward"]):
-            out.append(
-                f"  note: the scorer reported annotation_reward {scores['annotation_reward']:.4g} but the explanation "
-                f"gives {show_number(reward)}: the family's explain and score capabilities disagree"
-            )
-        out += [f"  note: {note}" for note in frame_check(view)]
-    return view
-
-
-def frame_check(view: AnnotationView) -> list[str]:
+def frame_check(explained: Explained) -> list[str]:
     """Notes on explained items outside the image frame (none without an image size or a draw capability)."""
-    size = view.context.image_size if view.context is not None else None
-    entry = get_registry().annotation_types.get(view.annotation_type)
-    if view.explanation is None or size is None or entry is None or entry.draw is None:
+    context, explanation = explained.context, explained.explanation
+    entry = explained.instance.annotation_entry
+    if explanation is None or context is None or context.image_size is None or entry.draw is None:
         return []
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
-        return draw(annotation_type=view.annotation_type, item=value)
+        return draw(annotation_type=entry.name, item=value)
 
     try:
-        return explanation_notes(view.explanation, draw_item, owner=entry.plugin, size=size)
+        return explanation_notes(explanation, draw_item, owner=entry.plugin, size=context.image_size)
     except CannotDraw:  # said when drawing is asked for (--png); the text report stays as it is
         return []
 
@@ -427,32 +363,32 @@ def _reward(scores: Mapping[str, float]) -> list[str]:
     return lines
 
 
-def _draw(args: argparse.Namespace, instance: TraceInstance, view: AnnotationView, scores: Mapping[str, float]) -> int:
-    if view.explanation is None:
-        return _fail(f"nothing to draw: {view.problem}", EXIT_BAD_INSTANCE)
-    registry = get_registry()
-    entry = registry.annotation_types[view.annotation_type]
-    owner = f"the plugin {entry.plugin!r} that owns {view.annotation_type!r}"
+def _draw(args: argparse.Namespace, instance: CompiledInstance, explained: Explained) -> int:
+    explanation, context = explained.explanation, explained.context
+    if explanation is None:
+        return _fail(f"nothing to draw: {explained.problem or 'no explanation'}", EXIT_BAD_INSTANCE)
+    entry = instance.annotation_entry
+    owner = f"the plugin {entry.plugin!r} that owns {entry.name!r}"
     if entry.draw is None:
         return _fail(f"{owner} has no draw capability (trace_draw_annotation); nothing drawn", EXIT_BAD_INSTANCE)
-    image = args.image or getattr(instance, "image", None)
+    image = args.image or instance.data.get("image")
     if image and not Path(image).is_absolute() and not Path(image).exists() and args.instance != "-":
         image = str(Path(args.instance).parent / image)  # relative to the instance file
 
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
-        return draw(annotation_type=view.annotation_type, item=value)
+        return draw(annotation_type=entry.name, item=value)
 
     header = [
-        f"{instance.id}: {view.annotation_type} ({view.reward_id})",
-        *reward_breakdown(scores, reward_id=view.reward_id, formula=view.explanation.formula),
+        f"{instance.data.get('id')}: {entry.name} ({explained.reward_id})",
+        *reward_breakdown(explained.result, reward_id=explained.reward_id, formula=explanation.formula),
     ]
-    metric = metric_name(view.explanation.metric)
-    half_life = view.context.half_life_px if view.context is not None and metric != "IoU" else None
+    metric = metric_name(explanation.metric)
+    half_life = context.half_life_px if context is not None and metric != "IoU" else None
     try:
         picture = render(
-            args.png, view.explanation, draw_item, owner=owner, size=view.context.image_size if view.context else None,
+            args.png, explanation, draw_item, owner=owner, size=context.image_size if context else None,
             image_path=image, header=header, metric=metric, half_life=half_life,
         )  # fmt: skip
     except DrawingUnavailable as exc:
@@ -463,8 +399,91 @@ def _draw(args: argparse.Namespace, instance: TraceInstance, view: AnnotationVie
         return _fail(f"cannot draw: {exc}", EXIT_BAD_INSTANCE)
     area = f"{picture.area[0]}x{picture.area[1]} at {picture.origin}, scale x{picture.scale}"
     print(f"\nwrote {args.png} ({picture.width}x{picture.height}, {picture.format}; image area {area})")
-    printed = set(frame_check(view))  # already in the text report
+    printed = set(frame_check(explained))  # already in the text report
     for note in picture.notes:
         if note not in printed:
             print(f"  note: {note}")
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------- --json
+
+
+def _json_value(value: Any, depth: int = 0) -> Any:
+    """A value as JSON can hold it: tuples as lists, non-finite floats and odd objects as their text."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth > 64:
+        return "..."
+    if isinstance(value, Mapping):
+        return {str(key): _json_value(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item, depth + 1) for item in value]
+    return show_value(value)
+
+
+def _item(item: Any) -> dict[str, Any]:
+    return {"label": _json_value(getattr(item, "label", None)), "value": _json_value(getattr(item, "value", None))}
+
+
+def explanation_json(explained: Explained) -> dict[str, Any]:
+    """``{"result": ..., "explanation": ...}``: the scorer's dict and what the same run saw, for ``explain --json``."""
+    trail, instance = explained.trail, explained.instance
+    ext = trail.extraction
+    assert ext is not None
+    reads_json = instance.answer_spec.reads_json_strings
+    expected = instance.data["answer_gt"]["value"]
+    annotation: dict[str, Any] = {
+        "type": instance.annotation_type,
+        "reward_id": explained.reward_id,
+        "predicted": _json_value(trail.prediction),
+        "parsed": trail.prediction is not None and trail.parsed_prediction is not UNPARSED,
+        "parse_error": _error(trail.parse_errors[0]) if trail.parse_errors else None,
+        "image_size": _json_value(trail.context.image_size) if trail.context else None,
+        "half_life_px": trail.context.half_life_px if trail.context else None,
+        "problem": trail.problem or None,
+    }
+    explanation = trail.explanation
+    if explanation is not None:
+        annotation.update(
+            method=plain(explanation.method, SHOW_CHARS),
+            metric=plain(explanation.metric, 24),
+            pairs=[
+                {
+                    "prediction": _item(getattr(pair, "prediction", None)),
+                    "target": _item(getattr(pair, "target", None)),
+                    "similarity": _json_value(getattr(pair, "similarity", None)),
+                }
+                for pair in _items(explanation.pairs)
+            ],
+            unmatched_predictions=[_item(item) for item in _items(explanation.unmatched_predictions)],
+            unmatched_targets=[_item(item) for item in _items(explanation.unmatched_targets)],
+            missing_keys=[_json_value(key) for key in _items(explanation.missing_keys)],
+            extra_keys=[_json_value(key) for key in _items(explanation.extra_keys)],
+            formula=plain(explanation.formula, SHOW_CHARS) if explanation.formula else "",
+        )
+    return {
+        "result": explained.result,
+        "explanation": {
+            "extraction": {
+                "final_block": ext.format.answer_block,
+                "candidate": candidate_used(ext),
+                "structure_ok": ext.format.structure_ok,
+                "json_ok": ext.format.json_ok,
+                "schema_ok": ext.format.schema_ok,
+                "format": ext.format.format,
+            },
+            "answer": {
+                "predicted": _json_value(trail.predicted_answer),
+                "predicted_normalized": canonical_text(trail.predicted_answer, reads_json_strings=reads_json),
+                "expected": _json_value(expected),
+                "expected_normalized": canonical_text(expected, reads_json_strings=reads_json),
+                "match": explained.result["answer_reward"] == 1.0,
+            },
+            "annotation": annotation,
+        },
+    }

@@ -11,7 +11,7 @@ id, the current id and what pinned it (``TRACE_TASKS_REWARD_IDS`` or
 ``trace_tasks.pin_reward_id()``); reward ids that a plugin adds for a type
 another plugin owns; and, as problems, reward ids declared for a type no
 installed plugin owns (orphans). ``--check`` also runs the family test kit
-(:mod:`trace_tasks.testing`) over everything installed and exits 1 on any
+(:mod:`trace_tasks.plugins._kit`) over everything installed and exits 1 on any
 problem.
 """
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="run the family test kit (trace_tasks.testing) over every installed annotation type and reward id; "
+        help="run the family test kit (trace_tasks.plugins._kit) over every installed annotation type and reward id; "
         "print each problem on one line and exit 1 if there is any",
     )
     parser.set_defaults(func=run)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_check(registry: Registry, *, as_json: bool = False) -> int:
     """``--check``: the kit's problems one per line (exit 1), or a one-line OK summary (exit 0)."""
-    from trace_tasks.testing import check_family  # the kit scores things: only load it when asked
+    from trace_tasks.family import check_family  # the kit scores things: only load it when asked
 
     problems = check_family(registry)
     summary = (
@@ -94,7 +94,7 @@ def run_check(registry: Registry, *, as_json: bool = False) -> int:
             print(problem)
         print(f"trace-tasks plugins --check: {len(problems)} problems ({summary} checked)", file=sys.stderr)
     else:
-        print(f"OK: {summary} checked by trace_tasks.testing, no problems")
+        print(f"OK: {summary} checked by trace_tasks.plugins._kit, no problems")
     return 1 if problems else 0
 
 
@@ -119,7 +119,7 @@ def _added(registry: Registry) -> dict[str, dict[str, Any]]:
 
 
 def _problems(registry: Registry) -> list[str]:
-    from trace_tasks.testing import orphan_problems
+    from trace_tasks.family import orphan_problems
 
     return [problem.message for problem in orphan_problems(registry)]
 

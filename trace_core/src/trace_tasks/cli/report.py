@@ -39,9 +39,9 @@ from trace_tasks.cli._report_data import (
     worst,
 )
 from trace_tasks.cli._report_html import Case, Report, page
+from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
-from trace_tasks.plugins import get_registry
-from trace_tasks.records import TraceInstance, TrainInstance, instance_from_dict
+from trace_tasks.scoring import options_from
 
 EXIT_OK = 0
 DEFAULT_OUTPUT = "report.html"
@@ -220,26 +220,24 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
     if not row.scored:
         return Case(row, response)
     try:
-        instance = instance_from_dict(dict(data), cls=TrainInstance)
-        options = run_options(row)
-        lines, view, scores = explain_response(response, instance, options)
+        instance = compile_instance(dict(data))
+        explained = explain_response(response, instance, options_from(run_options(row)))
     except (ValueError, TraceTasksError) as exc:
         return Case(row, response, note=f"not explained: {exc}")
     note = ""
-    if scores.get("overall") != row.scores.get("overall"):
+    if explained.result.get("overall") != row.scores.get("overall"):
         note = (
-            f"re-scoring gives overall {scores.get('overall')!r}, the scores file {row.scores.get('overall')!r}: "
+            f"re-scoring gives overall {explained.result.get('overall')!r}, the scores file {row.scores.get('overall')!r}: "
             "other options, other inputs or another version scored this file"
         )
-    formula = view.explanation.formula if view.explanation is not None else ""
-    breakdown = tuple(reward_breakdown(row.scores, reward_id=view.reward_id, formula=formula))
-    picture, why = _picture(instance, view, _image(instance, instances_path))
-    return Case(row, response, tuple(lines), picture, "; ".join(n for n in (note, why) if n), breakdown)
+    formula = explained.explanation.formula if explained.explanation is not None else ""
+    breakdown = tuple(reward_breakdown(row.scores, reward_id=explained.reward_id, formula=formula))
+    picture, why = _picture(explained, _image(instance.data.get("image"), instances_path))
+    return Case(row, response, explained.lines, picture, "; ".join(n for n in (note, why) if n), breakdown)
 
 
-def _image(instance: TraceInstance, instances_path: str) -> str | None:
+def _image(image: Any, instances_path: str) -> str | None:
     """The instance's ``image`` when it exists (a relative path from the current directory, then the instances file's)."""
-    image = getattr(instance, "image", None)
     if not isinstance(image, str) or not image:
         return None
     for candidate in (Path(image), Path(instances_path).parent / image):
@@ -248,27 +246,28 @@ def _image(instance: TraceInstance, instances_path: str) -> str | None:
     return None
 
 
-def _picture(instance: TraceInstance, view: Any, image: str | None) -> tuple[bytes | None, str]:
+def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
     """The overlay as PNG bytes (over ``image`` when given), or why there is none."""
-    if view.explanation is None or not _drawing.pillow_available():
+    explanation = explained.explanation
+    if explanation is None or not _drawing.pillow_available():
         return None, ""
-    entry = get_registry().annotation_types.get(view.annotation_type)
-    if entry is None or entry.draw is None:
-        return None, f"the {view.annotation_type!r} family cannot draw"
+    entry = explained.instance.annotation_entry
+    if entry.draw is None:
+        return None, f"the {entry.name!r} family cannot draw"
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
-        return draw(annotation_type=view.annotation_type, item=value)
+        return draw(annotation_type=entry.name, item=value)
 
     from trace_tasks.cli.explain import metric_name
 
-    metric = metric_name(view.explanation.metric)
-    context = view.context
+    metric = metric_name(explanation.metric)
+    context = explained.context
     try:
         picture = _drawing.png_bytes(
-            view.explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
+            explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
             size=context.image_size if context else None, image_path=image, metric=metric,
-            header=[f"{instance.id}: {view.annotation_type} ({view.reward_id})"],
+            header=[f"{explained.instance.data.get('id')}: {entry.name} ({explained.reward_id})"],
             half_life=context.half_life_px if context is not None and metric != "IoU" else None,
         )  # fmt: skip
     except (_drawing.CannotDraw, OSError, ValueError) as exc:

@@ -71,7 +71,7 @@ def port_problem(host: str, port: int) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_tasks.integrations._common import MissingExtraError, require
+    from trace_tasks.integrations import MissingExtraError, require
     from trace_tasks.integrations.server import CONFIG_ENV, create_app
     from trace_tasks.plugins import get_registry
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.answers import ANSWER_REWARD_CONTRACT_ID
-from trace_tasks.errors import MissingFamilyError
-from trace_tasks.plugins import OFFICIAL_TYPES, get_registry
+from trace_tasks.errors import MissingFamilyError, shown
+from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, OFFICIAL_TYPES, get_registry
 
 REWARD_CONTRACT_VERSION = "v0"
 
@@ -116,18 +115,11 @@ class ContractProblem:
 _ROOT = "$.reward_contract"
 
 
-def _shown(value: Any) -> str:
-    if value is None:
-        return "null"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _side_problems(payload: Mapping[str, Any], side: str, first_only: bool) -> list[ContractProblem]:
     value = payload.get(side)
     path = f"{_ROOT}.{side}"
     if not isinstance(value, Mapping):
-        got = "it is missing" if side not in payload else f"got {_shown(value)}"
+        got = "it is missing" if side not in payload else f"got {shown(value)}"
         message = f"reward_contract.{side} must be an object with keys {{id, type}}"
         return [ContractProblem(side, path, message, f"{message}; {got}")]
     problems = []
@@ -135,7 +127,7 @@ def _side_problems(payload: Mapping[str, Any], side: str, first_only: bool) -> l
         item = value.get(key)
         if not isinstance(item, str) or not item.strip():
             message = f"reward_contract.{side}.{key} must be a non-empty string"
-            got = "it is missing" if key not in value else f"got {_shown(item)}"
+            got = "it is missing" if key not in value else f"got {shown(item)}"
             problems.append(ContractProblem(side, f"{path}.{key}", message, f"{message}; {got}"))
             if first_only:
                 break
@@ -162,7 +154,7 @@ def contract_problems(
     if not isinstance(payload, Mapping):
         return [
             ContractProblem(
-                "object", _ROOT, "reward_contract must be an object", f"reward_contract must be an object, got {_shown(payload)}"
+                "object", _ROOT, "reward_contract must be an object", f"reward_contract must be an object, got {shown(payload)}"
             )
         ]
     problems: list[ContractProblem] = []
@@ -174,7 +166,7 @@ def contract_problems(
     version = payload.get("reward_contract_version")
     if version != REWARD_CONTRACT_VERSION:
         message = f"reward_contract_version must be {REWARD_CONTRACT_VERSION!r}"
-        got = "it is missing" if "reward_contract_version" not in payload else f"got {_shown(version)}"
+        got = "it is missing" if "reward_contract_version" not in payload else f"got {shown(version)}"
         if add(ContractProblem("version", f"{_ROOT}.reward_contract_version", message, f"{message}; {got}")):
             return problems
     answer_side = _side_problems(payload, "answer", first_only)
@@ -190,7 +182,7 @@ def contract_problems(
                 "answer_id",
                 f"{_ROOT}.answer.id",
                 message,
-                f"{message} (every answer type is scored by it); got {_shown(answer['id'])}",
+                f"{message} (every answer type is scored by it); got {shown(answer['id'])}",
             )
         ):
             return problems

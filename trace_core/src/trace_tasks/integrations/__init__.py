@@ -18,6 +18,13 @@ Each factory takes the scorer options, so they are set in the one-line reward
 file. See ``docs/integrations.md`` for a snippet per trainer and version.
 """
 
-from trace_tasks.integrations._common import CHARTED_KEYS, REFUSED_KEY, SPECIAL_TOKENS, strip_special_tokens
+from trace_tasks.integrations._common import (
+    CHARTED_KEYS,
+    REFUSED_KEY,
+    SPECIAL_TOKENS,
+    MissingExtraError,
+    require,
+    strip_special_tokens,
+)
 
-__all__ = ["CHARTED_KEYS", "REFUSED_KEY", "SPECIAL_TOKENS", "strip_special_tokens"]
+__all__ = ["CHARTED_KEYS", "REFUSED_KEY", "SPECIAL_TOKENS", "MissingExtraError", "require", "strip_special_tokens"]

@@ -49,9 +49,9 @@ from typing import Any
 import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
-from trace_tasks.instances import CompiledInstance, InstanceCache
-from trace_tasks.options import resolve_options
+from trace_tasks.data import CompiledInstance, InstanceCache
 from trace_tasks.plugins import get_registry
+from trace_tasks.scoring import resolve_options
 
 #: Scorer options a trainer config or a row's ``extra_info`` may set.
 SCORER_OPTIONS: tuple[str, ...] = (

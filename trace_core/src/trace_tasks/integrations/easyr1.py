@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union, overload
 
-from trace_tasks.instances import CompiledInstance
+from trace_tasks.data import CompiledInstance
 from trace_tasks.integrations._common import (
     compile_ground_truth,
     diagnostics,

@@ -61,7 +61,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from trace_tasks.instances import CompiledInstance
+from trace_tasks.data import CompiledInstance
 from trace_tasks.integrations._common import (
     REFUSED_KEY,
     SPECIAL_TOKENS,

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trace_tasks.batch import MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch
+from trace_tasks.data import MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SCORER_OPTIONS,

@@ -58,7 +58,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from trace_tasks.instances import CompiledInstance
+from trace_tasks.data import CompiledInstance
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SIZE_FIELDS,

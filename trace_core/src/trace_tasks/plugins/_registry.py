@@ -28,8 +28,6 @@ from typing import Any, NoReturn
 import attrs
 import pluggy
 
-from trace_tasks import hookspecs
-from trace_tasks.answers import BuiltinAnswerTypes
 from trace_tasks.errors import (
     MissingFamilyError,
     PluginConflictError,
@@ -39,8 +37,10 @@ from trace_tasks.errors import (
     UnknownRewardIdError,
     suggest,
 )
-from trace_tasks.markers import PROJECT_NAME
-from trace_tasks.specs import AnnotationTypeSpec, AnswerTypeSpec, RewardIdSpec
+from trace_tasks.plugins import hookspecs
+from trace_tasks.plugins._answer_types import BuiltinAnswerTypes
+from trace_tasks.plugins._markers import PROJECT_NAME
+from trace_tasks.plugins._records import AnnotationTypeSpec, AnswerTypeSpec, RewardIdSpec
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 ALLOW_ENV = "TRACE_TASKS_PLUGINS"

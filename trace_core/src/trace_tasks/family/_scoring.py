@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
-from trace_tasks.assignment import AssignmentBudget
-from trace_tasks.matching import _ONE_PAIR, Matched, match_sequence, match_set
-from trace_tasks.primitives import Primitive
-from trace_tasks.specs import SHAPES, AnnotationExplanation, AnnotationScore, ExplainedItem, MatchedPair, ScoringContext
+from trace_tasks.family._assignment import AssignmentBudget
+from trace_tasks.family._matching import _ONE_PAIR, Matched, match_sequence, match_set
+from trace_tasks.family._primitives import Primitive
+from trace_tasks.plugins import SHAPES, AnnotationExplanation, AnnotationScore, ExplainedItem, MatchedPair, ScoringContext
 
 #: ``(key, Matched)`` per match the scorer made; key "" outside maps.
 Trail = Optional[list[tuple[str, Matched]]]

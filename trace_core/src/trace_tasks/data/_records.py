@@ -34,6 +34,7 @@ __all__ = [
     "TrainInstance",
     "build_instance",
     "converter",
+    "format_exception",
     "instance_from_dict",
     "instance_to_dict",
     "iter_jsonl",
@@ -139,9 +140,15 @@ def _check_contract(instance: TraceInstance) -> None:
         raise RecordError(message, path="$.reward_contract")
 
 
-def _format_exception(exc: BaseException, type_: Any) -> str:
-    # cattrs' default says only "invalid value for type"; keep our hooks' own reasons
-    # (a contract that disagrees, unknown contract keys, a non-string type name).
+def format_exception(exc: BaseException, type_: Any) -> str:
+    """The one message formatter of the converter's errors (``cattrs.transform_error``).
+
+    cattrs' default says only "invalid value for type"; our hooks' own reasons
+    (a contract that disagrees, unknown contract keys, a non-string type name)
+    are kept, and a missing field says so.
+    """
+    if isinstance(exc, KeyError):
+        return "required field missing"
     if isinstance(exc, ValueError) and str(exc):
         return str(exc)
     return cattrs.v.format_exception(exc, type_)
@@ -154,7 +161,7 @@ def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, r
     try:
         instance = converter.structure(dict(data), cls)
     except cattrs.BaseValidationError as exc:
-        messages = cattrs.transform_error(exc, path="$", format_exception=_format_exception)
+        messages = cattrs.transform_error(exc, path="$", format_exception=format_exception)
         first_path = messages[0].rpartition(" @ ")[2] if messages else "$"
         raise RecordError("; ".join(messages), path=first_path, record=record) from exc
     except (ValueError, TypeError) as exc:

@@ -7,8 +7,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.drawing import Drawable
-from trace_tasks.specs import ScoringContext
+from trace_tasks.plugins import Drawable, ScoringContext
 
 Matrix = Callable[[Sequence[Any], Sequence[Any], ScoringContext], Sequence[Sequence[float]]]
 

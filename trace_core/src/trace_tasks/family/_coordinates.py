@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.errors import AnnotationParseError
-from trace_tasks.numpy_values import from_numpy
+from trace_tasks.reading import from_numpy
 
 
 def coordinate(value: Any) -> float:

@@ -28,8 +28,8 @@ import attrs
 import numpy as np
 
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_LITERAL_CHARS, MAX_RECOVERY_CANDIDATES, MAX_RESPONSE_CHARS
-from trace_tasks.literals import load_json, load_literal, quote_escapes, string_states
-from trace_tasks.numpy_values import is_mapping
+from trace_tasks.reading._literals import load_json, load_literal, quote_escapes, string_states
+from trace_tasks.reading._values import is_mapping
 
 FENCE = "```"
 ANSWER_OPEN = "<answer>"

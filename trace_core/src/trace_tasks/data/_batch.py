@@ -87,7 +87,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Union, cast
 
-from trace_tasks.instances import InstanceCache
+from trace_tasks.data._cache import InstanceCache
+from trace_tasks.errors import OptionError, ResponseTypeError, TraceTasksError
 
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
@@ -123,7 +124,7 @@ def _score_one(item: Mapping[str, Any], options: Mapping[str, Any]) -> BatchResu
     try:
         compiled = INSTANCE_CACHE.compile(instance)  # InstanceError lists every problem
         if "response" not in merged:
-            raise TypeError("score_trace_batch item lacks 'response' (the model output to score)")
+            raise ResponseTypeError("score_trace_batch item lacks 'response' (the model output to score)")
         return cast(BatchResult, compiled.score(merged.pop("response"), **merged))
     except Exception as exc:  # isolate the item: a caller mistake in one row must not sink the batch
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -245,7 +246,7 @@ def _check_timeout(timeout: float | None) -> None:
     if timeout is None:
         return
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds (math.inf: wait forever) or None, got {timeout!r}")
+        raise OptionError(f"timeout must be a positive number of seconds (math.inf: wait forever) or None, got {timeout!r}")
 
 
 def _default_timeout(chunks: Sequence[Sequence[Any]], children: int) -> float:
@@ -276,9 +277,9 @@ def score_trace_batch(
     Returns one dict per item: the score dict, or ``{"error": "..."}``.
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        raise OptionError(f"workers must be a positive integer, got {workers!r}")
     if chunksize is not None and (not isinstance(chunksize, int) or isinstance(chunksize, bool) or chunksize < 1):
-        raise ValueError(f"chunksize must be a positive integer or None, got {chunksize!r}")
+        raise OptionError(f"chunksize must be a positive integer or None, got {chunksize!r}")
     _check_timeout(timeout)
     rows = list(items)
     if workers == 1 or len(rows) < 2 * MIN_ITEMS_PER_WORKER:
@@ -382,7 +383,7 @@ def _read_results(out_path: str, expected: int) -> list[BatchResult]:
     with _gc_paused():
         results = pickle.loads(payload)
     if not isinstance(results, list) or len(results) != expected:
-        raise ValueError(f"a child returned {type(results).__name__} for {expected} items")
+        raise TraceTasksError(f"a child returned {type(results).__name__} for {expected} items")
     return cast(list[BatchResult], results)
 
 

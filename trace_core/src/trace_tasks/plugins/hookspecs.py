@@ -28,9 +28,9 @@ from collections.abc import Sequence
 
 import pluggy
 
-from trace_tasks.drawing import Drawable
-from trace_tasks.markers import PROJECT_NAME
-from trace_tasks.specs import (
+from trace_tasks.plugins._drawables import Drawable
+from trace_tasks.plugins._markers import PROJECT_NAME
+from trace_tasks.plugins._records import (
     AnnotationExplanation,
     AnnotationScore,
     AnnotationTypeSpec,
@@ -134,6 +134,6 @@ def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawab
     Optional capability, called by tools on the type's owner with an item of an
     :class:`~trace_tasks.specs.AnnotationExplanation` (for a scalar type, the
     parsed value itself). Returns boxes, points, polylines, polygons, circles or
-    labels from :mod:`trace_tasks.drawing`. Return ``None`` for a type you do
+    labels from :mod:`trace_tasks.plugins._drawables`. Return ``None`` for a type you do
     not own.
     """

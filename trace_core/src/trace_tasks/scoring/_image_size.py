@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.literals import MIN_LITERAL_CHARGE, load_json, load_literal
-from trace_tasks.numpy_values import is_mapping
+from trace_tasks.reading import MIN_LITERAL_CHARGE, is_mapping, load_json, load_literal
 
 NESTED_KEYS = ("source_image_size", "image_size", "image_sizes", "canvas_size", "img_size")
 WIDTH_KEYS = ("width", "w", "image_width", "canvas_width")

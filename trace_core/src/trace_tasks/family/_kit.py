@@ -1,6 +1,6 @@
 """A test kit for family authors: is my family safe to train on?
 
->>> from trace_tasks.testing import assert_family_ok
+>>> from trace_tasks.family import assert_family_ok
 >>> assert_family_ok(types=["circle", "circle_set"])  # in your test suite
 
 :func:`check_family` drives every installed plugin (or the given annotation
@@ -11,7 +11,7 @@ same checks over everything installed.
 
 Everything is checked at the hook level (the registry's direct callables and
 ``registry.manager.hook``), never a family's internals, so it applies to a
-hand-written plugin as much as to a :class:`~trace_tasks.shapes.ShapeFamily`.
+hand-written plugin as much as to a :class:`~trace_tasks.family.ShapeFamily`.
 Per annotation type, with the examples the owner declares
 (``AnnotationTypeSpec.examples``) and every reward id registered for the type
 (current or not, whoever declared it):
@@ -24,9 +24,9 @@ Per annotation type, with the examples the owner declares
 ``self-score``
     an example scored against itself gets 1.0 (within 1e-12).
 ``contract``
-    every score result is an :class:`~trace_tasks.specs.AnnotationScore` with a
+    every score result is an :class:`~trace_tasks.family.AnnotationScore` with a
     finite reward in [0, 1] and finite ``annotation_*`` diagnostics (what the
-    scorer's :func:`~trace_tasks.core.reward_scoring.checked_score` accepts).
+    scorer's :func:`~trace_tasks.scoring.checked_score` accepts).
 ``score``
     a score hook raised on parsed values.
 ``deterministic``
@@ -36,7 +36,7 @@ Per annotation type, with the examples the owner declares
     booleans, ``None``, junk and JSON strings, deep nesting, huge lists, dicts,
     unicode, zero and negative sizes, the examples with one coordinate replaced
     by each of those) parse returns a value or raises
-    :class:`~trace_tasks.errors.AnnotationParseError`, nothing else; values
+    :class:`~trace_tasks.family.AnnotationParseError`, nothing else; values
     that parse are scored against each example, both ways, under every id
     (``contract`` and ``score`` apply; an ``AnnotationParseError`` raised
     while scoring is a limit and allowed).
@@ -48,12 +48,12 @@ Per annotation type, with the examples the owner declares
     reversing a ``sequence`` example whose items differ changes the reward.
 ``explain``
     when the id's plugin implements ``trace_explain_annotation``: it returns an
-    :class:`~trace_tasks.specs.AnnotationExplanation` whose score equals the
+    :class:`~trace_tasks.family.AnnotationExplanation` whose score equals the
     score, and a zero score when nothing parsed (``prediction=None``).
 ``draw``
     when the owner implements ``trace_draw_annotation``: every explained item
     (or a scalar type's parsed value) draws to a list of
-    :mod:`trace_tasks.drawing` records with finite coordinates (``None``
+    :mod:`trace_tasks.family` drawables with finite coordinates (``None``
     means the owner cannot draw the item and is not a problem).
 ``hook``
     through ``registry.manager.hook`` the parse, score, explain and draw hooks
@@ -78,11 +78,19 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.core.reward_scoring import PluginBug, _is_diagnostic_key, checked_score
-from trace_tasks.drawing import DRAWABLES, extent_points
 from trace_tasks.errors import AnnotationParseError
-from trace_tasks.plugins import OFFICIAL_TYPES, AnnotationTypeEntry, Registry, RewardEntry, get_registry
-from trace_tasks.specs import AnnotationExplanation, ScoringContext
+from trace_tasks.plugins import (
+    DRAWABLES,
+    OFFICIAL_TYPES,
+    AnnotationExplanation,
+    AnnotationTypeEntry,
+    Registry,
+    RewardEntry,
+    ScoringContext,
+    extent_points,
+    get_registry,
+)
+from trace_tasks.scoring import PluginBug, checked_score, is_diagnostic_key
 
 __all__ = ["KitProblem", "assert_family_ok", "check_family", "hostile_values", "orphan_problems"]
 
@@ -388,7 +396,7 @@ class _TypeCheck:
         rid = reward.reward_id
         diagnostics = getattr(result, "diagnostics", None)
         if isinstance(diagnostics, Mapping):
-            bad = [key for key in diagnostics if not _is_diagnostic_key(key)]
+            bad = [key for key in diagnostics if not is_diagnostic_key(key)]
             if bad:
                 self.problem(
                     "contract",
@@ -582,11 +590,13 @@ class _TypeCheck:
         if shapes is None:
             return  # the owner cannot draw this item (a ShapeFamily whose primitive has no ``draw``)
         if not isinstance(shapes, (list, tuple)):
-            self.problem("draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.drawing records")
+            self.problem(
+                "draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.plugins._drawables records"
+            )
             return
         for shape in shapes:
             if not isinstance(shape, DRAWABLES):
-                self.problem("draw", f"drawing {what} returned {_short(shape)}, not a trace_tasks.drawing record")
+                self.problem("draw", f"drawing {what} returned {_short(shape)}, not a trace_tasks.plugins._drawables record")
                 return
             if not all(math.isfinite(c) for point in extent_points(shape) for c in point):
                 self.problem("draw", f"drawing {what} returned {_short(shape)} with a non-finite coordinate")

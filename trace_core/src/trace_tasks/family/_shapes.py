@@ -1,6 +1,6 @@
 """Families made of one primitive: :class:`ShapeFamily` and :class:`ShapeRewards`.
 
-A family supplies a :class:`~trace_tasks.primitives.Primitive` (how to parse
+A family supplies a :class:`~trace_tasks.family.Primitive` (how to parse
 one item, how similar two items are, how to draw one); these classes turn it
 into every hook of the plugin contract for the five collection shapes
 (scalar, set, sequence, map, set_map), so all families match sets, align
@@ -11,12 +11,6 @@ draw their scores for free.
   and scores its own reward ids; an entry point may name the instance itself.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
-
-The building blocks stay importable from here for older plugins:
-``coordinate``, ``coordinates``, ``is_flat`` (:mod:`trace_tasks.coordinates`),
-``make_parser`` (:mod:`trace_tasks.shape_parsing`), ``make_scorer``
-(:mod:`trace_tasks.shape_scoring`), ``pairwise`` and ``Primitive``
-(:mod:`trace_tasks.primitives`), ``AnnotationParseError`` (:mod:`trace_tasks.errors`).
 """
 
 from __future__ import annotations
@@ -24,42 +18,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from trace_tasks.coordinates import coordinate, coordinates, is_flat
-from trace_tasks.drawing import Drawable
-from trace_tasks.errors import AnnotationParseError
-from trace_tasks.markers import hookimpl
-from trace_tasks.matching import Matched, match_sequence, match_set
-from trace_tasks.primitives import Matrix, Primitive, pairwise
-from trace_tasks.shape_parsing import make_parser, parse_collection, parse_map
-from trace_tasks.shape_scoring import make_explainer, make_scorer
-from trace_tasks.specs import (
+from trace_tasks.errors import FamilyDefinitionError
+from trace_tasks.family._parsing import make_parser
+from trace_tasks.family._primitives import Primitive
+from trace_tasks.family._scoring import make_explainer, make_scorer
+from trace_tasks.plugins import (
     SHAPES,
     AnnotationExplanation,
     AnnotationScore,
     AnnotationTypeSpec,
+    Drawable,
     RewardIdSpec,
     ScoringContext,
+    hookimpl,
 )
 
-__all__ = [
-    "SHAPES",
-    "AnnotationParseError",
-    "Matched",
-    "Matrix",
-    "Primitive",
-    "ShapeFamily",
-    "ShapeRewards",
-    "coordinate",
-    "coordinates",
-    "is_flat",
-    "make_parser",
-    "make_scorer",
-    "match_sequence",
-    "match_set",
-    "pairwise",
-    "parse_collection",
-    "parse_map",
-]
+__all__ = ["ShapeFamily", "ShapeRewards", "TypeRow"]
 
 #: ``(shape, reward id)`` or ``(shape, (default id, other id, ...))``.
 TypeRow = tuple[str, Union[str, Sequence[str]]]
@@ -67,7 +41,7 @@ TypeRow = tuple[str, Union[str, Sequence[str]]]
 
 def _check_shape(shape: str) -> str:
     if shape not in SHAPES:
-        raise ValueError(f"unknown shape {shape!r}; expected one of {SHAPES}")
+        raise FamilyDefinitionError(f"unknown shape {shape!r}; expected one of {SHAPES}")
     return shape
 
 
@@ -116,7 +90,7 @@ class ShapeFamily(_ShapeScoring):
             self.types[name] = (_check_shape(shape), (ids,) if isinstance(ids, str) else tuple(ids))
         unknown = set(versions) - {rid for _, ids in self.types.values() for rid in ids}
         if unknown:
-            raise ValueError(f"versions names reward ids no type offers: {sorted(unknown)}")
+            raise FamilyDefinitionError(f"versions names reward ids no type offers: {sorted(unknown)}")
         super().__init__(
             {rid: (name, shape, versions.get(rid, primitive)) for name, (shape, ids) in self.types.items() for rid in ids}
         )

@@ -1,7 +1,7 @@
 """Scorer options: validated once per distinct combination, then cached.
 
-Invalid options are caller mistakes and raise ``ValueError`` before the response
-is looked at (docs/contracts.md §6).
+Invalid options are caller mistakes and raise :class:`~trace_tasks.errors.OptionError`
+(a ``ValueError``) before the response is looked at (docs/contracts.md §6).
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from trace_tasks.errors import OptionError
 
 ANSWER = "answer"
 ANSWER_AND_ANNOTATION = "answer_and_annotation"
@@ -56,7 +59,7 @@ def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: st
         key = value.strip().lower()
         if key in aliases:
             return aliases[key]
-    raise ValueError(f"Trace {what} must be one of {accepted}. got {value!r}")
+    raise OptionError(f"Trace {what} must be one of {accepted}. got {value!r}")
 
 
 def resolve_mode(value: Any) -> str:
@@ -83,10 +86,10 @@ def resolve_formula(value: Any) -> str:
 
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"Trace {name} must be a real number, got {value!r}")
+        raise OptionError(f"Trace {name} must be a real number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
-        raise ValueError(f"Trace {name} must be finite, got {value!r}")
+        raise OptionError(f"Trace {name} must be finite, got {value!r}")
     return number
 
 
@@ -103,11 +106,11 @@ def _half_life(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int too large for a float
-        raise ValueError(f"Trace point_half_life_px must be a positive finite number, got {value!r}: {exc}") from exc
+        raise OptionError(f"Trace point_half_life_px must be a positive finite number, got {value!r}: {exc}") from exc
     if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"Trace point_half_life_px must be positive and finite, got {value!r}")
+        raise OptionError(f"Trace point_half_life_px must be positive and finite, got {value!r}")
     if number > MAX_POINT_HALF_LIFE_PX:
-        raise ValueError(
+        raise OptionError(
             f"Trace point_half_life_px must be at most {MAX_POINT_HALF_LIFE_PX:g} px, got {value!r}: "
             "a larger half-life scores every predicted point on any real image as a hit"
         )
@@ -119,14 +122,14 @@ def _resolve(
 ) -> ScoringOptions:
     fw = _real(format_weight, "format_weight")
     if not 0.0 <= fw <= 1.0:
-        raise ValueError(f"Trace format_weight must be in [0, 1], got {format_weight!r}")
+        raise OptionError(f"Trace format_weight must be in [0, 1], got {format_weight!r}")
     aw = _real(answer_weight, "answer_weight")
     nw = _real(annotation_weight, "annotation_weight")
     if aw < 0 or nw < 0:
-        raise ValueError(f"Trace reward weights must be non-negative, got answer_weight={aw!r}, annotation_weight={nw!r}")
+        raise OptionError(f"Trace reward weights must be non-negative, got answer_weight={aw!r}, annotation_weight={nw!r}")
     total = aw + nw
     if not total > 0 or not math.isfinite(total):
-        raise ValueError("Trace reward weights must sum to a positive value")
+        raise OptionError("Trace reward weights must sum to a positive value")
     hl = _half_life(half_life)
     return ScoringOptions(resolve_mode(mode), resolve_formula(formula), aw / total, nw / total, fw, hl)
 
@@ -138,9 +141,40 @@ _cached = functools.lru_cache(maxsize=256, typed=True)(_resolve)
 def resolve_options(
     mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any
 ) -> ScoringOptions:
-    """Validate and normalize scorer options; raises ``ValueError`` naming the bad option."""
+    """Validate and normalize scorer options; raises :class:`~trace_tasks.errors.OptionError` naming the bad option."""
     args = (mode, answer_weight, annotation_weight, format_weight, formula, half_life)
     try:
         return _cached(*args)
     except TypeError:  # an unhashable option value: validate without the cache
         return _resolve(*args)
+
+
+#: The scorer options as ``score_trace_response`` names them, with their defaults.
+OPTION_DEFAULTS: dict[str, Any] = {
+    "trace_reward_mode": "answer_and_annotation",
+    "answer_weight": 0.5,
+    "annotation_weight": 0.5,
+    "format_weight": 0.0,
+    "trace_annotation_reward_formula": "gated",
+    "point_half_life_px": None,
+}
+
+
+def options_from(options: Mapping[str, Any]) -> ScoringOptions:
+    """:func:`resolve_options` of keyword options as ``score_trace_response`` names them (defaults for the rest).
+
+    The one place a mapping of option names becomes the options object; an
+    unknown name is an :class:`~trace_tasks.errors.OptionError` naming it.
+    """
+    unknown = sorted(set(options) - OPTION_DEFAULTS.keys())
+    if unknown:
+        raise OptionError(f"unknown scorer option(s) {unknown}; accepted: {list(OPTION_DEFAULTS)}")
+    merged = {**OPTION_DEFAULTS, **options}
+    return resolve_options(
+        merged["trace_reward_mode"],
+        merged["answer_weight"],
+        merged["annotation_weight"],
+        merged["format_weight"],
+        merged["trace_annotation_reward_formula"],
+        merged["point_half_life_px"],
+    )

@@ -13,9 +13,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.drawing import extent_points
-from trace_tasks.plugins import Registry
-from trace_tasks.specs import ScoringContext
+from trace_tasks.plugins import Registry, ScoringContext, extent_points
 
 
 @attrs.frozen(slots=True)

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from trace_tasks.errors import AnnotationParseError
+from trace_tasks.family._primitives import Primitive
 from trace_tasks.limits import MAX_COLLECTION_ITEMS
-from trace_tasks.literals import read_annotation_string
-from trace_tasks.numpy_values import from_numpy, is_mapping
-from trace_tasks.primitives import Primitive
-from trace_tasks.specs import SHAPES
+from trace_tasks.plugins import SHAPES
+from trace_tasks.reading import from_numpy, is_mapping, read_annotation_string
 
 
 def _read(value: Any) -> Any:

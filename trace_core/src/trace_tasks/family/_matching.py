@@ -10,11 +10,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from trace_tasks.assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.errors import AnnotationParseError
+from trace_tasks.family._assignment import AssignmentBudget, assign_groups, assign_pairs
+from trace_tasks.family._primitives import Primitive
 from trace_tasks.limits import MAX_MATRIX_CELLS
-from trace_tasks.primitives import Primitive
-from trace_tasks.specs import ScoringContext
+from trace_tasks.plugins import ScoringContext
 
 
 @attrs.frozen(slots=True)

@@ -1,0 +1,54 @@
+"""Data tools: instance records, validation, compiled instances, and batches.
+
+Everything that reads instances from data goes through here: the typed
+records and their one cattrs converter, :func:`instance_problems` (every
+problem of an instance, once), :func:`compile_instance` (a validated instance
+whose target the scoring pipeline prepared once), :class:`InstanceCache`, and
+:func:`score_trace_batch`. The CLI and the integrations come in through this door.
+"""
+
+from trace_tasks.data._batch import INSTANCE_FIELDS, MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch, shutdown_batch_pools
+from trace_tasks.data._cache import InstanceCache
+from trace_tasks.data._compiled import CompiledInstance, compile_instance
+from trace_tasks.data._records import (
+    AnnotationGT,
+    AnswerGT,
+    TraceInstance,
+    TrainInstance,
+    build_instance,
+    converter,
+    format_exception,
+    instance_from_dict,
+    instance_to_dict,
+    iter_jsonl,
+    open_text,
+)
+from trace_tasks.data._validation import InstanceReport, instance_problems, instance_report
+from trace_tasks.errors import InstanceError, Problem
+
+__all__ = [
+    "INSTANCE_FIELDS",
+    "MIN_ITEMS_PER_WORKER",
+    "AnnotationGT",
+    "AnswerGT",
+    "BatchResult",
+    "CompiledInstance",
+    "InstanceCache",
+    "InstanceError",
+    "InstanceReport",
+    "Problem",
+    "TraceInstance",
+    "TrainInstance",
+    "build_instance",
+    "compile_instance",
+    "converter",
+    "format_exception",
+    "instance_from_dict",
+    "instance_problems",
+    "instance_report",
+    "instance_to_dict",
+    "iter_jsonl",
+    "open_text",
+    "score_trace_batch",
+    "shutdown_batch_pools",
+]

@@ -1,0 +1,251 @@
+"""Compiled instances: a validated instance whose target the pipeline prepared once.
+
+:func:`compile_instance` validates (:mod:`trace_tasks.data._validation`) and
+keeps what validation computed as a :class:`~trace_tasks.scoring.Target`: the
+parsed target, the owner's entries, the answer's canonical form, the image
+size and the point half-life. :meth:`CompiledInstance.score` then runs the one
+scoring pipeline on it and gives exactly :func:`trace_tasks.score_trace_response`'s
+dict for the same inputs, without preparing the ground truth again;
+:meth:`CompiledInstance.score_group` scores a GRPO group (one instance, N
+responses) and :meth:`CompiledInstance.explain` keeps the run's trail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from trace_tasks.core.reward_scoring import check_response
+from trace_tasks.data._records import TrainInstance
+from trace_tasks.data._validation import Parts, check
+from trace_tasks.errors import InstanceError, ResponseTypeError
+from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
+from trace_tasks.scoring import (
+    UNPARSED,
+    ScoringOptions,
+    Size,
+    Target,
+    Trail,
+    answer_target,
+    half_life_px,
+    prepare_target,
+    resolve_options,
+    run,
+    scoring_context,
+    size_from,
+)
+
+__all__ = ["CompiledInstance", "compile_instance"]
+
+_DEFAULT_MODE = "answer_and_annotation"
+_DEFAULT_FORMULA = "gated"
+#: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
+Sizes = tuple[Any, Any, Any, Any]
+
+
+def _sizes(image_size: Any, image_sizes: Any, metadata: Any, extra_info: Any) -> Sizes | None:
+    if image_size is None and image_sizes is None and metadata is None and extra_info is None:
+        return None
+    return (image_size, image_sizes, metadata, extra_info)
+
+
+@attrs.frozen(slots=True, eq=False, repr=False)
+class CompiledInstance:
+    """A validated instance with its ground truth prepared once; build it with :func:`compile_instance`.
+
+    ``data`` is the instance as given (for reporting; treat it as read-only),
+    ``target`` the target annotation as its owner parsed it, ``annotation_entry``
+    and ``reward_entry`` the owner's parse entry and the current reward's score
+    entry, ``answer_spec`` the answer type, ``image_size`` the size found in the
+    instance's own ``image_size`` or ``metadata`` (``None`` when none) and
+    ``half_life_px`` the point half-life it gives (when no option overrides it).
+    """
+
+    data: Mapping[str, Any]
+    answer_spec: AnswerTypeSpec
+    annotation_entry: AnnotationTypeEntry
+    reward_entry: RewardEntry
+    target: Any
+    image_size: Size | None
+    half_life_px: float
+    _prepared: Target
+    _size_image: Size | None
+    _size_meta: Size | None
+    _registry: Registry
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any], parts: Parts, registry: Registry) -> CompiledInstance:
+        assert parts.answer_spec is not None and parts.entry is not None and parts.target is not UNPARSED
+        spec, entry = parts.answer_spec, parts.entry
+        reward = registry.reward_ids[entry.current_reward_id]
+        size = parts.size_image or parts.size_meta
+        context = scoring_context(size, None)
+        answer = answer_target(data["answer_gt"]["value"], reads_json_strings=spec.reads_json_strings)
+        prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
+        return cls(
+            data,
+            spec,
+            entry,
+            reward,
+            parts.target,
+            size,
+            half_life_px(size),
+            prepared,
+            parts.size_image,
+            parts.size_meta,
+            registry,
+        )
+
+    @property
+    def answer_type(self) -> str:
+        return self.answer_spec.name
+
+    @property
+    def annotation_type(self) -> str:
+        return self.annotation_entry.name
+
+    def __repr__(self) -> str:
+        return f"CompiledInstance(id={self.data.get('id')!r}, answer_type={self.answer_type!r}, annotation_type={self.annotation_type!r})"
+
+    def scoring_kwargs(self) -> dict[str, Any]:
+        """The instance's keyword arguments of ``score_trace_response`` (what :meth:`score` equals)."""
+        data = self.data
+        return {
+            "answer_gt": data["answer_gt"],
+            "annotation_gt": data["annotation_gt"],
+            "reward_contract": data["reward_contract"],
+            "image_size": data.get("image_size"),
+            "metadata": data.get("metadata"),
+        }
+
+    def score(
+        self,
+        response: str,
+        *,
+        trace_reward_mode: Any = _DEFAULT_MODE,
+        answer_weight: float = 0.5,
+        annotation_weight: float = 0.5,
+        format_weight: float = 0.0,
+        trace_annotation_reward_formula: Any = _DEFAULT_FORMULA,
+        point_half_life_px: Any = None,
+        image_size: Any = None,
+        image_sizes: Any = None,
+        metadata: Any = None,
+        extra_info: Any = None,
+    ) -> dict[str, float]:
+        """Score one response: exactly ``score_trace_response(response=response, **instance fields, **options)``.
+
+        The options are ``score_trace_response``'s, with its defaults and errors
+        (:class:`~trace_tasks.errors.OptionError` for an invalid option,
+        :class:`~trace_tasks.errors.ResponseTypeError` for a non-string
+        response). ``image_size`` and ``metadata`` given here replace the
+        instance's own (``None`` keeps them); ``image_sizes`` and ``extra_info``
+        are further size sources, in the scorer's order.
+        """
+        opts = resolve_options(
+            trace_reward_mode,
+            answer_weight,
+            annotation_weight,
+            format_weight,
+            trace_annotation_reward_formula,
+            point_half_life_px,
+        )
+        return self.run(check_response(response), opts, _sizes(image_size, image_sizes, metadata, extra_info))
+
+    def score_group(
+        self,
+        responses: Sequence[str],
+        *,
+        trace_reward_mode: Any = _DEFAULT_MODE,
+        answer_weight: float = 0.5,
+        annotation_weight: float = 0.5,
+        format_weight: float = 0.0,
+        trace_annotation_reward_formula: Any = _DEFAULT_FORMULA,
+        point_half_life_px: Any = None,
+        image_size: Any = None,
+        image_sizes: Any = None,
+        metadata: Any = None,
+        extra_info: Any = None,
+    ) -> list[dict[str, float]]:
+        """Score a group of responses to this instance (a GRPO group), in order; options as for :meth:`score`.
+
+        Options are validated once, and every response is checked to be a
+        string before any is scored.
+        """
+        if isinstance(responses, (str, bytes)):
+            raise ResponseTypeError("responses must be a sequence of strings (the group's decoded outputs), not one string")
+        opts = resolve_options(
+            trace_reward_mode,
+            answer_weight,
+            annotation_weight,
+            format_weight,
+            trace_annotation_reward_formula,
+            point_half_life_px,
+        )
+        texts = [check_response(response) for response in responses]
+        sizes = _sizes(image_size, image_sizes, metadata, extra_info)
+        score = self.run
+        return [score(text, opts, sizes) for text in texts]
+
+    def explain(self, response: str, opts: ScoringOptions, sizes: Sizes | None = None) -> tuple[dict[str, float], Trail]:
+        """Score one response and keep the run's :class:`~trace_tasks.scoring.Trail` (what ``trace-tasks explain`` shows).
+
+        The dict is exactly :meth:`score`'s; the trail is a by-product of the same run.
+        """
+        trail = Trail()
+        return self.run(check_response(response), opts, sizes, trail), trail
+
+    def run(self, text: str, opts: ScoringOptions, sizes: Sizes | None = None, trail: Trail | None = None) -> dict[str, float]:
+        """The pipeline on this instance's prepared target, for options already validated (no checks here)."""
+        registry = get_registry()
+        if registry is not self._registry:
+            # The plugins were reloaded since compiling (a new pin, a family added): the prepared
+            # target may belong to another registry, so prepare the instance as given.
+            target = prepare_target(
+                self.data["answer_gt"],
+                self.data["annotation_gt"],
+                self.data["reward_contract"],
+                opts,
+                registry,
+                self._given(sizes),
+            )
+        elif sizes is None:
+            target = self._prepared
+        else:
+            target = self._prepared.with_size(self._find_size(*sizes))
+        return run(text, opts, registry, target, trail)
+
+    def _given(self, sizes: Sizes | None) -> Sizes:
+        """The size sources of the instance as given, with a call's own in place."""
+        image_size, image_sizes, metadata, extra_info = sizes or (None, None, None, None)
+        if image_size is None:
+            image_size = self.data.get("image_size")
+        if metadata is None:
+            metadata = self.data.get("metadata")
+        return (image_size, image_sizes, metadata, extra_info)
+
+    def _find_size(self, image_size: Any, image_sizes: Any, metadata: Any, extra_info: Any) -> Size | None:
+        """``find_image_size(image_size, image_sizes, metadata, extra_info)`` with the instance's own sizes reused."""
+        size = size_from(image_size) if image_size is not None else self._size_image
+        if size is None and image_sizes is not None:
+            size = size_from(image_sizes)
+        if size is None:
+            size = size_from(metadata) if metadata is not None else self._size_meta
+        if size is None and extra_info is not None:
+            size = size_from(extra_info)
+        return size
+
+
+def compile_instance(data: Mapping[str, Any], *, record: str | None = None) -> CompiledInstance:
+    """Validate ``data`` (a ``TrainInstance`` dict) and compile it for scoring.
+
+    Raises :class:`~trace_tasks.errors.InstanceError` listing every problem
+    (``record`` names the record in the message, e.g. ``"instances.jsonl line 3"``).
+    """
+    registry = get_registry()
+    problems, parts = check(data, TrainInstance, registry)
+    if problems:
+        raise InstanceError(problems, record=record)
+    return CompiledInstance._build(data, parts, registry)

@@ -1,0 +1,336 @@
+"""Validating an instance: every problem, with its ``$``-path and what to fix, in one place.
+
+:func:`instance_problems` checks everything an instance must satisfy to be
+scored honestly against the installed families:
+
+* the record structure (the records' cattrs converter: unknown keys, wrong
+  types, missing fields);
+* the contract's rules (docs/contracts.md §9): version, answer side, the contract's
+  annotation type equal to ``annotation_gt.type``, its annotation id the
+  current one for that type;
+* both types known to the installed families (a missing official family names
+  its package);
+* the answer value usable for its declared answer type (the type's
+  ``check_value``: an integer type holds an integer, an empty string is no
+  target, built-in types never hold ``null``);
+* the target annotation parsing with its owner's parse hook, under the
+  lenient scorer's literal budget (zero-area boxes, non-numeric or
+  non-finite coordinates fail);
+* the image size, when given (``image_size``, or size keys in ``metadata``),
+  usable: two finite numbers > 0.
+
+What validation computes on the way (:class:`Parts`: the parsed target, the
+owner's entries, the sizes) is what :func:`~trace_tasks.data._compiled.compile_instance`
+keeps, so a valid instance is never parsed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import cattrs
+
+from trace_tasks.core.reward_contracts import contract_problems
+from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
+from trace_tasks.errors import MissingFamilyError, Problem, shown, suggest
+from trace_tasks.limits import MAX_TARGET_LITERAL_BUDGET
+from trace_tasks.plugins import OFFICIAL_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
+from trace_tasks.reading import is_mapping, literal_budget
+from trace_tasks.scoring import HEIGHT_KEYS, NESTED_KEYS, UNPARSED, WIDTH_KEYS, Size, size_from
+
+__all__ = ["InstanceReport", "Parts", "check", "instance_problems", "instance_report"]
+
+_SIZE_KEYS = frozenset(NESTED_KEYS + WIDTH_KEYS + HEIGHT_KEYS)
+_CONTRACT_KEYS = ("reward_contract_version", "answer", "annotation")
+
+
+def _type_name(data: Mapping[str, Any], side: str) -> str | None:
+    value = data.get(side)
+    name = value.get("type") if is_mapping(value) else None
+    return name if isinstance(name, str) else None
+
+
+_GT_KEYS = frozenset({"type", "value"})
+_NUMBER_TYPES = (int, float)
+
+
+def _plain_gt(value: Any) -> bool:
+    return type(value) is dict and value.keys() == _GT_KEYS and type(value["type"]) is str and bool(value["type"].strip())
+
+
+def _plainly_structured(data: Mapping[str, Any], cls: type[TraceInstance], contract_ok: bool) -> bool:
+    """True when ``data`` is a plain JSON-like record the converter certainly accepts.
+
+    A narrower test than the converter's rules (exact ``dict``/``str``/number
+    types only), so the common valid record skips cattrs; anything else goes
+    through the converter, which gives the messages.
+    """
+    if type(data) is not dict or not contract_ok:
+        return False
+    fields = _record_fields(cls)
+    if not data.keys() <= fields[0] or not fields[1] <= data.keys():
+        return False
+    if not (_plain_gt(data["answer_gt"]) and _plain_gt(data["annotation_gt"]) and type(data["reward_contract"]) is dict):
+        return False
+    for name in ("id", "prompt", "image"):
+        value = data.get(name)
+        if value is not None and type(value) is not str:
+            return False
+    size = data.get("image_size")
+    if size is not None and not (
+        type(size) in (list, tuple)
+        and len(size) == 2
+        and all(type(side) in _NUMBER_TYPES for side in size)  # exact types: no bool
+    ):
+        return False
+    metadata = data.get("metadata")
+    return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
+
+
+_fields_cache: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _record_fields(cls: type[TraceInstance]) -> tuple[frozenset[str], frozenset[str]]:
+    """(every field name, the required ones) of a record class."""
+    fields = _fields_cache.get(cls)
+    if fields is None:
+        every = attrs.fields(cls)
+        fields = _fields_cache[cls] = (
+            frozenset(f.name for f in every),
+            frozenset(f.name for f in every if f.default is attrs.NOTHING),
+        )
+    return fields
+
+
+def _structure(data: Mapping[str, Any], cls: type[TraceInstance], contract_ok: bool = False) -> list[Problem]:
+    """Problems structuring ``data`` with the records converter, each with its path."""
+    if _plainly_structured(data, cls, contract_ok):
+        return []
+    try:
+        converter.structure(dict(data), cls)
+        return []
+    except cattrs.BaseValidationError as exc:
+        problems = []
+        for text in cattrs.transform_error(exc, path="$", format_exception=format_exception):
+            message, _, path = text.rpartition(" @ ")
+            problems.append(Problem(path or "$", message or text))
+        return problems
+    except (ValueError, TypeError) as exc:
+        return [Problem("$", str(exc))]
+
+
+def _close_names(name: str, known: Mapping[str, Any]) -> str:
+    lowered = name.lower()
+    if lowered != name and lowered in known:
+        return f" (did you mean {lowered!r}? type names are lower case)"
+    return suggest(name, known)
+
+
+class Parts:
+    """What validation found on the way, for :func:`compile_instance`."""
+
+    __slots__ = ("annotation_type", "answer_spec", "answer_type", "entry", "size_image", "size_meta", "target")
+
+    def __init__(self) -> None:
+        self.answer_type: str | None = None
+        self.answer_spec: AnswerTypeSpec | None = None
+        self.annotation_type: str | None = None
+        self.entry: AnnotationTypeEntry | None = None
+        self.target: Any = UNPARSED
+        self.size_image: Size | None = None
+        self.size_meta: Size | None = None
+
+
+def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, problems: list[Problem]) -> None:
+    answer_type = _type_name(data, "answer_gt")
+    if answer_type is not None and answer_type.strip():
+        name = answer_type.strip()
+        parts.answer_type = name
+        parts.answer_spec = registry.answer_types.get(name)
+        if parts.answer_spec is None:
+            known = registry.answer_types
+            problems.append(
+                Problem(
+                    "$.answer_gt.type",
+                    f"unknown answer type {answer_type!r}{_close_names(name, known)}; registered: {', '.join(sorted(known))}",
+                )
+            )
+    annotation_type = _type_name(data, "annotation_gt")
+    if annotation_type is None or not annotation_type.strip():
+        return  # the structure check reports it
+    name = annotation_type.strip()
+    parts.annotation_type = name
+    parts.entry = registry.annotation_types.get(name)
+    if parts.entry is not None:
+        return
+    if name in OFFICIAL_TYPES:
+        problems.append(Problem("$.annotation_gt.type", str(MissingFamilyError(name, OFFICIAL_TYPES[name]))))
+        return
+    owned = registry.annotation_types
+    problems.append(
+        Problem(
+            "$.annotation_gt.type",
+            f"unknown annotation type {name!r}{_close_names(name, owned)}: no installed family owns it; "
+            f"use one of {', '.join(sorted(owned)) or 'none installed'}, or install the family that provides it",
+        )
+    )
+
+
+def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
+    if "reward_contract" not in data:
+        return  # the structure check reports the missing field
+    payload = data["reward_contract"]
+    annotation_known = parts.entry is not None
+    for problem in contract_problems(
+        payload, answer_type=_type_name(data, "answer_gt"), annotation_type=_type_name(data, "annotation_gt")
+    ):
+        if problem.rule == "type_unknown" and parts.annotation_type is not None and not annotation_known:
+            continue  # reported at $.annotation_gt.type
+        if problem.rule == "family" and problem.message == _missing_family_message(parts.annotation_type):
+            continue  # the same missing family, reported at $.annotation_gt.type
+        problems.append(Problem(problem.path, problem.explained))
+    if is_mapping(payload):
+        extra = sorted(str(key) for key in payload if key not in _CONTRACT_KEYS)
+        if extra:
+            problems.append(
+                Problem("$.reward_contract", f"unknown keys {extra}; a contract holds exactly {', '.join(_CONTRACT_KEYS)}")
+            )
+
+
+def _missing_family_message(name: str | None) -> str | None:
+    if name is None or name not in OFFICIAL_TYPES:
+        return None
+    return str(MissingFamilyError(name, OFFICIAL_TYPES[name]))
+
+
+def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
+    spec = parts.answer_spec
+    answer = data.get("answer_gt")
+    if spec is None or spec.check_value is None or not is_mapping(answer) or "value" not in answer:
+        return
+    try:
+        message = spec.check_value(answer["value"])
+    except Exception as exc:  # a family's checker failing is its bug; the value is still suspect
+        message = f"the {spec.name!r} answer type's value check failed: {type(exc).__name__}: {exc}"
+    if message:
+        problems.append(Problem("$.answer_gt.value", message))
+
+
+def _check_target(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
+    entry = parts.entry
+    annotation = data.get("annotation_gt")
+    if entry is None or not is_mapping(annotation) or "value" not in annotation:
+        return
+    name = entry.name
+    try:
+        # Under the lenient scorer's budget for the caller's literal strings, so a valid
+        # instance scores the same compiled as through score_trace_response.
+        with literal_budget([MAX_TARGET_LITERAL_BUDGET]):
+            parts.target = entry.parse(annotation_type=name, value=annotation["value"])
+    except Exception as exc:  # AnnotationParseError, or whatever a broken value provokes
+        detail = str(exc) or type(exc).__name__
+        if _parses_without_budget(entry, annotation["value"]):
+            detail = (
+                f"its Python-literal strings need more than MAX_TARGET_LITERAL_BUDGET ({MAX_TARGET_LITERAL_BUDGET:,} "
+                "characters of literal reading per call); write them as JSON (lists, not '(x, y)' strings)"
+            )
+        problems.append(
+            Problem("$.annotation_gt.value", f"does not parse as {name}: {detail}; every response would get annotation reward 0")
+        )
+
+
+def _parses_without_budget(entry: AnnotationTypeEntry, value: Any) -> bool:
+    try:
+        entry.parse(annotation_type=entry.name, value=value)
+    except Exception:
+        return False
+    return True
+
+
+def _check_size(data: Mapping[str, Any], parts: Parts, problems: list[Problem], reported: set[str]) -> None:
+    image_size = data.get("image_size")
+    if image_size is not None:
+        parts.size_image = size_from(image_size)
+        if parts.size_image is None and not any(path.startswith("$.image_size") for path in reported):
+            problems.append(Problem("$.image_size", f"must be [width, height], both finite numbers > 0, got {shown(image_size)}"))
+    metadata = data.get("metadata")
+    if metadata is not None:
+        parts.size_meta = size_from(metadata)
+        if (
+            parts.size_meta is None
+            and parts.size_image is None
+            and is_mapping(metadata)
+            and any(key in _SIZE_KEYS for key in metadata)
+        ):
+            keys = sorted(str(key) for key in metadata if key in _SIZE_KEYS)
+            problems.append(
+                Problem(
+                    "$.metadata",
+                    f"has image size keys {keys} but no usable size: give [width, height] (or width and height), "
+                    "finite numbers > 0; without one the point half-life falls back to 32 px",
+                )
+            )
+
+
+def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list[Problem], Parts]:
+    parts = Parts()
+    if not isinstance(data, Mapping):
+        return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
+    problems: list[Problem] = []
+    _check_types(data, registry, parts, problems)
+    _check_contract(data, parts, problems)
+    contract_ok = not any(p.path.startswith("$.reward_contract") for p in problems)
+    seen = set(problems)
+    for problem in _structure(data, cls, contract_ok):
+        # The contract is checked above, rule by rule; the converter's view of it adds nothing.
+        if problem.path == "$.reward_contract" and "reward_contract" in data:
+            continue
+        if problem not in seen:
+            seen.add(problem)
+            problems.append(problem)
+    _check_answer_value(data, parts, problems)
+    _check_target(data, parts, problems)
+    _check_size(data, parts, problems, {p.path for p in problems})
+    return problems, parts
+
+
+@attrs.frozen(slots=True)
+class InstanceReport:
+    """Validation with what it parsed on the way: every problem, and the target and image size when found.
+
+    ``target`` is the owner's parse of ``annotation_gt.value`` (``None`` when it
+    did not parse or its type is unknown); ``annotation_type`` the stripped type
+    name; ``image_size`` the size the scorer would find in the instance. Used by
+    ``trace-tasks validate`` for its image-frame check.
+    """
+
+    problems: tuple[Problem, ...]
+    annotation_type: str | None = None
+    target: Any = None
+    parsed: bool = False
+    image_size: Size | None = None
+
+
+def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
+    """:func:`instance_problems`, plus the parsed target and the image size."""
+    problems, parts = check(data, cls, get_registry())
+    parsed = parts.target is not UNPARSED
+    return InstanceReport(
+        tuple(problems),
+        parts.annotation_type if parts.entry is not None else None,
+        parts.target if parsed else None,
+        parsed,
+        parts.size_image or parts.size_meta,
+    )
+
+
+def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> list[Problem]:
+    """Every problem of one instance (an empty list when it is valid), each with its ``$``-path.
+
+    ``data`` is the instance dict as read from the data (a ``response`` key is
+    not part of an instance: leave it out). ``cls`` is the record class whose
+    fields are allowed (``TrainInstance``: also ``prompt`` and ``image``).
+    """
+    return check(data, cls, get_registry())[0]

@@ -1,0 +1,47 @@
+"""Reading model responses: extraction of the final object, the bounded literal reader, plain values.
+
+Everything here treats its input as hostile: time linear in its length, no
+exception on anything a model can write. The scoring pipeline and the
+families' parsers come in through this door; the modules behind it are internal.
+"""
+
+from trace_tasks.reading._extraction import (
+    ANSWER_AND_ANNOTATION_KEYS,
+    ANSWER_KEYS,
+    Extraction,
+    FormatCheck,
+    answer_tags,
+    extract,
+    fenced_blocks,
+    final_block,
+    think_text,
+)
+from trace_tasks.reading._literals import (
+    MIN_LITERAL_CHARGE,
+    literal_budget,
+    load_json,
+    load_json_or_literal,
+    load_literal,
+    read_annotation_string,
+)
+from trace_tasks.reading._values import from_numpy, is_mapping
+
+__all__ = [
+    "ANSWER_AND_ANNOTATION_KEYS",
+    "ANSWER_KEYS",
+    "MIN_LITERAL_CHARGE",
+    "Extraction",
+    "FormatCheck",
+    "answer_tags",
+    "extract",
+    "fenced_blocks",
+    "final_block",
+    "from_numpy",
+    "is_mapping",
+    "literal_budget",
+    "load_json",
+    "load_json_or_literal",
+    "load_literal",
+    "read_annotation_string",
+    "think_text",
+]

@@ -1,0 +1,346 @@
+"""The one scoring pipeline: one response against one prepared target.
+
+Every way of scoring runs :func:`run`: ``score_trace_response`` (a target
+prepared per call by :func:`prepare_target`), compiled instances (a target
+prepared once, at validation), ``trace-tasks explain`` and report, batch,
+server and trainer adapters. The steps, in order:
+
+1. **extraction**: the final object of the response, under the response's
+   literal-reader budget;
+2. **answer**: the predicted answer against the prepared answer target
+   (``answer_exact_match_v0``);
+3. **annotation**: the owner's parse of the prediction (what is left of the
+   same budget), then the current reward id's score hook against the parsed
+   target, in the target's :class:`~trace_tasks.plugins.ScoringContext`;
+4. **composition**: the flat result dict (:func:`~trace_tasks.scoring._results.compose_result`).
+
+Preparing a target (the contract gate, the target's parse under its own
+literal budget, the image size and context) is its own step, so the lenient
+scorer pays for it per call and a compiled instance once.
+
+Given a :class:`Trail`, the same run also keeps what each step saw: the
+extraction, the predicted answer, the parsed values and context, and the
+family's :class:`~trace_tasks.plugins.AnnotationExplanation`. When the reward's
+plugin can explain, the run asks for the explanation *instead of* the bare
+score and takes the reward from it, so an explanation is the scorer's own
+trail of matches, never a second run that might disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_tasks.errors import AnnotationParseError, MissingFamilyError
+from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
+from trace_tasks.plugins import (
+    OFFICIAL_TYPES,
+    AnnotationExplanation,
+    AnnotationTypeEntry,
+    Registry,
+    RewardEntry,
+    ScoringContext,
+)
+from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, is_mapping, literal_budget
+from trace_tasks.scoring._answers import NEVER_MATCHES, answer_target, matches_answer_target
+from trace_tasks.scoring._context import Size, scoring_context
+from trace_tasks.scoring._image_size import find_image_size
+from trace_tasks.scoring._options import ANSWER, ScoringOptions
+from trace_tasks.scoring._plugin_calls import (
+    UNPARSED,
+    AnnotationResult,
+    PluginBug,
+    checked_score,
+    parse_value,
+    report_plugin_bug,
+)
+from trace_tasks.scoring._results import compose_result
+
+__all__ = ["UNPARSED", "Target", "Trail", "prepare_target", "required_keys", "run"]
+
+#: ``Target._parsed`` before the lenient target's first parse.
+_PENDING: Any = object()
+#: ``Target._size`` before the size sources were searched.
+_UNSEARCHED: Any = object()
+
+
+def required_keys(mode: str) -> frozenset[str]:
+    """The keys a schema-valid final object holds in ``mode``."""
+    return ANSWER_KEYS if mode == ANSWER else ANSWER_AND_ANNOTATION_KEYS
+
+
+class Target:
+    """An instance's ground truth, prepared for :func:`run`.
+
+    ``answer`` is the answer target in canonical form (:data:`NEVER_MATCHES`
+    when there is none) and ``answer_parse_ok`` whether the ground truth had
+    one. ``type_name`` is the annotation type when an installed family owns it
+    (its ``annotation_type_<name>`` indicator is set); ``reward`` the current
+    reward id's entry when the contract lets the annotation be scored, else
+    ``None`` and ``problem`` says why. The parsed target and the image size are
+    computed on first use (a lenient call whose response predicts nothing never
+    parses its target).
+    """
+
+    __slots__ = (
+        "_context",
+        "_parsed",
+        "_size",
+        "_sizes",
+        "_value",
+        "answer",
+        "answer_parse_ok",
+        "entry",
+        "problem",
+        "reads_json",
+        "reward",
+        "type_name",
+    )
+
+    def __init__(self, answer: Any, answer_parse_ok: float, reads_json: bool) -> None:
+        self.answer = answer
+        self.answer_parse_ok = answer_parse_ok
+        self.reads_json = reads_json
+        self.type_name: str | None = None
+        self.entry: AnnotationTypeEntry | None = None
+        self.reward: RewardEntry | None = None
+        self.problem = ""
+        self._value: Any = None
+        self._parsed: Any = _PENDING
+        self._sizes: tuple[Any, ...] | None = None
+        self._size: Any = None
+        self._context: ScoringContext | None = None
+
+    @classmethod
+    def compiled(
+        cls,
+        answer: Any,
+        reads_json: bool,
+        entry: AnnotationTypeEntry,
+        reward: RewardEntry,
+        parsed: Any,
+        size: Size | None,
+        context: ScoringContext,
+    ) -> Target:
+        """A target validation already prepared: parsed, its size found, its default context built."""
+        target = cls(answer, 1.0, reads_json)
+        target.type_name, target.entry, target.reward = entry.name, entry, reward
+        target._parsed, target._size, target._context = parsed, size, context
+        return target
+
+    def with_size(self, size: Size | None) -> Target:
+        """This target scored in an image of ``size`` (a caller's size source overrides the instance's)."""
+        other = Target(self.answer, self.answer_parse_ok, self.reads_json)
+        other.type_name, other.entry, other.reward, other.problem = self.type_name, self.entry, self.reward, self.problem
+        other._parsed, other._size = self._parsed, size
+        return other
+
+    def parsed(self) -> Any:
+        """The owner's parse of the target annotation (:data:`UNPARSED` when it does not parse)."""
+        parsed = self._parsed
+        if parsed is _PENDING:
+            assert self.entry is not None
+            # The caller's literal strings are read on every lenient call: bounded like the model's.
+            parsed = self._parsed = parse_value(self.entry.parse, self.entry.name, self._value, [MAX_TARGET_LITERAL_BUDGET])
+            if parsed is UNPARSED:
+                self.problem = f"the target does not parse as {self.entry.name}"
+        return parsed
+
+    def image_size(self) -> Size | None:
+        """The image size of the target's size sources (``None`` when none gives one)."""
+        size = self._size
+        if size is _UNSEARCHED:
+            sources = self._sizes
+            size = self._size = find_image_size(*sources) if sources is not None else None
+        return size  # type: ignore[no-any-return]
+
+    def context(self, opts: ScoringOptions) -> ScoringContext:
+        """The scoring context under ``opts`` (its half-life option overrides the size policy)."""
+        if self._context is not None and opts.point_half_life_px is None:
+            return self._context
+        return scoring_context(self.image_size(), opts.point_half_life_px)
+
+
+def _answer_side(answer_gt: Any, registry: Registry) -> Target:
+    if not is_mapping(answer_gt) or "value" not in answer_gt:
+        return Target(NEVER_MATCHES, 0.0, True)
+    answer_type = answer_gt.get("type")
+    spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
+    reads_json = spec.reads_json_strings if spec is not None else True
+    return Target(answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0, reads_json)
+
+
+def prepare_target(
+    answer_gt: Any,
+    annotation_gt: Any,
+    reward_contract: Any,
+    opts: ScoringOptions,
+    registry: Registry,
+    sizes: tuple[Any, Any, Any, Any],
+) -> Target:
+    """The lenient preparation of raw ground truth: never raises on what it cannot use.
+
+    Ground truth the scorer cannot use gives a target that earns nothing
+    (validation, not this, reports it). The one exception is the caller's
+    mistake of scoring an official annotation type whose family is not
+    installed, in answer-and-annotation mode: :class:`MissingFamilyError`.
+    ``sizes`` are ``(image_size, image_sizes, metadata, extra_info)``.
+    """
+    target = _answer_side(answer_gt, registry)
+    if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
+        target.problem = "annotation_gt has no type"  # constant texts: a lenient call never formats what it may not show
+        return target
+    name = annotation_gt["type"].strip()
+    entry = registry.annotation_types.get(name)
+    if entry is None:
+        if name in OFFICIAL_TYPES and opts.mode != ANSWER:
+            raise MissingFamilyError(name, OFFICIAL_TYPES[name])
+        target.problem = f"no installed family owns annotation type {name!r}"
+        return target
+    target.type_name = target_type = name
+    side = reward_contract.get("annotation") if is_mapping(reward_contract) else None
+    declared = side.get("type") if is_mapping(side) else None
+    if not is_mapping(side) or (declared is not None and (not isinstance(declared, str) or declared.strip() != target_type)):
+        target.problem = f"the reward contract's annotation side does not name type {name!r}"
+        return target
+    if side.get("id") != entry.current_reward_id:
+        target.problem = f"the reward contract's annotation id is not the current reward id of {name!r}"
+        return target
+    if "value" not in annotation_gt:
+        target.problem = "annotation_gt has no value"
+        return target
+    target.entry, target.reward = entry, registry.reward_ids[entry.current_reward_id]
+    target._value = annotation_gt["value"]
+    image_size, image_sizes, metadata, extra_info = sizes
+    if image_size is not None or image_sizes is not None or metadata is not None or extra_info is not None:
+        target._sizes, target._size = sizes, _UNSEARCHED
+    return target
+
+
+class Trail:
+    """What one run saw at each step, kept when :func:`run` is given a trail (explain, reports).
+
+    ``extraction`` and ``predicted_answer`` are the response's reading;
+    ``prediction`` the raw predicted annotation (``None`` when there is none),
+    ``parsed_prediction`` its parse (:data:`UNPARSED` when it does not parse),
+    ``parse_errors`` why it did not; ``target`` the parsed target, ``context`` the scoring context;
+    ``explanation`` the family's account of the score (``None`` when there is
+    none, and ``problem`` says why in one line).
+    """
+
+    __slots__ = (
+        "context",
+        "explanation",
+        "extraction",
+        "parse_errors",
+        "parsed_prediction",
+        "predicted_answer",
+        "prediction",
+        "problem",
+        "target",
+    )
+
+    def __init__(self) -> None:
+        self.extraction: Extraction | None = None
+        self.predicted_answer: Any = None
+        self.prediction: Any = None
+        self.parsed_prediction: Any = UNPARSED
+        self.parse_errors: list[BaseException] = []
+        self.target: Any = UNPARSED
+        self.context: ScoringContext | None = None
+        self.explanation: AnnotationExplanation | None = None
+        self.problem = ""
+
+
+def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
+    """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
+    literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
+    with literal_budget(literal_left):
+        ext = extract(text, required_keys(opts.mode))
+    predicted = ext.answer(text)
+    matched = matches_answer_target(predicted, target.answer, reads_json_strings=target.reads_json)
+    ann = AnnotationResult(target.type_name)
+    payload = ext.payload
+    prediction = payload.get("annotation") if payload is not None else None
+    reward = target.reward
+    if trail is not None:
+        trail.extraction, trail.predicted_answer, trail.prediction = ext, predicted, prediction
+    if reward is not None and (prediction is not None or trail is not None):
+        parsed_target = target.parsed()
+        if parsed_target is not UNPARSED:
+            assert target.entry is not None
+            parsed = UNPARSED
+            if prediction is not None:
+                why = trail.parse_errors if trail is not None else None
+                parsed = parse_value(target.entry.parse, target.entry.name, prediction, literal_left, why)
+            context = target.context(opts)
+            if trail is not None:
+                trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
+            if parsed is not UNPARSED:
+                _score(ann, reward, parsed, parsed_target, context, trail)
+            elif trail is not None:
+                _explain_unmatched(reward, parsed_target, context, trail)
+    if trail is not None and not trail.problem:
+        trail.problem = target.problem
+    return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
+
+
+def _score(
+    ann: AnnotationResult, reward: RewardEntry, parsed: Any, target: Any, context: ScoringContext, trail: Trail | None
+) -> None:
+    """The annotation step: the score hook's checked result into ``ann``; plugin bugs fail the response."""
+    plugin, reward_id = reward.plugin, reward.reward_id
+    try:
+        if trail is not None and reward.explain is not None:
+            score = _explained_score(reward, parsed, target, context, trail)
+        else:
+            if trail is not None:
+                trail.problem = f"the plugin {plugin!r} that scores {reward_id!r} has no explain capability (trace_explain_annotation)"
+            score = reward.score(reward_id=reward_id, prediction=parsed, target=target, context=context)
+        ann.reward, ann.diagnostics = checked_score(score, plugin, reward_id)
+    except AnnotationParseError:  # a limit hit while scoring (too large an assignment): the model's doing
+        return
+    except PluginBug as bug:
+        report_plugin_bug(plugin, reward_id, bug.kind, str(bug).partition(": ")[2])
+        return
+    except Exception as exc:  # a crash in the plugin: its bug, never the caller's exception
+        report_plugin_bug(plugin, reward_id, "exception", f"raised {type(exc).__name__}: {exc}", exc_info=True)
+        return
+    ann.parse_ok = 1.0
+
+
+def _explained_score(reward: RewardEntry, parsed: Any, target: Any, context: ScoringContext, trail: Trail) -> Any:
+    """The score of the family's explanation, kept in ``trail``; the bare score when it cannot explain.
+
+    An :class:`AnnotationParseError` (a limit hit while matching) fails the
+    response exactly as the score hook's would.
+    """
+    assert reward.explain is not None
+    try:
+        explanation = reward.explain(reward_id=reward.reward_id, prediction=parsed, target=target, context=context)
+    except AnnotationParseError:
+        raise
+    except Exception as exc:  # the family's explain capability is broken: the reward is still the scorer's
+        trail.problem = f"the plugin {reward.plugin!r} could not explain {reward.reward_id!r}: {type(exc).__name__}: {exc}"
+    else:
+        if isinstance(explanation, AnnotationExplanation):
+            trail.explanation = explanation
+            return explanation.score
+        trail.problem = (
+            f"the plugin {reward.plugin!r} returned {type(explanation).__name__} instead of an "
+            f"AnnotationExplanation for {reward.reward_id!r}"
+        )
+    return reward.score(reward_id=reward.reward_id, prediction=parsed, target=target, context=context)
+
+
+def _explain_unmatched(reward: RewardEntry, target: Any, context: ScoringContext, trail: Trail) -> None:
+    """For the trail only: the family's account of a response with no parsed prediction (every target unmatched)."""
+    if reward.explain is None:
+        trail.problem = f"the plugin {reward.plugin!r} that scores {reward.reward_id!r} has no explain capability (trace_explain_annotation)"
+        return
+    try:
+        explanation = reward.explain(reward_id=reward.reward_id, prediction=None, target=target, context=context)
+    except Exception as exc:
+        trail.problem = f"the plugin {reward.plugin!r} could not explain {reward.reward_id!r}: {type(exc).__name__}: {exc}"
+        return
+    if isinstance(explanation, AnnotationExplanation):
+        trail.explanation = explanation

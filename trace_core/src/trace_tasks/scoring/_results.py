@@ -1,0 +1,131 @@
+"""The result dict: its keys in order (docs/contracts.md §7) and its composition from one run.
+
+The keys are listed once here; trainer adapters log exactly :func:`result_keys`.
+"""
+
+from __future__ import annotations
+
+from trace_tasks.plugins import Registry, get_registry
+from trace_tasks.reading import Extraction
+from trace_tasks.scoring._options import ANSWER, GATED, ScoringOptions
+from trace_tasks.scoring._plugin_calls import AnnotationResult
+
+#: Per-response rewards, first in every result dict (docs/contracts.md §7).
+REWARD_KEYS: tuple[str, ...] = (
+    "overall",
+    "format",
+    "accuracy",
+    "answer_reward",
+    "annotation_reward",
+    "task_reward_raw",
+    "task_reward_effective",
+    "task_reward_gated",
+)
+#: The options the response was scored with, echoed (constant for a run).
+OPTION_KEYS: tuple[str, ...] = (
+    "format_weight",
+    "trace_reward_mode_answer",
+    "trace_reward_mode_answer_only",
+    "trace_reward_mode_answer_and_annotation",
+    "trace_answer_scoring_exact_json",
+    "trace_annotation_reward_formula_gated",
+    "trace_annotation_reward_formula_additive",
+    "trace_answer_weight",
+    "trace_annotation_weight",
+)
+#: Per-response diagnostic flags, each exactly 0.0 or 1.0.
+FLAG_KEYS: tuple[str, ...] = (
+    "format_structure_ok",
+    "format_json_ok",
+    "format_schema_ok",
+    "answer_parse_ok",
+    "annotation_parse_ok",
+    "json_found",
+    "zero_reward",
+)
+#: The keys every result dict starts with, in order; the ``annotation_type_<name>``
+#: indicators of the installed families follow, then the scored type's own
+#: diagnostics. The one list of them in the library (:func:`result_keys`).
+CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "trace_reward")
+
+
+def result_keys(registry: Registry | None = None) -> tuple[str, ...]:
+    """The keys every result dict holds, in order: :data:`CORE_RESULT_KEYS`, then one
+    ``annotation_type_<name>`` indicator per installed annotation type (official order first).
+
+    Per-type diagnostics (``annotation_pred_size``...) come after these, only
+    when an annotation was scored; trainer adapters log exactly these keys.
+    """
+    registry = registry or get_registry()
+    return CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
+
+
+_templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
+
+
+def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float], dict[str, str]]:
+    """The result dict of ``opts`` in docs/contracts.md §7 order with every per-response value at 0.
+
+    Built once per options and registry, so a call copies it and sets a dozen
+    values instead of building forty keys.
+    """
+    cached = _templates.get(opts)
+    if cached is not None and cached[0] is registry:
+        return cached[1], cached[2]
+    answer_mode = 1.0 if opts.mode == ANSWER else 0.0
+    gated = 1.0 if opts.formula == GATED else 0.0
+    template = dict.fromkeys(result_keys(registry), 0.0)
+    template.update(
+        {
+            "format_weight": opts.format_weight,
+            "trace_reward_mode_answer": answer_mode,
+            "trace_reward_mode_answer_only": answer_mode,
+            "trace_reward_mode_answer_and_annotation": 1.0 - answer_mode,
+            "trace_answer_scoring_exact_json": 1.0,
+            "trace_annotation_reward_formula_gated": gated,
+            "trace_annotation_reward_formula_additive": 1.0 - gated,
+            "trace_answer_weight": opts.answer_weight,
+            "trace_annotation_weight": opts.annotation_weight,
+            "trace_reward": 1.0,
+        }
+    )
+    type_keys = dict(registry.type_indicator_keys)
+    if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
+        _templates.clear()
+    _templates[opts] = (registry, template, type_keys)
+    return template, type_keys
+
+
+def compose_result(
+    opts: ScoringOptions, registry: Registry, ext: Extraction, answer_reward: float, answer_parse_ok: float, ann: AnnotationResult
+) -> dict[str, float]:
+    """The flat result dict (docs/contracts.md §7) of one scored response."""
+    fw = opts.format_weight
+    if opts.mode == ANSWER:
+        task = answer_reward
+    elif opts.formula == GATED:
+        task = answer_reward * (opts.answer_weight + opts.annotation_weight * ann.reward)
+    else:
+        task = opts.answer_weight * answer_reward + opts.annotation_weight * ann.reward
+    fmt = ext.format
+    format_score = 1.0 if fmt.schema_ok else 0.0
+
+    template, type_keys = _template(opts, registry)
+    result = template.copy()  # every key in its place; only what this response changes is set
+    result["overall"] = (1.0 - fw) * task + fw * format_score
+    result["format"] = format_score
+    result["accuracy"] = result["answer_reward"] = answer_reward
+    result["annotation_reward"] = ann.reward
+    result["task_reward_raw"] = result["task_reward_effective"] = result["task_reward_gated"] = task
+    result["format_structure_ok"] = 1.0 if fmt.structure_ok else 0.0
+    result["format_json_ok"] = 1.0 if fmt.json_ok else 0.0
+    result["format_schema_ok"] = format_score
+    result["answer_parse_ok"] = answer_parse_ok
+    result["annotation_parse_ok"] = ann.parse_ok
+    result["json_found"] = 1.0 if ext.payload is not None else 0.0
+    result["zero_reward"] = 1.0 if task == 0.0 else 0.0
+    if ann.type_name is not None:
+        result[type_keys[ann.type_name]] = 1.0
+    if ann.diagnostics:
+        result.update(ann.diagnostics)
+    return result
