@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scoring import machine
 from workload import make_batch
 
-from trace_tasks import batch, score_trace_batch
+from trace_tasks import score_trace_batch
+from trace_tasks.data import _batch as batch
 from trace_tasks.data import shutdown_batch_pools
 
 #: Wall time, this process's CPU seconds, the pool children's CPU seconds (Linux; 0 elsewhere).

@@ -177,7 +177,9 @@ def degenerate_assignment(repeat: int = 3) -> None:
     import statistics
     from unittest import mock
 
-    from trace_tasks import assignment, matching, shape_scoring
+    from trace_tasks.family import _assignment as assignment
+    from trace_tasks.family import _matching as matching
+    from trace_tasks.family import _scoring as shape_scoring
 
     rng = random.Random(17)
     points = [[rng.uniform(0, 1024), rng.uniform(0, 768)] for _ in range(2000)]

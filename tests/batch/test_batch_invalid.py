@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import batch as batch_module
-from trace_tasks import instances as instances_module
 from trace_tasks import score_trace_batch, score_trace_response
+from trace_tasks.data import _batch as batch_module
+from trace_tasks.data import _cache as instances_module
 
 from ..integrations.test_invalid_instances import BROKEN, GOOD, GOOD_RESPONSE
 from .test_score_trace_batch import make_items, serial
@@ -108,8 +108,8 @@ def test_caller_mistakes_keep_their_own_errors() -> None:
     # Not instance problems: the response and the options are checked as score_trace_response checks them.
     good = _item(GOOD, GOOD_RESPONSE)
     results = score_trace_batch([{**good, "response": 7}, {**good, "answer_weight": -1}, {**good, "bogus": 1}])
-    assert results[0]["error"].startswith("TypeError")
-    assert results[1]["error"].startswith("ValueError") and "answer_weight" in results[1]["error"]
+    assert results[0]["error"].startswith("ResponseTypeError")
+    assert results[1]["error"].startswith("OptionError") and "answer_weight" in results[1]["error"]
     assert results[2]["error"].startswith("TypeError")
 
 

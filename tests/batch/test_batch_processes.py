@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from trace_tasks import batch as batch_module
-from trace_tasks import score_trace_batch
+from trace_tasks import TraceTasksError, score_trace_batch
+from trace_tasks.data import _batch as batch_module
 
 from .test_score_trace_batch import make_items, serial
 
@@ -80,7 +80,7 @@ def test_a_chunk_file_round_trips_in_process(tmp_path: Path) -> None:
     path.write_bytes(batch_module.pickle.dumps(({"format_weight": 0.25}, items)))
     batch_module._score_file(str(path), str(path) + ".out")
     assert batch_module._read_results(str(path) + ".out", 20) == serial(items, format_weight=0.25)
-    with pytest.raises(ValueError, match="for 19 items"):  # a short answer is not taken for the chunk
+    with pytest.raises(TraceTasksError, match="for 19 items"):  # a short answer is not taken for the chunk
         batch_module._read_results(str(path) + ".out", 19)
 
 
@@ -169,7 +169,8 @@ UNGUARDED = textwrap.dedent(
     with open(os.environ["MARKER"], "a") as marker:  # runs again in every child that imports this script
         marker.write(__name__ + "\\n")
 
-    from trace_tasks import batch, resolve_reward_contract
+    from trace_tasks import resolve_reward_contract
+    from trace_tasks.data import _batch as batch
 
     contract = resolve_reward_contract(answer_type="integer", annotation_type="bbox").to_dict()
     items = [

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import batch as batch_module
 from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
+from trace_tasks.data import _batch as batch_module
 
 TYPES = ("bbox", "bbox_set", "point_set", "segment_set", "point_map", "bbox_set_map")
 
@@ -81,13 +81,13 @@ def test_batch_options_are_defaults_that_items_override() -> None:
 def test_a_failing_item_is_isolated() -> None:
     items = make_items(10)
     broken = [dict(item) for item in items]
-    broken[2]["response"] = 12345  # not a str: a caller mistake (TypeError)
-    broken[5]["trace_reward_mode"] = "nonsense"  # invalid option (ValueError)
+    broken[2]["response"] = 12345  # not a str: a caller mistake (ResponseTypeError, a TypeError)
+    broken[5]["trace_reward_mode"] = "nonsense"  # invalid option (OptionError, a ValueError)
     broken[7]["unknown_keyword"] = 1  # not an argument of score_trace_response
     results = score_trace_batch(broken)
     assert len(results) == len(items)
-    assert results[2] == {"error": results[2]["error"]} and results[2]["error"].startswith("TypeError")
-    assert results[5]["error"].startswith("ValueError")
+    assert results[2] == {"error": results[2]["error"]} and results[2]["error"].startswith("ResponseTypeError")
+    assert results[5]["error"].startswith("OptionError")
     assert results[7]["error"].startswith("TypeError")
     good = [i for i in range(len(items)) if i not in (2, 5, 7)]
     expected = serial(items)

@@ -7,8 +7,7 @@ import json
 from collections import Counter
 
 from tests.cli.helpers import COMBINED, DATA, INSTANCES, RESPONSES, read_jsonl
-from trace_tasks.plugins import OFFICIAL_TYPES
-from trace_tasks.scoring._answers import BUILTIN_ANSWER_TYPES
+from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, OFFICIAL_TYPES
 
 
 def _generator():  # examples/ is not a package: load the script by path

@@ -28,10 +28,11 @@ from trace_tasks import (
     score_trace_response,
 )
 from trace_tasks.cli import main
-from trace_tasks.cli.explain import explain_annotation
-from trace_tasks.data import TrainInstance, instance_from_dict
+from trace_tasks.cli.explain import Explained, explain_response
+from trace_tasks.data import TrainInstance, compile_instance, instance_from_dict, instance_to_dict
 from trace_tasks.family import Primitive, ShapeFamily, pairwise
 from trace_tasks.plugins import AnnotationExplanation, Box, ExplainedItem, MatchedPair, Point, Polygon
+from trace_tasks.scoring import options_from
 
 TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)
@@ -47,6 +48,11 @@ OPTIONS = {
 }
 
 Run = Callable[..., tuple[int, str, str]]
+
+
+def explain_annotation(response: str, built: Any, options: dict[str, Any]) -> Explained:
+    """What ``trace-tasks explain`` computes for a built instance: one pipeline run with its trail."""
+    return explain_response(response, compile_instance(instance_to_dict(built)), options_from(options))
 
 
 @pytest.fixture

@@ -103,7 +103,7 @@ def test_a_good_instances_file_still_exits_0(tmp_path: Path, capsys: pytest.Capt
 def test_repeated_instances_compile_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trace_tasks import instances as module
+    from trace_tasks.data import _cache as module
 
     calls = []
     real = module.compile_instance

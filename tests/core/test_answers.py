@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_tasks import answers, get_registry
+from trace_tasks import get_registry
 from trace_tasks.limits import MAX_ANSWER_DEPTH
+from trace_tasks.scoring import _answers as answers
 
 from .helpers import answer_matches, score
 

@@ -28,6 +28,7 @@ from trace_tasks import (
     validate_reward_contract_payload,
 )
 from trace_tasks.core.reward_contracts import contract_problems
+from trace_tasks.plugins import _registry as registry_module
 
 from ..support.resolver_table import RESOLVER_TABLE
 from .helpers import LEADING_KEYS, contract
@@ -240,14 +241,14 @@ def test_rule_6_non_current_ids_are_rejected(reward_id: str) -> None:
 @pytest.fixture
 def no_families(monkeypatch: pytest.MonkeyPatch) -> None:
     """The core alone: a registry built without entry points (restored afterwards)."""
-    monkeypatch.setattr(plugins, "_registry", plugins.build_registry(load_entry_points=False))
+    monkeypatch.setattr(registry_module, "_current", plugins.build_registry(load_entry_points=False))
 
 
 @pytest.fixture
 def bbox_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only trace-plugins-bbox installed."""
     registry = plugins.build_registry([("bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
-    monkeypatch.setattr(plugins, "_registry", registry)
+    monkeypatch.setattr(registry_module, "_current", registry)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from trace_tasks import evaluate_trace_response_format, extract_trace_prediction, extraction
+from trace_tasks import evaluate_trace_response_format, extract_trace_prediction
+from trace_tasks.reading import _extraction as extraction
 
 from .helpers import score
 

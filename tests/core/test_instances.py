@@ -34,6 +34,7 @@ from trace_tasks import (
     score_trace_response,
 )
 from trace_tasks.data import instance_report
+from trace_tasks.plugins import _registry as registry_module
 
 from ..conformance.records import load
 
@@ -297,7 +298,7 @@ def test_unusable_answer_values(answer_type: str, value: Any, message: str) -> N
 
 def test_missing_family_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = plugins.build_registry([("bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
-    monkeypatch.setattr(plugins, "_registry", registry)
+    monkeypatch.setattr(registry_module, "_current", registry)
     data = good_instance()
     data["annotation_gt"] = {"type": "point", "value": [1, 2]}
     data["reward_contract"]["annotation"] = {"id": "point_soft_distance_v0", "type": "point"}
@@ -444,7 +445,7 @@ def test_group_form_scores_each_response_in_order() -> None:
 def test_a_rebuilt_registry_falls_back_to_the_lenient_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = compile_instance(good_instance())
     before = compiled.score(GOOD_RESPONSE, image_sizes=[[10, 10]])
-    monkeypatch.setattr(plugins, "_registry", plugins.build_registry())
+    monkeypatch.setattr(registry_module, "_current", plugins.build_registry())
     assert compiled.score(GOOD_RESPONSE, image_sizes=[[10, 10]]) == before
     assert compiled.score_group([GOOD_RESPONSE]) == [score_trace_response(response=GOOD_RESPONSE, **compiled.scoring_kwargs())]
 
@@ -465,7 +466,7 @@ def test_cache_is_keyed_by_content() -> None:
 
 
 def test_a_group_compiles_its_instance_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trace_tasks import instances
+    from trace_tasks.data import _cache as instances
 
     compiled = []
     real = instances.compile_instance
@@ -522,7 +523,7 @@ def test_cache_compiles_what_is_not_json_without_caching() -> None:
 def test_cache_empties_when_the_registry_is_rebuilt(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = InstanceCache()
     first = cache.compile(good_instance())
-    monkeypatch.setattr(plugins, "_registry", plugins.build_registry())
+    monkeypatch.setattr(registry_module, "_current", plugins.build_registry())
     assert cache.compile(good_instance()) is not first
     assert len(cache) == 1
 

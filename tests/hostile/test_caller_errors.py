@@ -9,6 +9,7 @@ import pytest
 import trace_plugins_bbox.plugin
 from trace_tasks import plugins, score_trace_response
 from trace_tasks.errors import MissingFamilyError
+from trace_tasks.plugins import _registry as registry_module
 
 from .helpers import check_result
 
@@ -72,13 +73,13 @@ def test_invalid_options_raise_even_with_a_hostile_response(options: dict[str, A
 def bbox_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry with only the bbox family, as after ``pip install trace-plugins-bbox`` alone."""
     registry = plugins.build_registry([("trace_plugins_bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
-    monkeypatch.setattr(plugins, "_registry", registry)
+    monkeypatch.setattr(registry_module, "_current", registry)
 
 
 @pytest.fixture
 def core_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry with no family at all (trace-core alone)."""
-    monkeypatch.setattr(plugins, "_registry", plugins.build_registry(load_entry_points=False))
+    monkeypatch.setattr(registry_module, "_current", plugins.build_registry(load_entry_points=False))
 
 
 @pytest.mark.parametrize("response", HOSTILE_RESPONSES, ids=["empty", "braces", "good", "surrogate_nul", "brackets"])

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trace_tasks import score_trace_response
-from trace_tasks.family._distance import DEFAULT_HALF_LIFE_PX
+from trace_tasks.scoring import DEFAULT_HALF_LIFE_PX
 
 from .helpers import check_result, contract, score
 
@@ -215,7 +215,7 @@ def test_hostile_size_in_answer_mode_and_bbox_type_is_ignored() -> None:
 @pytest.fixture
 def literal_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Lengths of the texts handed to ``ast.literal_eval`` (through ``literals.load_literal``)."""
-    from trace_tasks import literals
+    from trace_tasks.reading import _literals as literals
 
     reads: list[int] = []
     real = literals.ast.literal_eval
@@ -262,7 +262,7 @@ def test_set_map_target_literal_strings_share_one_budget(literal_reads: list[int
 
 
 def test_a_repeated_long_metadata_string_is_decoded_within_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trace_tasks import image_size
+    from trace_tasks.scoring import _image_size as image_size
 
     decoded: list[int] = []
     real = image_size.load_json

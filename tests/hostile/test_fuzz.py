@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trace_tasks import extraction
+from trace_tasks.reading import _extraction as extraction
 
 from .helpers import score
 

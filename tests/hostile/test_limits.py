@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from trace_tasks import literals
 from trace_tasks.limits import (
     MAX_ANSWER_DEPTH,
     MAX_LITERAL_BUDGET,
@@ -16,6 +15,7 @@ from trace_tasks.limits import (
     MAX_RESPONSE_CHARS,
     MAX_TARGET_LITERAL_BUDGET,
 )
+from trace_tasks.reading import _literals as literals
 
 from .helpers import UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
 

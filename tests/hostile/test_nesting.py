@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from trace_tasks import literals
 from trace_tasks.limits import MAX_JSON_DEPTH
+from trace_tasks.reading import _literals as literals
 from trace_tasks.scoring import find_image_size
 from trace_tasks.scoring._answers import answers_match
 

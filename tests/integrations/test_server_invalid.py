@@ -17,6 +17,7 @@ import pytest
 import trace_plugins_bbox.plugin
 from trace_tasks import plugins
 from trace_tasks.integrations.server import create_app
+from trace_tasks.plugins import _registry as registry_module
 
 from ..core.test_instances import BROKEN, GOOD_RESPONSE, Case, good_instance
 from .helpers import reference
@@ -114,7 +115,7 @@ def test_good_labels_still_score_exactly_as_before(client: Client) -> None:
 
 def test_a_missing_family_is_a_deployment_error(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     registry = plugins.build_registry([("bbox", trace_plugins_bbox.plugin.family)], load_entry_points=False)
-    monkeypatch.setattr(plugins, "_registry", registry)
+    monkeypatch.setattr(registry_module, "_current", registry)
     label = _label(good_instance())
     label["annotation_gt"] = {"type": "point", "value": [1, 2]}
     label["reward_contract"]["annotation"] = {"id": "point_soft_distance_v0", "type": "point"}

@@ -44,9 +44,9 @@ from trace_tasks import (
     validate_reward_contract_payload,
 )
 from trace_tasks.cli import main
-from trace_tasks.core import reward_scoring
 from trace_tasks.family import Primitive, ShapeFamily, pairwise
 from trace_tasks.plugins import BLOCK_ENV, PINS_ENV, Box, Polyline, build_registry, reset_registry
+from trace_tasks.scoring import _plugin_calls as reward_scoring
 
 from ..core.test_plugin_loading import FakeSite, site  # noqa: F401  (site is a fixture)
 from .interval_family import V0, V1, DefaultHijacker, IntervalFamily, giou01, iou

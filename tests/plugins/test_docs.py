@@ -19,7 +19,10 @@ import attrs
 import pytest
 
 import trace_tasks
-from trace_tasks.plugins import OFFICIAL_TYPES, PROJECT_NAME, get_registry, hookspecs, plugins, reset_registry, shapes
+from trace_tasks import family as shapes
+from trace_tasks import plugins
+from trace_tasks.plugins import _registry as registry_module
+from trace_tasks.plugins import OFFICIAL_TYPES, PROJECT_NAME, get_registry, hookspecs, reset_registry
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_PATH = REPO / "docs" / "plugins.md"
@@ -179,9 +182,9 @@ def test_runnable_blocks_run(doc: str) -> None:
         for number, block in enumerate(blocks, start=1):
             exec(compile(block, f"{DOC_PATH} (runnable block {number})", "exec"), namespace)
     finally:
-        for name in list(plugins._pins):
+        for name in list(registry_module._pins):
             plugins.unpin_reward_id(name)
-        for name, _ in list(plugins._extra):
+        for name, _ in list(registry_module._extra):
             if name.startswith("giou_doc"):
                 plugins.unregister_plugin(name)
         reset_registry()

@@ -1,4 +1,4 @@
-"""The family test kit (``trace_tasks.plugins._kit``): the official families and both examples pass, broken ones do not.
+"""The family test kit (``trace_tasks.family``): the official families and both examples pass, broken ones do not.
 
 The first tests are what a family author writes in their own suite: one call
 to :func:`~trace_tasks.testing.assert_family_ok`. The rest prove the kit
@@ -273,7 +273,7 @@ def test_the_kit_catches_an_explanation_that_disagrees_with_the_score() -> None:
 def test_the_kit_catches_a_drawing_that_is_not_drawing_records() -> None:
     problems = _problems(("toy", ExplainedToy("bad_draw")))
     assert _kinds(problems) == {("toy", "", "draw")}
-    assert "not a trace_tasks.plugins._drawables record" in problems[0].message
+    assert "not a trace_tasks.family drawable" in problems[0].message
 
 
 def test_the_kit_catches_a_plugin_answering_a_hook_for_a_type_it_does_not_own() -> None:

@@ -15,9 +15,9 @@ import inspect
 import json
 from typing import Any
 
-from trace_tasks import get_registry, hookspecs, resolve_reward_contract, score_trace_response
+from trace_tasks import get_registry, resolve_reward_contract, score_trace_response
 from trace_tasks.cli._frames import frame_report
-from trace_tasks.plugins import PROJECT_NAME
+from trace_tasks.plugins import PROJECT_NAME, hookspecs
 
 from .interval_family import V1, IntervalFamily
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from trace_tasks.family._distance import half_life_px
+from trace_tasks.scoring import half_life_px
 
 from .helpers import expected_similarity, reward, score
 

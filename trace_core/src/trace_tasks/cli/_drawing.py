@@ -3,7 +3,7 @@
 Nothing here knows what a family's parsed values look like. Every item of the
 family's :class:`~trace_tasks.specs.AnnotationExplanation` is handed to the
 type owner's draw capability (``trace_draw_annotation``), which answers with
-records of :mod:`trace_tasks.plugins._drawables` in pixel coordinates of the source image,
+records of :mod:`trace_tasks.family` (the drawables) in pixel coordinates of the source image,
 and only those are drawn: a :class:`~trace_tasks.drawing.Box` as a rectangle, a
 ``Point`` as a marked circle, a ``Polyline`` open with a dot at each end, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.

@@ -257,7 +257,7 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
         lines.append(f"  the prediction does not parse as {name}: {why} ({show_value(trail.prediction)})")
     explanation = trail.explanation
     if explanation is None:
-        lines.append(f"  {trail.problem or 'the family gave no explanation'}; no assignment table")
+        lines.append(f"  {plain(trail.problem or 'the family gave no explanation; no assignment table', 400)}")
         return lines
     try:
         assert trail.context is not None  # set by the run before the family is asked
@@ -265,10 +265,10 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
     except Exception as exc:  # never reached with the safe formatters; a report must not crash
         lines.append(f"  the explanation could not be shown: {_error(exc)}")
     reward = getattr(explanation.score, "reward", None)
-    if trail.parsed_prediction is not UNPARSED and not (isinstance(reward, (int, float)) and float(reward) == result["annotation_reward"]):
+    if not (isinstance(reward, (int, float)) and float(reward) == result["annotation_reward"]):
         lines.append(
-            f"  note: the family's explanation gives {show_number(reward)} but its score breaks the plugin contract, "
-            f"so the scorer counts annotation_reward {result['annotation_reward']:.4g}"
+            f"  note: the scorer reported annotation_reward {result['annotation_reward']:.4g} but the explanation "
+            f"gives {show_number(reward)}: the family's explain and score capabilities disagree"
         )
     return lines
 

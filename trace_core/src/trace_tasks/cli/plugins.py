@@ -11,7 +11,7 @@ id, the current id and what pinned it (``TRACE_TASKS_REWARD_IDS`` or
 ``trace_tasks.pin_reward_id()``); reward ids that a plugin adds for a type
 another plugin owns; and, as problems, reward ids declared for a type no
 installed plugin owns (orphans). ``--check`` also runs the family test kit
-(:mod:`trace_tasks.plugins._kit`) over everything installed and exits 1 on any
+(:mod:`trace_tasks.family`) over everything installed and exits 1 on any
 problem.
 """
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="run the family test kit (trace_tasks.plugins._kit) over every installed annotation type and reward id; "
+        help="run the family test kit (trace_tasks.family) over every installed annotation type and reward id; "
         "print each problem on one line and exit 1 if there is any",
     )
     parser.set_defaults(func=run)
@@ -94,7 +94,7 @@ def run_check(registry: Registry, *, as_json: bool = False) -> int:
             print(problem)
         print(f"trace-tasks plugins --check: {len(problems)} problems ({summary} checked)", file=sys.stderr)
     else:
-        print(f"OK: {summary} checked by trace_tasks.plugins._kit, no problems")
+        print(f"OK: {summary} checked by the family test kit (trace_tasks.family.check_family), no problems")
     return 1 if problems else 0
 
 

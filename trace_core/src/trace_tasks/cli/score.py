@@ -1,6 +1,6 @@
 """``trace-tasks score``: score stored rollouts, one JSON line of scores per input line.
 
-Every instance is validated and compiled once (:mod:`trace_tasks.data._instances`,
+Every instance is validated and compiled once (:func:`trace_tasks.compile_instance`,
 cached by content), so an invalid instance is an error line naming its
 problems, never a silent zero reward. Input is streamed in chunks (scored
 in-process, in a process pool, or with Ray), so memory stays flat on inputs of

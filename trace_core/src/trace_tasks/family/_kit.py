@@ -591,12 +591,12 @@ class _TypeCheck:
             return  # the owner cannot draw this item (a ShapeFamily whose primitive has no ``draw``)
         if not isinstance(shapes, (list, tuple)):
             self.problem(
-                "draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.plugins._drawables records"
+                "draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.family drawables"
             )
             return
         for shape in shapes:
             if not isinstance(shape, DRAWABLES):
-                self.problem("draw", f"drawing {what} returned {_short(shape)}, not a trace_tasks.plugins._drawables record")
+                self.problem("draw", f"drawing {what} returned {_short(shape)}, not a trace_tasks.family drawable")
                 return
             if not all(math.isfinite(c) for point in extent_points(shape) for c in point):
                 self.problem("draw", f"drawing {what} returned {_short(shape)} with a non-finite coordinate")

@@ -14,7 +14,7 @@ over ``max_inflight_bytes`` waits for room (``max_wait_seconds``), then gets
 costs several times its size once parsed, so eight at once took the server to
 537 MB before this bound); invalid JSON 400, a wrong shape or a malformed label 422, all
 with a ``detail`` message. Every label is validated before anything is scored
-(:mod:`trace_tasks.data._instances`, compiled once per distinct label): a label that
+(:func:`trace_tasks.compile_instance`, compiled once per distinct label): a label that
 cannot be scored honestly (a zero-area target box, an unknown type, a contract
 that disagrees, an answer its type cannot hold...) gets 422 whose ``detail``
 lists every problem of every such label (``labels[3]: invalid instance:

@@ -33,7 +33,7 @@ class AnnotationTypeSpec:
     default among them is what ``trace_resolve_reward_id`` answers). Versions
     other plugins add for the type are declared with ``trace_reward_ids``.
 
-    The rest documents the type and feeds ``trace_tasks.plugins._kit``: ``shape`` is
+    The rest documents the type and feeds ``trace_tasks.family``: ``shape`` is
     the collection shape (one of :data:`SHAPES`, or "" for anything else; a set
     is checked for permutation invariance, a sequence for order sensitivity),
     ``examples`` are raw values (as JSON would give them) that must parse, and

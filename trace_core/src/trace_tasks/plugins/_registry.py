@@ -526,41 +526,41 @@ def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pi
 
 
 _lock = threading.Lock()
-_registry: Registry | None = None
+_current: Registry | None = None
 _extra: list[tuple[str, object]] = []
 _pins: dict[str, str] = {}
 
 
 def get_registry() -> Registry:
     """The process-wide registry, built on first use (thread-safe) and then cached."""
-    global _registry
-    registry = _registry
+    global _current
+    registry = _current
     if registry is None:
         with _lock:
-            if _registry is None:
-                _registry = build_registry(_extra, pins=_pins)
-            registry = _registry
+            if _current is None:
+                _current = build_registry(_extra, pins=_pins)
+            registry = _current
     return registry
 
 
 def register_plugin(plugin: object, name: str) -> None:
     """Register a plugin in-process (tests, notebooks); the registry is rebuilt on next use."""
-    global _registry
+    global _current
     with _lock:
         if any(n == name for n, _ in _extra):
             raise PluginConflictError(f"plugin name {name!r} is already registered")
         candidate = [*_extra, (name, plugin)]
         registry = build_registry(candidate, pins=_pins)  # validate now, so a bad plugin fails here
         _extra.append((name, plugin))
-        _registry = registry
+        _current = registry
 
 
 def unregister_plugin(name: str) -> None:
     """Undo :func:`register_plugin`."""
-    global _registry
+    global _current
     with _lock:
         _extra[:] = [(n, p) for n, p in _extra if n != name]
-        _registry = None
+        _current = None
 
 
 def pin_reward_id(annotation_type: str, reward_id: str) -> None:
@@ -572,21 +572,21 @@ def pin_reward_id(annotation_type: str, reward_id: str) -> None:
     and changes nothing. Contracts resolved afterwards carry the pinned id;
     contracts carrying another id of the type stop scoring (and stop validating).
     """
-    global _registry
+    global _current
     with _lock:
         candidate = {**_pins, annotation_type: reward_id}
         registry = build_registry(_extra, pins=candidate)
         _pins.clear()
         _pins.update(candidate)
-        _registry = registry
+        _current = registry
 
 
 def unpin_reward_id(annotation_type: str) -> None:
     """Undo :func:`pin_reward_id` for ``annotation_type`` (the variable's pin, if any, applies again)."""
-    global _registry
+    global _current
     with _lock:
         _pins.pop(annotation_type, None)
-        _registry = None
+        _current = None
 
 
 def pinned_reward_ids() -> dict[str, str]:
@@ -597,6 +597,6 @@ def pinned_reward_ids() -> dict[str, str]:
 
 def reset_registry() -> None:
     """Forget the cached registry (after installing a family, or changing the environment variables)."""
-    global _registry
+    global _current
     with _lock:
-        _registry = None
+        _current = None

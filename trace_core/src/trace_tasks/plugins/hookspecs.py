@@ -134,6 +134,6 @@ def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawab
     Optional capability, called by tools on the type's owner with an item of an
     :class:`~trace_tasks.specs.AnnotationExplanation` (for a scalar type, the
     parsed value itself). Returns boxes, points, polylines, polygons, circles or
-    labels from :mod:`trace_tasks.plugins._drawables`. Return ``None`` for a type you do
+    labels from :mod:`trace_tasks.family` (the drawables). Return ``None`` for a type you do
     not own.
     """

@@ -20,10 +20,11 @@ scorer pays for it per call and a compiled instance once.
 
 Given a :class:`Trail`, the same run also keeps what each step saw: the
 extraction, the predicted answer, the parsed values and context, and the
-family's :class:`~trace_tasks.plugins.AnnotationExplanation`. When the reward's
-plugin can explain, the run asks for the explanation *instead of* the bare
-score and takes the reward from it, so an explanation is the scorer's own
-trail of matches, never a second run that might disagree.
+family's :class:`~trace_tasks.plugins.AnnotationExplanation`, asked right
+after the score with the very values and context the score hook got (a shape
+family's explanation is its scorer run with a trail of matches). Nothing is
+extracted, parsed or prepared a second time, so an explanation cannot drift
+from the reward; the result is the score hook's, exactly as without a trail.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
             if parsed is not UNPARSED:
                 _score(ann, reward, parsed, parsed_target, context, trail)
             elif trail is not None:
-                _explain_unmatched(reward, parsed_target, context, trail)
+                _explain(reward, None, parsed_target, context, trail)
     if trail is not None and not trail.problem:
         trail.problem = target.problem
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
@@ -290,12 +291,7 @@ def _score(
     """The annotation step: the score hook's checked result into ``ann``; plugin bugs fail the response."""
     plugin, reward_id = reward.plugin, reward.reward_id
     try:
-        if trail is not None and reward.explain is not None:
-            score = _explained_score(reward, parsed, target, context, trail)
-        else:
-            if trail is not None:
-                trail.problem = f"the plugin {plugin!r} that scores {reward_id!r} has no explain capability (trace_explain_annotation)"
-            score = reward.score(reward_id=reward_id, prediction=parsed, target=target, context=context)
+        score = reward.score(reward_id=reward_id, prediction=parsed, target=target, context=context)
         ann.reward, ann.diagnostics = checked_score(score, plugin, reward_id)
     except AnnotationParseError:  # a limit hit while scoring (too large an assignment): the model's doing
         return
@@ -305,42 +301,42 @@ def _score(
     except Exception as exc:  # a crash in the plugin: its bug, never the caller's exception
         report_plugin_bug(plugin, reward_id, "exception", f"raised {type(exc).__name__}: {exc}", exc_info=True)
         return
+    finally:
+        if trail is not None:
+            _explain(reward, parsed, target, context, trail)
     ann.parse_ok = 1.0
 
 
-def _explained_score(reward: RewardEntry, parsed: Any, target: Any, context: ScoringContext, trail: Trail) -> Any:
-    """The score of the family's explanation, kept in ``trail``; the bare score when it cannot explain.
+def _explain(reward: RewardEntry, parsed: Any, target: Any, context: ScoringContext, trail: Trail) -> None:
+    """For the trail: the family's account of the score it just gave, asked with the very values and context.
 
-    An :class:`AnnotationParseError` (a limit hit while matching) fails the
-    response exactly as the score hook's would.
+    ``parsed`` is ``None`` when nothing parsed (every target is then unmatched).
+    A family that cannot explain, or whose explanation breaks, is said in
+    ``trail.problem``; the result is the score hook's either way.
     """
-    assert reward.explain is not None
-    try:
-        explanation = reward.explain(reward_id=reward.reward_id, prediction=parsed, target=target, context=context)
-    except AnnotationParseError:
-        raise
-    except Exception as exc:  # the family's explain capability is broken: the reward is still the scorer's
-        trail.problem = f"the plugin {reward.plugin!r} could not explain {reward.reward_id!r}: {type(exc).__name__}: {exc}"
-    else:
-        if isinstance(explanation, AnnotationExplanation):
-            trail.explanation = explanation
-            return explanation.score
-        trail.problem = (
-            f"the plugin {reward.plugin!r} returned {type(explanation).__name__} instead of an "
-            f"AnnotationExplanation for {reward.reward_id!r}"
-        )
-    return reward.score(reward_id=reward.reward_id, prediction=parsed, target=target, context=context)
-
-
-def _explain_unmatched(reward: RewardEntry, target: Any, context: ScoringContext, trail: Trail) -> None:
-    """For the trail only: the family's account of a response with no parsed prediction (every target unmatched)."""
+    plugin, reward_id = reward.plugin, reward.reward_id
     if reward.explain is None:
-        trail.problem = f"the plugin {reward.plugin!r} that scores {reward.reward_id!r} has no explain capability (trace_explain_annotation)"
+        trail.problem = f"the plugin {plugin!r} that scores {reward_id!r} has no explain capability (trace_explain_annotation); no assignment table"
         return
     try:
-        explanation = reward.explain(reward_id=reward.reward_id, prediction=None, target=target, context=context)
-    except Exception as exc:
-        trail.problem = f"the plugin {reward.plugin!r} could not explain {reward.reward_id!r}: {type(exc).__name__}: {exc}"
+        explanation = reward.explain(reward_id=reward_id, prediction=parsed, target=target, context=context)
+    except Exception as exc:  # a limit hit while matching, or a bug in the family
+        trail.problem = f"the plugin {plugin!r} could not explain {reward_id!r}: {_one_line(exc)}"
         return
     if isinstance(explanation, AnnotationExplanation):
         trail.explanation = explanation
+    else:
+        trail.problem = (
+            f"the plugin {plugin!r} returned {type(explanation).__name__} instead of an "
+            f"AnnotationExplanation for {reward_id!r}; no assignment table"
+        )
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception a family raised, on one capped line (its message alone for a parse error)."""
+    try:
+        text = str(exc) if isinstance(exc, AnnotationParseError) else f"{type(exc).__name__}: {exc}"
+    except Exception:  # a hostile __str__
+        text = type(exc).__name__
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + "..."
