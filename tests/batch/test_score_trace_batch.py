@@ -137,6 +137,6 @@ def test_two_workers_above_the_pool_threshold_match_serial_scoring() -> None:
         batch_module.shutdown_batch_pools()
     assert not batch_module._pools
     assert len(results) == count
-    assert results[count - 3]["error"].startswith("TypeError")
+    assert results[count - 3]["error"].startswith("ResponseTypeError")
     expected = [*serial(items[: count - 3]), results[count - 3], *serial(items[count - 2 :])]
     assert results == expected

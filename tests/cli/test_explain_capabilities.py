@@ -349,7 +349,7 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
 
 def test_labels_are_kept_inside_the_image_and_apart(tmp_path: Path, explain: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     pil = _pil()
-    from trace_tasks.cli import _drawing
+    from trace_tasks.cli import _drawing, _layout
 
     rendered: dict[str, Any] = {}
     real = _drawing.render_image
@@ -376,7 +376,7 @@ def test_labels_are_kept_inside_the_image_and_apart(tmp_path: Path, explain: Run
         assert ox <= x0 < x1 <= ox + picture.area[0] and oy <= y0 < y1 <= oy + picture.area[1]
     for n, a in enumerate(labels):
         for b in labels[n + 1 :]:
-            assert _drawing.overlap(a, b) == 0, (a, b)
+            assert _layout.overlap(a, b) == 0, (a, b)
     with pil.open(png) as image:
         rgb = image.convert("RGB")
         for text, (x0, y0, x1, y1) in picture.labels:  # each label is written where it was placed, in its colour

@@ -19,7 +19,7 @@ import pytest
 from tests.cli.helpers import instance, write_lines
 from tests.cli.test_explain import area_of
 from trace_tasks import score_trace_response
-from trace_tasks.cli import _drawing, main
+from trace_tasks.cli import _drawing, _layout, main
 from trace_tasks.cli._breakdown import reward_breakdown
 
 Run = Callable[..., tuple[int, str, str]]
@@ -140,9 +140,9 @@ def test_greedy_placement_keeps_labels_apart_and_inside() -> None:
     bbox = (150.0, 0.0, 200.0, 20.0)  # in the top-right corner: above and right are off the area
     placed: list[tuple[float, float, float, float]] = []
     for _ in range(6):  # six labels for the same item compete for the same places
-        rect = _drawing.place_label(bbox, (40.0, 12.0), False, placed, [bbox], area)
+        rect = _layout.place_label(bbox, (40.0, 12.0), False, placed, [bbox], area)
         assert area[0] <= rect[0] and rect[2] <= area[2] and area[1] <= rect[1] and rect[3] <= area[3]
-        assert all(_drawing.overlap(rect, other) == 0 for other in placed)
+        assert all(_layout.overlap(rect, other) == 0 for other in placed)
         placed.append(rect)
     # The first one goes to the preferred side that fits (below, since above is off the area), next to the item.
     assert placed[0] == (150.0, 28.0, 190.0, 40.0)
@@ -152,8 +152,8 @@ def test_a_long_segments_label_goes_by_one_of_its_ends() -> None:
     area = (0.0, 0.0, 800.0, 600.0)
     ends = [(60.0, 370.0), (650.0, 480.0)]  # a long diagonal: its bounding box's corners are far from the line
     bbox = (60.0, 370.0, 650.0, 480.0)
-    rect = _drawing.place_label(bbox, (90.0, 12.0), True, [], [bbox], area, ends)
-    assert min(_drawing._distance(rect, end) for end in ends) <= 12
+    rect = _layout.place_label(bbox, (90.0, 12.0), True, [], [bbox], area, ends)
+    assert min(_layout._distance(rect, end) for end in ends) <= 12
 
 
 # --- pictures ---

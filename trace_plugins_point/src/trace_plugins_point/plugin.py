@@ -5,16 +5,8 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks import ScoringContext
-from trace_tasks.family import Point, Primitive, ShapeFamily
-
-
-def _half_life(ctx: ScoringContext) -> Mapping[str, float]:
-    return {"annotation_point_half_life_px": ctx.half_life_px}
-
+from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic
 
 POINT = Primitive(
     name="point",
@@ -23,7 +15,7 @@ POINT = Primitive(
     similarity=similarity,
     matrix=similarity_matrix,
     metric="similarity",
-    extra_diagnostics=_half_life,
+    extra_diagnostics=half_life_diagnostic,
     draw=lambda point: [Point(*point)],
     examples=([120, 80], [40, 300]),
     parsed_item="tuple (x, y) of floats",

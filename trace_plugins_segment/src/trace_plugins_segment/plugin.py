@@ -5,16 +5,8 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
-from trace_tasks import ScoringContext
-from trace_tasks.family import Polyline, Primitive, ShapeFamily
-
-
-def _half_life(ctx: ScoringContext) -> Mapping[str, float]:
-    return {"annotation_point_half_life_px": ctx.half_life_px}
-
+from trace_tasks.family import Polyline, Primitive, ShapeFamily, half_life_diagnostic
 
 SEGMENT = Primitive(
     name="segment",
@@ -24,7 +16,7 @@ SEGMENT = Primitive(
     matrix=similarity_matrix,
     metric="similarity",
     promote_single=False,  # a lone segment is not a one-item segment_set
-    extra_diagnostics=_half_life,
+    extra_diagnostics=half_life_diagnostic,
     draw=lambda s: [Polyline([(s[0], s[1]), (s[2], s[3])])],
     examples=([[10, 10], [200, 40]], [[50, 300], [50, 120]]),
     parsed_item="tuple (x0, y0, x1, y1) of floats, the two endpoints in the order given",

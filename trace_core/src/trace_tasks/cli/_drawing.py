@@ -1,10 +1,10 @@
 """The picture of ``trace-tasks explain --png`` and of ``trace-tasks report`` (needs Pillow, ``trace-core[viz]``).
 
 Nothing here knows what a family's parsed values look like. Every item of the
-family's :class:`~trace_tasks.specs.AnnotationExplanation` is handed to the
+family's :class:`~trace_tasks.family.AnnotationExplanation` is handed to the
 type owner's draw capability (``trace_draw_annotation``), which answers with
 records of :mod:`trace_tasks.family` (the drawables) in pixel coordinates of the source image,
-and only those are drawn: a :class:`~trace_tasks.drawing.Box` as a rectangle, a
+and only those are drawn: a :class:`~trace_tasks.family.Box` as a rectangle, a
 ``Point`` as a marked circle, a ``Polyline`` open with a dot at each end, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.
 
@@ -13,12 +13,10 @@ reward breakdown of :mod:`trace_tasks.cli._breakdown`). In the middle, the
 image area: the source image (or a white canvas of its size), scaled up by a
 whole factor when it is small so that labels stay readable, clipped to the
 frame. Targets are green, predictions red; each matched pair is joined by a
-thin blue line between the :func:`~trace_tasks.drawing.anchor` of its two
+thin blue line between the :func:`~trace_tasks.family.anchor` of its two
 drawings; for a metric other than IoU every target point and segment end gets
 a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
-``P[key] extra key``) are placed greedily: each tries positions around its
-item and takes the one overlapping the labels already placed and the items
-least, always inside the image area. At the bottom, the legend and the notes:
+``P[key] extra key``) are placed by :mod:`trace_tasks.cli._layout`. At the bottom, the legend and the notes:
 items outside the frame (with a hint when coordinates look normalised, see
 :mod:`trace_tasks.cli._frames`), an image resized to the instance's size, a family
 that gave something undrawable.
@@ -43,6 +41,7 @@ import attrs
 
 from trace_tasks.cli._extraction_view import item_name, plain, show_number
 from trace_tasks.cli._frames import PlacedItem, frame_notes
+from trace_tasks.cli._layout import LABEL_GAP, POINT_RADIUS, Rect, place_label
 from trace_tasks.plugins import (
     DRAWABLES,
     AnnotationExplanation,
@@ -67,9 +66,7 @@ FRAME_RGB = (160, 160, 160)
 WHITE = (255, 255, 255)
 DEFAULT_CANVAS = (640, 480)
 LINE_WIDTH = 3
-POINT_RADIUS = 6
 END_DOT_RADIUS = 3
-LABEL_GAP = 2
 FONT_SIZE = 13
 #: An image area whose longer side is below this is scaled up by a whole factor (at most MAX_SCALE).
 MIN_AREA_SIDE = 480
@@ -89,7 +86,6 @@ FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
 VIZ_MISSING = "drawing needs Pillow: pip install 'trace-core[viz]'"
 
 Rgb = tuple[int, int, int]
-Rect = tuple[float, float, float, float]
 DrawItem = Callable[[Any], Any]
 
 
@@ -283,75 +279,6 @@ def area_scale(width: int, height: int) -> int:
     """The whole factor a ``width`` x ``height`` image is scaled up by (1 when it is large enough)."""
     side = max(width, height, 1)
     return 1 if side >= MIN_AREA_SIDE else min(math.ceil(MIN_AREA_SIDE / side), MAX_SCALE)
-
-
-def overlap(a: Rect, b: Rect) -> float:
-    """The area two rectangles ``(x0, y0, x1, y1)`` share."""
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-
-
-def _clamp(value: float, low: float, high: float) -> float:
-    return min(max(value, low), max(high, low))
-
-
-def label_candidates(bbox: Rect, text: tuple[float, float], below_first: bool) -> list[tuple[float, float]]:
-    """Top-left corners to try for a ``text``-sized label beside ``bbox``, in order of preference."""
-    x0, y0, x1, y1 = bbox
-    tw, th = text
-    gap = LABEL_GAP + POINT_RADIUS
-    above, below = (x0, y0 - th - gap), (x0, y1 + gap)
-    sides = [
-        (x1 + gap, y0),
-        (x0 - tw - gap, y0),
-        (x1 - tw, y0 - th - gap),
-        (x1 - tw, y1 + gap),
-        (x0 + LABEL_GAP, y0 + LABEL_GAP),
-    ]
-    first, second = (below, above) if below_first else (above, below)
-    # Then further out on the preferred side and the other, a line at a time, for crowded places.
-    ladder = [(x, y + k * (th + LABEL_GAP) * sign) for k in (1, 2, 3) for (x, y), sign in ((first, 1), (second, -1))]
-    if not below_first:
-        ladder = [(x, y + k * (th + LABEL_GAP) * sign) for k in (1, 2, 3) for (x, y), sign in ((first, -1), (second, 1))]
-    return [first, second, *sides, *ladder]
-
-
-def _beside_points(near: Sequence[tuple[float, float]], text: tuple[float, float]) -> list[tuple[float, float]]:
-    """Corners to try next to the first and last of ``near`` (a long segment's label goes by its ends)."""
-    tw, th = text
-    gap = LABEL_GAP + POINT_RADIUS
-    ends = [near[0], near[-1]] if near else []
-    return [(px + dx, py + dy) for px, py in ends for dx in (gap, -tw - gap) for dy in (gap, -th - gap)]
-
-
-def _distance(rect: Rect, point: tuple[float, float]) -> float:
-    px, py = point
-    return math.hypot(max(rect[0] - px, 0.0, px - rect[2]), max(rect[1] - py, 0.0, py - rect[3]))
-
-
-def place_label(
-    bbox: Rect,
-    text: tuple[float, float],
-    below_first: bool,
-    placed: Sequence[Rect],
-    items: Sequence[Rect],
-    area: Rect,
-    near: Sequence[tuple[float, float]] = (),
-) -> Rect:
-    """Where a label goes: the candidate (clamped inside ``area``) overlapping ``placed`` labels, then
-    ``items``, least, and nearest to the item's points ``near``; among equals the first (a clamped
-    candidate counts as far as it moved)."""
-    tw, th = text
-    best: tuple[float, Rect] | None = None
-    for rank, (x, y) in enumerate([*label_candidates(bbox, text, below_first), *_beside_points(near, text)]):
-        cx, cy = _clamp(x, area[0], area[2] - tw), _clamp(y, area[1], area[3] - th)
-        rect = (cx, cy, cx + tw, cy + th)
-        cost = 1000.0 * sum(overlap(rect, other) for other in placed)
-        cost += sum(overlap(rect, item) for item in items) + abs(cx - x) + abs(cy - y) + rank
-        cost += min((_distance(rect, p) for p in near), default=0.0)
-        if best is None or cost < best[0]:
-            best = (cost, rect)
-    assert best is not None
-    return best[1]
 
 
 # --- drawing ---
