@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_BAD_INSTANCE)
     explained = explain_response(response, compiled, opts)
     if args.json:
-        print(json.dumps(explanation_json(explained), ensure_ascii=False, allow_nan=False))
+        # ASCII: a response may hold lone surrogates, which no UTF-8 stream can write.
+        print(json.dumps(explanation_json(explained), ensure_ascii=True, allow_nan=False))
     else:
         print("\n".join(_header(args.instance, number, compiled) + list(explained.lines)))
     if args.png:
