@@ -36,7 +36,8 @@ Before timing, both builds' result dicts are compared on every response of
 every shape (a digest per shape) and the difference is reported.
 
 Last, the cost of each stage measured *inside* real calls of this build: the
-stage functions of ``trace_tasks.core.reward_scoring`` are wrapped with timers
+stage functions of ``trace_tasks.core.reward_scoring`` and of the one pipeline
+(``trace_tasks.scoring._pipeline``) are wrapped with timers
 that record exclusive time (a stage's own time, its sub-stages excluded), so
 the stages plus "rest of the call" add up to the instrumented call. Timers add
 their own overhead, printed beside the plain per-call time.
@@ -237,17 +238,17 @@ def floor_runner(shape: str, workload: Any) -> Callable[[], None]:
     return run
 
 
-#: Stage label -> functions of ``trace_tasks.core.reward_scoring`` timed under it (missing ones skipped).
-STAGES: dict[str, tuple[str, ...]] = {
-    "options": ("resolve_options",),
-    "extraction": ("extract", "extract_response"),
-    "answer": ("_score_answer",),
-    "contract gate and target parse": ("_score_annotation",),
-    "prediction parse": ("parse_prediction",),
-    "image size and context": ("find_image_size", "scoring_context"),
-    "matching and scoring": ("score_parsed",),
-    "result dict": ("compose_result",),
-    "rest of the call": ("score_trace_response",),
+#: Stage label -> ``(module, function)`` timed under it: the public face and the one pipeline it runs.
+STAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "options": (("trace_tasks.core.reward_scoring", "resolve_options"),),
+    "target preparation": (("trace_tasks.core.reward_scoring", "prepare_target"),),
+    "extraction": (("trace_tasks.scoring._pipeline", "extract"),),
+    "answer": (("trace_tasks.scoring._pipeline", "matches_answer_target"),),
+    "target and prediction parse": (("trace_tasks.scoring._pipeline", "parse_value"),),
+    "image size and context": (("trace_tasks.scoring._pipeline", "find_image_size"), ("trace_tasks.scoring._pipeline", "scoring_context")),
+    "matching and scoring": (("trace_tasks.scoring._pipeline", "_score"),),
+    "result dict": (("trace_tasks.scoring._pipeline", "compose_result"),),
+    "rest of the call": (("trace_tasks.core.reward_scoring", "score_trace_response"),),
 }
 
 
@@ -280,18 +281,21 @@ class StageClock:
 
 def stage_costs(shape: str, workload: Any) -> tuple[dict[str, float], float]:
     """(us per response per stage inside instrumented calls, plain us per call)."""
+    import importlib
+
     import trace_tasks
     import trace_tasks.core.reward_scoring as rs
 
     items = items_of(shape, workload)
     plain = min(timed(lambda: [trace_tasks.score_trace_response(**i) for i in items]) for _ in range(3))
     clock = StageClock()
-    saved = {}
-    for label, names in STAGES.items():
-        for name in names:
-            if hasattr(rs, name):
-                saved[name] = getattr(rs, name)
-                setattr(rs, name, clock.wrap(label, saved[name]))
+    saved: dict[tuple[Any, str], Any] = {}
+    for label, places in STAGES.items():
+        for module_name, name in places:
+            module = importlib.import_module(module_name)
+            if hasattr(module, name):
+                saved[module, name] = getattr(module, name)
+                setattr(module, name, clock.wrap(label, saved[module, name]))
     try:
         call = rs.score_trace_response
         best: dict[str, float] | None = None
@@ -307,8 +311,8 @@ def stage_costs(shape: str, workload: Any) -> tuple[dict[str, float], float]:
             if best is None or sum(clock.seconds.values()) < sum(best.values()):
                 best = dict(clock.seconds)
     finally:
-        for name, fn in saved.items():
-            setattr(rs, name, fn)
+        for (module, name), fn in saved.items():
+            setattr(module, name, fn)
     assert best is not None
     n = len(items)
     return {label: s / n * 1e6 for label, s in best.items()}, plain / n * 1e6
