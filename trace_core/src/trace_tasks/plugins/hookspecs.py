@@ -1,4 +1,12 @@
-"""Hook specifications of trace_tasks (the plugin contract, version 2).
+"""Hook specifications of trace_tasks (the plugin contract, version 2), in three phases.
+
+* **load time**: ``trace_annotation_types``, ``trace_reward_ids``,
+  ``trace_answer_types``, ``trace_resolve_reward_id``; asked once when the
+  registry is built;
+* **per response**: ``trace_parse_annotation``, ``trace_score_annotation``;
+  called by the scoring pipeline on the responsible plugin only;
+* **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``;
+  optional, asked by ``trace-tasks explain``, reports and frame checks.
 
 A plugin is a module or object exposing functions marked with
 ``trace_tasks.hookimpl`` and named like the specs below; it is found through an
@@ -40,6 +48,11 @@ from trace_tasks.plugins._records import (
 )
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+
+# -------------------------------------------------------------------------
+# load time: asked once, when the registry is built; answers are checked and indexed
+# -------------------------------------------------------------------------
 
 
 @hookspec
@@ -86,6 +99,11 @@ def trace_resolve_reward_id(annotation_type: str) -> str | None:
     """
 
 
+# -------------------------------------------------------------------------
+# per response: called on the responsible plugin only, through a direct reference
+# -------------------------------------------------------------------------
+
+
 @hookspec(firstresult=True)
 def trace_parse_annotation(annotation_type: str, value: object) -> object:
     """Turn a raw value (model output or ``annotation_gt.value``) into the type's parsed value.
@@ -113,15 +131,21 @@ def trace_score_annotation(reward_id: str, prediction: object, target: object, c
     """
 
 
+# -------------------------------------------------------------------------
+# tools: optional capabilities for explain, reports and frame checks, never needed to score
+# -------------------------------------------------------------------------
+
+
 @hookspec(firstresult=True)
 def trace_explain_annotation(
     reward_id: str, prediction: object, target: object, context: ScoringContext
 ) -> AnnotationExplanation | None:
     """Explain a score: the assignment the scorer used, its pairs, unmatched items and keys.
 
-    Optional capability, called by tools (``trace-tasks explain``, frame
-    checks, reports) on the plugin that declared ``reward_id``, never while
-    scoring. ``prediction`` is ``None`` when nothing parsed (every target item
+    Optional capability, called on the plugin that declared ``reward_id`` by
+    the scoring pipeline when a tool keeps the run's trail (``trace-tasks
+    explain``, reports), right after ``trace_score_annotation`` with the very
+    same values and context; never in an ordinary scoring call. ``prediction`` is ``None`` when nothing parsed (every target item
     is then unmatched). Its ``score`` must equal what ``trace_score_annotation``
     returns for the same values. Return ``None`` for an id you do not score.
     """
