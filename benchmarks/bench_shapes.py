@@ -245,7 +245,10 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "extraction": (("trace_tasks.scoring._pipeline", "extract"),),
     "answer": (("trace_tasks.scoring._pipeline", "matches_answer_target"),),
     "target and prediction parse": (("trace_tasks.scoring._pipeline", "parse_value"),),
-    "image size and context": (("trace_tasks.scoring._pipeline", "find_image_size"), ("trace_tasks.scoring._pipeline", "scoring_context")),
+    "image size and context": (
+        ("trace_tasks.scoring._pipeline", "find_image_size"),
+        ("trace_tasks.scoring._pipeline", "scoring_context"),
+    ),
     "matching and scoring": (("trace_tasks.scoring._pipeline", "_score"),),
     "result dict": (("trace_tasks.scoring._pipeline", "compose_result"),),
     "rest of the call": (("trace_tasks.core.reward_scoring", "score_trace_response"),),
@@ -321,7 +324,7 @@ def stage_costs(shape: str, workload: Any) -> tuple[dict[str, float], float]:
 # ---------------------------------------------------------------- report
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", metavar="PYTHON", help="interpreter of the build to compare against")
     parser.add_argument("--count", type=int, default=2400, help="responses per shape (GRPO: about as many)")
@@ -336,6 +339,69 @@ def main(argv: Sequence[str] | None = None) -> None:
         "for instruction counters such as callgrind ('setup' scores nothing more, to subtract)",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
+    return parser
+
+
+def _timed_rounds(
+    builds: list[Build], shapes: list[str], workloads: dict[str, Any], rounds: int
+) -> dict[tuple[str, str], list[float]]:
+    """Seconds per round, by (build name or "floor", shape): the builds alternate order every round."""
+    if len(builds) == 2:
+        for shape in shapes:
+            a, b = (build.ask("digest", shape) for build in builds)
+            print(f"results {shape:<14} {'identical' if a == b else 'DIFFER'} ({a} / {b})")
+    print(f"load average before: {loadavg()}")
+    floors = {shape: floor_runner(shape, workloads[shape]) for shape in shapes}
+    times: dict[tuple[str, str], list[float]] = {(b.name, s): [] for b in builds for s in shapes}
+    for shape in shapes:
+        times["floor", shape] = []
+    for round_ in range(rounds):
+        order = builds if round_ % 2 == 0 else builds[::-1]
+        for shape in shapes:
+            times["floor", shape].append(timed(floors[shape]))  # in the rounds too: the same load
+            for build in order:
+                times[build.name, shape].append(float(build.ask("time", shape)))
+    print(f"load average after:  {loadavg()}")
+    return times
+
+
+def _print_times(
+    builds: list[Build], shapes: list[str], workloads: dict[str, Any], times: dict[tuple[str, str], list[float]], rounds: int
+) -> None:
+    print(f"\nus per response, median of {rounds} alternating rounds; x floor = median / floor")
+    header = f"{'shape':<14} {'floor':>7}"
+    for build in builds:
+        header += f" {build.name:>11} {'x floor':>8}"
+    if len(builds) == 2:
+        header += f" {'speed-up':>9}"
+    print(header)
+    for shape in shapes:
+        n = responses_of(shape, workloads[shape])
+        floor = statistics.median(times["floor", shape]) / n * 1e6
+        line = f"{shape:<14} {floor:7.2f}"
+        medians = []
+        for build in builds:
+            med = statistics.median(times[build.name, shape]) / n * 1e6
+            medians.append(med)
+            line += f" {med:11.2f} {med / floor:7.2f}x"
+        if len(builds) == 2:
+            line += f" {medians[0] / medians[1]:8.2f}x"
+        print(line)
+
+
+def _print_stages(shapes: list[str], workloads: dict[str, Any]) -> None:
+    print("\nstages inside real calls of this tree (us per response, exclusive time; they add up to the instrumented call)")
+    for shape in shapes:
+        if shape == "grpo-compiled":
+            continue
+        costs, plain = stage_costs(shape, workloads[shape])
+        total = sum(costs.values())
+        parts = ", ".join(f"{label} {us:.1f}" for label, us in costs.items() if us > 0.05)
+        print(f"  {shape:<8} instrumented {total:.1f} (plain {plain:.1f}): {parts}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
@@ -364,56 +430,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.baseline:
             builds.insert(0, Build("baseline", args.baseline, path))
         try:
-            if len(builds) == 2:
-                for shape in shapes:
-                    a, b = (build.ask("digest", shape) for build in builds)
-                    print(f"results {shape:<14} {'identical' if a == b else 'DIFFER'} ({a} / {b})")
-            print(f"load average before: {loadavg()}")
-            floors = {shape: floor_runner(shape, workloads[shape]) for shape in shapes}
-            times: dict[tuple[str, str], list[float]] = {(b.name, s): [] for b in builds for s in shapes}
-            for shape in shapes:
-                times["floor", shape] = []
-            for round_ in range(args.rounds):
-                order = builds if round_ % 2 == 0 else builds[::-1]
-                for shape in shapes:
-                    times["floor", shape].append(timed(floors[shape]))  # in the rounds too: the same load
-                    for build in order:
-                        times[build.name, shape].append(float(build.ask("time", shape)))
-            print(f"load average after:  {loadavg()}")
+            times = _timed_rounds(builds, shapes, workloads, args.rounds)
         finally:
             for build in builds:
                 build.close()
 
-    print(f"\nus per response, median of {args.rounds} alternating rounds; x floor = median / floor")
-    header = f"{'shape':<14} {'floor':>7}"
-    for build in builds:
-        header += f" {build.name:>11} {'x floor':>8}"
-    if len(builds) == 2:
-        header += f" {'speed-up':>9}"
-    print(header)
-    for shape in shapes:
-        n = responses_of(shape, workloads[shape])
-        floor = statistics.median(times["floor", shape]) / n * 1e6
-        line = f"{shape:<14} {floor:7.2f}"
-        medians = []
-        for build in builds:
-            med = statistics.median(times[build.name, shape]) / n * 1e6
-            medians.append(med)
-            line += f" {med:11.2f} {med / floor:7.2f}x"
-        if len(builds) == 2:
-            line += f" {medians[0] / medians[1]:8.2f}x"
-        print(line)
-
-    if args.no_stages:
-        return
-    print("\nstages inside real calls of this tree (us per response, exclusive time; they add up to the instrumented call)")
-    for shape in shapes:
-        if shape == "grpo-compiled":
-            continue
-        costs, plain = stage_costs(shape, workloads[shape])
-        total = sum(costs.values())
-        parts = ", ".join(f"{label} {us:.1f}" for label, us in costs.items() if us > 0.05)
-        print(f"  {shape:<8} instrumented {total:.1f} (plain {plain:.1f}): {parts}")
+    _print_times(builds, shapes, workloads, times, args.rounds)
+    if not args.no_stages:
+        _print_stages(shapes, workloads)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from trace_tasks.data import score_trace_batch
+from trace_tasks.data import CompiledInstance, score_trace_batch
 
 T = TypeVar("T")
 Item = Mapping[str, Any]
@@ -33,7 +33,7 @@ class Work(Protocol):
     def item(self) -> dict[str, Any] | None: ...
 
     @property
-    def compiled(self) -> Any: ...
+    def compiled(self) -> CompiledInstance | None: ...
 
 
 ENGINES = ("local", "ray")

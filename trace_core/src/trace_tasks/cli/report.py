@@ -24,9 +24,9 @@ from typing import Any
 from trace_tasks.cli import _drawing
 from trace_tasks.cli._breakdown import reward_breakdown
 from trace_tasks.cli._errors import UsageError
-from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._options import int_at_least
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, FileRoles, open_outputs
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
 from trace_tasks.cli._report_data import (
     Row,
     ScoresFileError,

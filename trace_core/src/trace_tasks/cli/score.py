@@ -24,9 +24,9 @@ from typing import IO, Any
 
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, load_ray_scorer, score_chunks
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from trace_tasks.cli._jsonl import STDIO, Source, dumps, open_source, read_lines
+from trace_tasks.cli._jsonl import Source, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, open_outputs
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, open_outputs
 from trace_tasks.cli._progress import make_progress
 from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots
 from trace_tasks.cli._summary import Summary

@@ -18,7 +18,8 @@ from typing import Any
 
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed
 from trace_tasks.cli._frames import frame_report
-from trace_tasks.cli._jsonl import STDIO, open_binary, read_lines
+from trace_tasks.cli._jsonl import open_binary, read_lines
+from trace_tasks.cli._output import STDIO
 from trace_tasks.data import Problem, instance_report
 from trace_tasks.plugins import get_registry
 

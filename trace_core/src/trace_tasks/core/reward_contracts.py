@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.errors import MissingFamilyError, shown
-from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, OFFICIAL_TYPES, get_registry
+from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, OFFICIAL_TYPES, Registry, get_registry
 
 REWARD_CONTRACT_VERSION = "v0"
 
@@ -134,6 +134,107 @@ def _side_problems(payload: Mapping[str, Any], side: str, first_only: bool) -> l
     return problems
 
 
+def _version_problems(payload: Mapping[str, Any]) -> list[ContractProblem]:
+    """Rule 1: the contract version."""
+    version = payload.get("reward_contract_version")
+    if version == REWARD_CONTRACT_VERSION:
+        return []
+    message = f"reward_contract_version must be {REWARD_CONTRACT_VERSION!r}"
+    got = "it is missing" if "reward_contract_version" not in payload else f"got {shown(version)}"
+    return [ContractProblem("version", f"{_ROOT}.reward_contract_version", message, f"{message}; {got}")]
+
+
+def _answer_id_problems(answer: Mapping[str, Any] | None) -> list[ContractProblem]:
+    """Rule 3: one answer contract scores every answer type."""
+    if answer is None or answer["id"] == ANSWER_REWARD_CONTRACT_ID:
+        return []
+    message = f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
+    return [
+        ContractProblem(
+            "answer_id",
+            f"{_ROOT}.answer.id",
+            message,
+            f"{message} (every answer type is scored by it); got {shown(answer['id'])}",
+        )
+    ]
+
+
+def _family_problems(registry: Registry, declared: str | None, first_only: bool) -> list[ContractProblem]:
+    """An official ``declared`` type whose family is not installed: a ``family`` problem, raised when ``first_only``."""
+    if declared is None or declared in registry.annotation_types or declared not in OFFICIAL_TYPES:
+        return []
+    error = MissingFamilyError(declared, OFFICIAL_TYPES[declared])
+    if first_only:
+        raise error
+    return [ContractProblem("family", f"{_ROOT}.annotation.type", str(error))]
+
+
+def _current_id_problems(
+    registry: Registry, rid: str | None, annotation_type: str | None, declared: str | None
+) -> list[ContractProblem]:
+    """Rule 4: the annotation id is current for some installed type (an orphan id, for a type nobody owns, never is)."""
+    if rid is None:
+        return []
+    reward_entry = registry.reward_ids.get(rid)
+    if reward_entry is not None and reward_entry.current and reward_entry.annotation_type in registry.annotation_types:
+        return []
+    current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
+    if rid in current_ids:
+        return []
+    message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
+    why = registry.not_current_message(rid)
+    detail = why or message
+    if rid in registry.reward_ids and why:  # registered but not current: say which pin would make it so
+        message = f"{message}; {why}"
+    check_type = str(annotation_type).strip() if annotation_type is not None else declared
+    entry = registry.annotation_types.get(check_type) if check_type else None
+    if entry is not None:
+        detail += f"; the current id for annotation type {check_type!r} is {entry.current_reward_id!r}"
+    return [ContractProblem("current", f"{_ROOT}.annotation.id", message, detail)]
+
+
+def _answer_type_problems(answer: Mapping[str, Any] | None, answer_type: str | None) -> list[ContractProblem]:
+    """Rule 5, answer side: the contract's answer type is ``answer_gt.type``."""
+    if answer is None or answer_type is None or answer["type"].strip() == str(answer_type).strip():
+        return []
+    message = "reward_contract.answer.type must match answer_gt.type"
+    detail = f"{message}: the contract says {answer['type']!r}, answer_gt.type is {str(answer_type).strip()!r}"
+    return [ContractProblem("answer_type", f"{_ROOT}.answer.type", message, detail)]
+
+
+def _resolution_problems(
+    annotation_type: str | None, declared: str | None, rid: str | None, id_current: bool, first_only: bool
+) -> list[ContractProblem]:
+    """Rules 5 (annotation side) and 6: the declared type is ``annotation_gt.type``, the id the one it resolves to."""
+    problems: list[ContractProblem] = []
+    if annotation_type is not None:
+        if declared is not None and declared != str(annotation_type).strip():
+            message = "reward_contract.annotation.type must match annotation_gt.type"
+            detail = f"{message}: the contract says {declared!r}, annotation_gt.type is {str(annotation_type).strip()!r}"
+            problems.append(ContractProblem("annotation_type", f"{_ROOT}.annotation.type", message, detail))
+            if first_only:
+                return problems
+        check_type, against = annotation_type, "annotation_gt.type"
+    elif declared is not None:
+        check_type, against = declared, "reward_contract.annotation.type"
+    else:
+        return problems
+    try:
+        resolved = resolve_annotation_reward_contract_id(check_type)
+    except MissingFamilyError:
+        if first_only:
+            raise
+        return problems  # the family problem is reported where the type is
+    except ValueError as exc:
+        problems.append(ContractProblem("type_unknown", f"{_ROOT}.annotation.type", str(exc)))
+        return problems
+    if id_current and rid != resolved:
+        message = f"reward_contract.annotation.id must match the resolved contract for {against} ({resolved})"
+        detail = f"{message}: {rid!r} scores another type; write {resolved!r}"
+        problems.append(ContractProblem("resolved_id", f"{_ROOT}.annotation.id", message, detail))
+    return problems
+
+
 def contract_problems(
     payload: Any,
     *,
@@ -159,99 +260,36 @@ def contract_problems(
         ]
     problems: list[ContractProblem] = []
 
-    def add(problem: ContractProblem) -> bool:
-        problems.append(problem)
-        return first_only
+    def stop(found: list[ContractProblem]) -> bool:
+        """Collect ``found``; whether to stop here (``first_only`` and something found)."""
+        problems.extend(found)
+        return first_only and bool(found)
 
-    version = payload.get("reward_contract_version")
-    if version != REWARD_CONTRACT_VERSION:
-        message = f"reward_contract_version must be {REWARD_CONTRACT_VERSION!r}"
-        got = "it is missing" if "reward_contract_version" not in payload else f"got {shown(version)}"
-        if add(ContractProblem("version", f"{_ROOT}.reward_contract_version", message, f"{message}; {got}")):
-            return problems
+    if stop(_version_problems(payload)):
+        return problems
     answer_side = _side_problems(payload, "answer", first_only)
-    if answer_side:
-        problems += answer_side
-        if first_only:
-            return problems
+    if stop(answer_side):
+        return problems
     answer = payload["answer"] if not answer_side else None
-    if answer is not None and answer["id"] != ANSWER_REWARD_CONTRACT_ID:
-        message = f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
-        if add(
-            ContractProblem(
-                "answer_id",
-                f"{_ROOT}.answer.id",
-                message,
-                f"{message} (every answer type is scored by it); got {shown(answer['id'])}",
-            )
-        ):
-            return problems
+    if stop(_answer_id_problems(answer)):
+        return problems
     annotation_side = _side_problems(payload, "annotation", first_only)
-    if annotation_side:
-        problems += annotation_side
-        if first_only:
-            return problems
+    if stop(annotation_side):
+        return problems
     registry = get_registry()
     annotation = payload["annotation"] if not annotation_side else None
     declared = annotation["type"].strip() if annotation is not None else None
-    if declared is not None and declared not in registry.annotation_types and declared in OFFICIAL_TYPES:
-        error = MissingFamilyError(declared, OFFICIAL_TYPES[declared])
-        if first_only:
-            raise error
-        problems.append(ContractProblem("family", f"{_ROOT}.annotation.type", str(error)))
+    family = _family_problems(registry, declared, first_only)  # raises instead when first_only
+    if family:
+        problems += family
         annotation = None  # its id cannot be checked without the family
     rid = annotation["id"] if annotation is not None else None
-    id_current = True
-    if rid is not None:
-        reward_entry = registry.reward_ids.get(rid)
-        # Current for some installed type (an orphan id, for a type nobody owns, is never current).
-        if reward_entry is None or not reward_entry.current or reward_entry.annotation_type not in registry.annotation_types:
-            current_ids = sorted(e.current_reward_id for e in registry.annotation_types.values())
-            id_current = rid in current_ids
-        if not id_current:
-            message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
-            why = registry.not_current_message(rid)
-            detail = why or message
-            if rid in registry.reward_ids and why:  # registered but not current: say which pin would make it so
-                message = f"{message}; {why}"
-            check_type = str(annotation_type).strip() if annotation_type is not None else declared
-            entry = registry.annotation_types.get(check_type) if check_type else None
-            if entry is not None:
-                detail += f"; the current id for annotation type {check_type!r} is {entry.current_reward_id!r}"
-            if add(ContractProblem("current", f"{_ROOT}.annotation.id", message, detail)):
-                return problems
-    if answer is not None and answer_type is not None and answer["type"].strip() != str(answer_type).strip():
-        message = "reward_contract.answer.type must match answer_gt.type"
-        detail = f"{message}: the contract says {answer['type']!r}, answer_gt.type is {str(answer_type).strip()!r}"
-        if add(ContractProblem("answer_type", f"{_ROOT}.answer.type", message, detail)):
-            return problems
+    current = _current_id_problems(registry, rid, annotation_type, declared)
+    if stop(current) or stop(_answer_type_problems(answer, answer_type)):
+        return problems
     if annotation is None:
         return problems
-    if annotation_type is not None:
-        if declared is not None and declared != str(annotation_type).strip():
-            message = "reward_contract.annotation.type must match annotation_gt.type"
-            detail = f"{message}: the contract says {declared!r}, annotation_gt.type is {str(annotation_type).strip()!r}"
-            if add(ContractProblem("annotation_type", f"{_ROOT}.annotation.type", message, detail)):
-                return problems
-        check_type, against = annotation_type, "annotation_gt.type"
-    elif declared is not None:
-        check_type, against = declared, "reward_contract.annotation.type"
-    else:
-        return problems
-    try:
-        resolved = resolve_annotation_reward_contract_id(check_type)
-    except MissingFamilyError:
-        if first_only:
-            raise
-        return problems  # the family problem is reported where the type is
-    except ValueError as exc:
-        add(ContractProblem("type_unknown", f"{_ROOT}.annotation.type", str(exc)))
-        return problems
-    if id_current and rid != resolved:
-        message = f"reward_contract.annotation.id must match the resolved contract for {against} ({resolved})"
-        detail = f"{message}: {rid!r} scores another type; write {resolved!r}"
-        add(ContractProblem("resolved_id", f"{_ROOT}.annotation.id", message, detail))
-    return problems
+    return problems + _resolution_problems(annotation_type, declared, rid, not current, first_only)
 
 
 def validate_reward_contract_payload(

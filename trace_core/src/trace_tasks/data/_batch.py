@@ -72,7 +72,6 @@ import atexit
 import contextlib
 import gc
 import math
-import multiprocessing
 import multiprocessing.context
 import multiprocessing.spawn
 import os

@@ -15,6 +15,9 @@ from trace_tasks.plugins import Registry, get_registry
 
 __all__ = ["InstanceCache"]
 
+#: What the cache holds per instance: the compiled instance, or the problems of an invalid one.
+_Entry = CompiledInstance | tuple[Problem, ...]
+
 
 def _content_key(data: Any) -> str:
     """The canonical JSON of an instance: equal content, equal key (key order ignored; 1, 1.0 and true differ)."""
@@ -52,7 +55,7 @@ class InstanceCache:
         if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
             raise OptionError(f"maxsize must be a non-negative integer, got {maxsize!r}")
         self.maxsize = maxsize
-        self._entries: collections.OrderedDict[str, CompiledInstance | tuple[Problem, ...]] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[str, _Entry] = collections.OrderedDict()
         self._fast: collections.OrderedDict[bytes, str] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._registry: Registry | None = None
@@ -67,7 +70,7 @@ class InstanceCache:
             self._entries.clear()
             self._fast.clear()
 
-    def _lookup(self, fast: bytes | None, key: str | None, registry: Registry) -> tuple[str | None, Any]:
+    def _lookup(self, fast: bytes | None, key: str | None, registry: Registry) -> tuple[str | None, _Entry | None]:
         """(the canonical key when known, the cached entry or None); call with the lock held."""
         if self._registry is not registry:
             self._entries.clear()
@@ -83,7 +86,7 @@ class InstanceCache:
             self.hits += 1
         return key, entry
 
-    def _store(self, fast: bytes | None, key: str, entry: Any, registry: Registry) -> None:
+    def _store(self, fast: bytes | None, key: str, entry: _Entry, registry: Registry) -> None:
         """Remember ``entry`` (bounded); call with the lock held."""
         if not self.maxsize or self._registry is not registry:
             return

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-def _type_name(instance: object, attribute: attrs.Attribute, value: Any) -> None:
+def _type_name(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
 

@@ -39,6 +39,47 @@ def _mean(total: float, count: int) -> float:
     return total / count if count else 0.0
 
 
+def _keyed_totals(
+    pred: dict[str, Any],
+    gt: dict[str, Any],
+    shared: list[str],
+    prim: Primitive,
+    ctx: ScoringContext,
+    per_key: bool,
+    trail: Trail,
+) -> tuple[float, int, float, int]:
+    """A map's sums over its shared keys: (reward total, assigned count, sum of the key means, keys with a mean).
+
+    ``per_key``: each key holds a set (a set-map), matched by assignment; otherwise one item per key.
+    """
+    total = 0.0
+    assigned = 0
+    mean_sum = 0.0
+    mean_keys = 0
+    # One budget for every key: a set-map cannot multiply the per-response bound by its keys.
+    budget = AssignmentBudget() if per_key else None
+    for key in shared:
+        if per_key:
+            p, g = pred[key], gt[key]
+            matched = match_set(p, g, prim, ctx, budget)
+            total += _set_reward(matched, len(p), len(g))
+            assigned += matched.count
+            if matched.count:
+                mean_sum += matched.total / matched.count
+                mean_keys += 1
+        else:
+            s = prim.similarity(pred[key], gt[key], ctx)
+            if trail is not None:
+                matched = Matched(s, 1, 1, _ONE_PAIR)
+            total += s
+            assigned += 1
+            mean_sum += s
+            mean_keys += 1
+        if trail is not None:
+            trail.append((key, matched))
+    return total, assigned, mean_sum, mean_keys
+
+
 def make_scorer(shape: str, prim: Primitive) -> Scorer:
     """The score function ``(prediction, target, context, trail=None)`` of ``shape`` over ``prim``."""
     mean_key = f"annotation_assigned_{prim.metric}_mean"
@@ -78,30 +119,7 @@ def make_scorer(shape: str, prim: Primitive) -> Scorer:
     def keyed(pred: dict[str, Any], gt: dict[str, Any], ctx: ScoringContext, per_key: bool, trail: Trail) -> AnnotationScore:
         shared = [k for k in gt if k in pred]
         union = len(pred) + len(gt) - len(shared)
-        total = 0.0
-        assigned = 0
-        mean_sum = 0.0
-        mean_keys = 0
-        # One budget for every key: a set-map cannot multiply the per-response bound by its keys.
-        budget = AssignmentBudget() if per_key else None
-        for key in shared:
-            if per_key:
-                p, g = pred[key], gt[key]
-                matched = match_set(p, g, prim, ctx, budget)
-                total += _set_reward(matched, len(p), len(g))
-                assigned += matched.count
-                if matched.count:
-                    mean_sum += matched.total / matched.count
-                    mean_keys += 1
-            else:
-                s = prim.similarity(pred[key], gt[key], ctx)
-                matched = Matched(s, 1, 1, _ONE_PAIR) if trail is not None else None  # type: ignore[assignment]
-                total += s
-                assigned += 1
-                mean_sum += s
-                mean_keys += 1
-            if trail is not None:
-                trail.append((key, matched))
+        total, assigned, mean_sum, mean_keys = _keyed_totals(pred, gt, shared, prim, ctx, per_key, trail)
         reward = 1.0 if union == 0 else total / union
         diag = {
             "annotation_pred_size": float(len(pred)),

@@ -209,7 +209,8 @@ _raw_registry: list[object] = [None]
 def _raw_key(ground_truth: Any) -> Hashable | None:
     kind = type(ground_truth)
     if kind is str or kind is bytes:
-        return ground_truth
+        text: str | bytes = ground_truth  # the exact built-in types, checked just above
+        return text
     if kind is dict and all(type(v) is str or v is None for v in ground_truth.values()):
         return tuple(ground_truth.items())  # one JSON string per column (TRL, Ray)
     return None

@@ -98,7 +98,7 @@ def _uv_run_cmdline() -> list[str] | None:
         return None
     for parent in parents:
         try:
-            cmdline = parent.cmdline()
+            cmdline: list[str] = parent.cmdline()  # psutil has no stubs
         except psutil.Error:
             continue
         if _is_uv_run(cmdline):

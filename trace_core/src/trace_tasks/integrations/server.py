@@ -318,7 +318,8 @@ def create_app(
     waiting up to ``max_wait_seconds`` for room (0: at once).
     ``log_keys``: the ``extra_logs`` keys, ``"charted"`` (default) or ``"all"``.
     """
-    fastapi = require("fastapi", "server")
+    require("fastapi", "server")  # a missing extra raises MissingExtraError naming it
+    from fastapi import FastAPI, Request
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse
 
@@ -338,14 +339,14 @@ def create_app(
     from trace_tasks import __version__
     from trace_tasks.plugins import get_registry
 
-    app = fastapi.FastAPI(title="trace_tasks reward server", version=__version__)
+    app = FastAPI(title="trace_tasks reward server", version=__version__)
 
     @app.get("/health")
     def health() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "annotation_types": sorted(get_registry().annotation_types)}
 
     @app.post("/get_reward")
-    async def get_reward(request: fastapi.Request) -> Any:  # type: ignore[name-defined]  # fastapi is imported lazily
+    async def get_reward(request: Request) -> Any:
         body = await request.body()
         try:
             payload = json.loads(body)

@@ -121,7 +121,7 @@ def completion_text(completion: Any) -> str:
 
 
 def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
-    values = kwargs.get(name)
+    values: Sequence[Any] | None = kwargs.get(name)  # a dataset column, as TRL passes it
     if values is None:
         return [None] * n
     if len(values) != n:

@@ -11,7 +11,7 @@ import attrs
 SHAPES = ("scalar", "set", "sequence", "map", "set_map")
 
 
-def _non_empty(instance: object, attribute: attrs.Attribute, value: str) -> None:
+def _non_empty(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if not isinstance(value, str) or not value.strip() or value != value.strip():
         raise ValueError(f"{attribute.name} must be a non-empty string without surrounding spaces, got {value!r}")
 
@@ -20,7 +20,7 @@ def _ids(value: object) -> tuple[str, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
 
-def _shape(instance: object, attribute: attrs.Attribute, value: str) -> None:
+def _shape(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in SHAPES and value != "":
         raise ValueError(f"shape must be one of {SHAPES} or '', got {value!r}")
 
@@ -49,7 +49,7 @@ class AnnotationTypeSpec:
     parsed_value: str = ""
 
     @reward_ids.validator
-    def _check_ids(self, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    def _check_ids(self, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
         if not value:
             raise ValueError(f"annotation type {self.name!r} declares no reward ids")
         for rid in value:

@@ -300,7 +300,7 @@ def _accepting_spec_kwargs(impl: Any, spec_names: tuple[str, ...]) -> Callable[.
     others here. Without this, ``def trace_parse_annotation(value)`` would fail
     with a TypeError on every response, silently counted as a parse failure.
     """
-    fn = impl.function
+    fn: Callable[..., Any] = impl.function  # a pluggy HookImpl: the plugin's own function
     names = tuple(impl.argnames)
     if set(names) == set(spec_names):
         return fn  # the usual case: no wrapper on the hot path

@@ -249,7 +249,7 @@ def top_level_objects(text: str) -> list[tuple[int, int]]:
 _Positions = list[int] | np.ndarray
 
 
-def _top_level_spans(text: str) -> tuple[_Positions, _Positions]:
+def _top_level_spans(text: str) -> tuple[_Positions, _Positions]:  # noqa: C901  one hand-tuned scan loop: helpers would cost a call per step
     """``top_level_objects`` as starts and ends (numpy arrays once the scan moved to numpy)."""
     spans: list[tuple[int, int]] = []
     n = len(text)
@@ -410,7 +410,8 @@ def _fence_marks(codes: np.ndarray) -> np.ndarray:
     run_starts, per_run = edges[0::2], (edges[1::2] - edges[0::2]) // 3
     run_starts, per_run = run_starts[per_run > 0], per_run[per_run > 0]
     rank = np.arange(int(per_run.sum())) - np.repeat(np.cumsum(per_run) - per_run, per_run)
-    return np.repeat(run_starts, per_run) + 3 * rank
+    marks: np.ndarray = np.repeat(run_starts, per_run) + 3 * rank
+    return marks
 
 
 def _fenced_candidates(text: str) -> tuple[int, list[tuple[int, str]]]:

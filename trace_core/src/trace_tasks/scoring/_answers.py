@@ -90,6 +90,11 @@ def canonical(value: Any, depth: int = 0) -> Any:
         for k, v in value.items():
             normalized[_key_string(k, depth + 1)] = canonical(v, depth + 1)  # later key wins
         return (_DICT, tuple(sorted(normalized.items())))
+    return _canonical_other(value, depth)
+
+
+def _canonical_other(value: Any, depth: int) -> Any:
+    """``canonical`` of the rarer values: complex numbers, bytes, ``...``, numpy scalars and arrays."""
     if isinstance(value, complex):
         if not (math.isfinite(value.real) and math.isfinite(value.imag)):
             return _NoMatch()

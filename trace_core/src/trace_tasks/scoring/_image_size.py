@@ -85,10 +85,7 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
         return None
     budget[0] -= 1
     if isinstance(value, str):
-        parsed, ok = load_json(value) if _charge(budget, 2, len(value)) else (None, False)
-        if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS and _charge(budget, 1, len(value)):
-            parsed, ok = load_literal(value)
-        return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
+        return _size_from_text(value, depth, budget)
     if isinstance(value, np.ndarray):
         # A size column read through pandas/pyarrow arrives as an array.
         value = value.tolist() if value.ndim <= 2 and value.size <= 2 * _MAX_VISITS else None
@@ -96,24 +93,42 @@ def size_from(value: Any, depth: int = 0, budget: list[int] | None = None) -> Si
             return None
     # Lists before mappings: ``[w, h]`` is the common case and the Mapping ABC test costs more.
     if isinstance(value, (list, tuple)):
-        pair = _pair(value)
-        if pair is not None:
-            return pair
-        for item in value[:_MAX_LIST_ITEMS]:
-            if isinstance(item, (list, tuple)) or is_mapping(item):
-                found = size_from(item, depth + 1, budget)
-                if found is not None:
-                    return found
-        return None
+        return _size_from_items(value, depth, budget)
     if is_mapping(value):
-        for key in NESTED_KEYS:
-            if key in value:
-                found = size_from(value[key], depth + 1, budget)
-                if found is not None:
-                    return found
-        w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
-        return (w, h) if w is not None and h is not None else None
+        return _size_from_mapping(value, depth, budget)
     return None
+
+
+def _size_from_text(value: str, depth: int, budget: list[int]) -> Size | None:
+    """A size written as JSON or as a Python literal (each read charged to its budget)."""
+    parsed, ok = load_json(value) if _charge(budget, 2, len(value)) else (None, False)
+    if not ok and len(value) <= _MAX_LITERAL_SIZE_CHARS and _charge(budget, 1, len(value)):
+        parsed, ok = load_literal(value)
+    return size_from(parsed, depth + 1, budget) if ok and not isinstance(parsed, str) else None
+
+
+def _size_from_items(value: list[Any] | tuple[Any, ...], depth: int, budget: list[int]) -> Size | None:
+    """``[w, h]`` itself, else the first size among the first items that are lists or mappings."""
+    pair = _pair(value)
+    if pair is not None:
+        return pair
+    for item in value[:_MAX_LIST_ITEMS]:
+        if isinstance(item, (list, tuple)) or is_mapping(item):
+            found = size_from(item, depth + 1, budget)
+            if found is not None:
+                return found
+    return None
+
+
+def _size_from_mapping(value: Mapping[Any, Any], depth: int, budget: list[int]) -> Size | None:
+    """The first size under a nested key, else the mapping's own width and height keys."""
+    for key in NESTED_KEYS:
+        if key in value:
+            found = size_from(value[key], depth + 1, budget)
+            if found is not None:
+                return found
+    w, h = _first_present(value, WIDTH_KEYS), _first_present(value, HEIGHT_KEYS)
+    return (w, h) if w is not None and h is not None else None
 
 
 def _charge(budget: list[int], kind: int, chars: int) -> bool:

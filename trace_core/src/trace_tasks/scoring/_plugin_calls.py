@@ -96,7 +96,7 @@ def _plain_diagnostics(raw: dict[Any, Any]) -> bool:
         _key_sets_ok[keys] = ok
     if not ok or not _FLOAT.issuperset(map(type, raw.values())):
         return False
-    total = sum(raw.values())
+    total: float = sum(raw.values())  # only floats here (checked just above)
     return total - total == 0.0  # every value finite (a sum that overflows takes the slow path)
 
 
