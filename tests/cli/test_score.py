@@ -272,11 +272,13 @@ class OutputAtEnd(io.RawIOBase):
         return n
 
 
-def test_missing_family_fails_its_lines_naming_the_package() -> None:
+def test_a_disabled_family_fails_its_lines_naming_the_variable() -> None:
     proc = run_cli("score", str(COMBINED), "-q", env={"TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-segment"})
     assert proc.returncode == 1
     rows = read_jsonl(proc.stdout)
     assert len(rows) == 108
     failed = [r for r in rows if "error" in r]
     assert {r["id"].rsplit("-", 1)[0] for r in failed} == {"segment", "segment_set"}
-    assert len(failed) == 18 and all("pip install trace-plugins-segment" in r["error"] for r in failed)
+    assert len(failed) == 18
+    assert all("unset TRACE_TASKS_DISABLE_PLUGINS" in r["error"] and "pip install" not in r["error"] for r in failed)
+    assert all("the trace-plugins-segment family is installed" in r["error"] for r in failed)

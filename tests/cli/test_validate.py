@@ -52,14 +52,17 @@ def test_every_problem_is_reported_with_file_line_and_path(tmp_path: Path) -> No
     assert lines[-1] == f"{problems} problems on 8 lines in 1 file"
 
 
-def test_missing_family_names_the_package(tmp_path: Path) -> None:
+def test_a_disabled_family_names_the_variable(tmp_path: Path) -> None:
     proc = run_cli("validate", str(INSTANCES), env={"TRACE_TASKS_DISABLE_PLUGINS": "trace-plugins-point"})
     assert proc.returncode == 1
     out = proc.stdout.decode()
     point_lines = [line for line in out.splitlines() if "point" in line and "$.annotation_gt.type" in line]
     # 15 point-family instances: point, point_set, point_sequence, point_map, point_set_map (3 each).
     assert len(point_lines) == 15
-    assert all("pip install trace-plugins-point" in line for line in point_lines)
+    # Installed but disabled: the line says to unset the variable, not to install the package.
+    unset = "$.annotation_gt.type: unset TRACE_TASKS_DISABLE_PLUGINS (or take the family out of it)"
+    assert all(unset in line for line in point_lines)
+    assert all("trace-plugins-point family is installed" in line and "pip install" not in line for line in point_lines)
     assert "segment" not in out  # segments belong to another family, still installed
 
 

@@ -366,8 +366,9 @@ def test_family_resolves_its_current_id(widget_family: None) -> None:
 def test_family_contract_validation(widget_family: None) -> None:
     assert validate_reward_contract_payload(widget_contract(), annotation_type="test_widget") is None
     retired = validate_reward_contract_payload(widget_contract("test_widget_hit_v0"))
-    assert retired is not None and retired.startswith("reward_contract.annotation.id must be one of")
-    assert "test_widget_hit_v1" in retired
+    assert retired is not None and retired.startswith("reward id 'test_widget_hit_v0' is not current: rebuild the contracts")
+    assert "(they will name 'test_widget_hit_v1')" in retired
+    assert "; reward_contract.annotation.id must be one of {" in retired  # the rule, last
 
 
 def test_family_scores_through_the_core(widget_family: None) -> None:

@@ -8,10 +8,23 @@ import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from trace_tasks import PluginConflictError, PluginLoadError, PluginValidationError
+from trace_tasks import (
+    AnswerTypeSpec,
+    MissingFamilyError,
+    PluginConflictError,
+    PluginLoadError,
+    PluginValidationError,
+    hookimpl,
+    instance_problems,
+    plugins,
+    resolve_reward_contract,
+    score_trace_response,
+    validate_reward_contract_payload,
+)
 from trace_tasks.plugins import ALLOW_ENV, BLOCK_ENV, build_registry
 
 FAMILY_SOURCE = """
@@ -245,3 +258,133 @@ def test_block_list_wins_over_allow_list(two_fakes: FakeSite, monkeypatch: pytes
     monkeypatch.setenv(ALLOW_ENV, "fake_good,fake_broken")
     monkeypatch.setenv(BLOCK_ENV, "fake_broken")
     assert set(build_registry().annotation_types) == {"fake_good"}
+
+
+# --- the plugin an error is about (``PluginError.plugin``, as pluggy's errors carry it) ----------
+
+
+def test_a_load_error_names_its_plugin(site: FakeSite) -> None:
+    site.distribution("fake-family", {"fake_broken": site.module("broken", "raise ImportError('nope')\n")})
+    with pytest.raises(PluginLoadError) as info:
+        build_registry()
+    assert info.value.plugin == "fake_broken"  # the entry-point name, which is the registered name
+
+
+def test_a_conflict_names_the_second_plugin(site: FakeSite) -> None:
+    site.distribution("fake-family", {"fake_first": site.family("first", "fake_shared", "fake_first_v0")})
+    site.distribution("fake-other-family", {"fake_second": site.family("second", "fake_shared", "fake_second_v0")})
+    with pytest.raises(PluginConflictError) as info:
+        build_registry()
+    assert info.value.plugin == "fake_second"  # loaded second (entry points load by name): the one to disable
+
+
+def test_a_validation_error_names_its_plugin(site: FakeSite) -> None:
+    site.distribution("fake-family", {"fake_typo": site.module("typo", MISSPELLED_SOURCE)})
+    with pytest.raises(PluginValidationError) as info:
+        build_registry()
+    assert info.value.plugin == "fake_typo"
+    module = importlib.import_module(site.module("noparse", NO_PARSER_SOURCE))  # no entry point: registered in-process
+    with pytest.raises(PluginValidationError) as info:
+        build_registry([("noparse", module)], load_entry_points=False)
+    assert info.value.plugin == "noparse"  # an in-process plugin: its registered name
+
+
+def test_an_in_process_name_conflict_names_the_plugin() -> None:
+    plugins.register_plugin(_Answers(), "fake_in_process")
+    try:
+        with pytest.raises(PluginConflictError) as info:
+            plugins.register_plugin(_Answers(), "fake_in_process")
+        assert info.value.plugin == "fake_in_process"
+    finally:
+        plugins.unregister_plugin("fake_in_process")
+
+
+class _Answers:
+    """A plugin that only declares an answer type (enough to be a valid plugin)."""
+
+    @hookimpl
+    def trace_answer_types(self) -> list[AnswerTypeSpec]:
+        return [AnswerTypeSpec("fake_in_process_answer")]
+
+
+# --- an installed official family filtered out by the environment --------------------------------
+
+
+def _bbox_contract() -> dict[str, Any]:
+    return {
+        "reward_contract_version": "v0",
+        "answer": {"id": "answer_exact_match_v0", "type": "integer"},
+        "annotation": {"id": "bbox_soft_iou_v0", "type": "bbox"},
+    }
+
+
+@pytest.fixture
+def plugin_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """The selection variables unset; the process-wide registry rebuilt around the test with them restored."""
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    monkeypatch.delenv(BLOCK_ENV, raising=False)
+    plugins.reset_registry()
+    yield monkeypatch
+    monkeypatch.undo()
+    plugins.reset_registry()
+
+
+DISABLED = "unset TRACE_TASKS_DISABLE_PLUGINS (or take the family out of it) to score annotation type 'bbox'"
+LEFT_OUT = "add trace-plugins-bbox to TRACE_TASKS_PLUGINS (or unset it) to score annotation type 'bbox'"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "advice"),
+    [
+        (BLOCK_ENV, "bbox", DISABLED),  # the entry-point name
+        (BLOCK_ENV, "trace-plugins-bbox", DISABLED),  # the distribution
+        (ALLOW_ENV, "point,trace-plugins-segment", LEFT_OUT),
+        (ALLOW_ENV, "", LEFT_OUT),
+    ],
+)
+def test_a_disabled_family_says_which_variable_to_change(
+    plugin_env: pytest.MonkeyPatch, variable: str, value: str, advice: str
+) -> None:
+    plugin_env.setenv(variable, value)
+    plugins.reset_registry()
+    registry = plugins.get_registry()
+    assert registry.disabled["bbox"] == registry.disabled["bbox_set_map"] == variable
+    assert ("point" in registry.disabled) is (value == "")  # a family that is loaded is not disabled
+
+    def check(error: MissingFamilyError) -> None:
+        message = str(error)
+        assert message.startswith(advice), message  # what to do first
+        assert "the trace-plugins-bbox family is installed" in message and "pip install" not in message
+        assert (error.disabled_by, error.distribution, error.annotation_type) == (variable, "trace-plugins-bbox", "bbox")
+
+    with pytest.raises(MissingFamilyError) as caught:
+        resolve_reward_contract(answer_type="integer", annotation_type="bbox")
+    check(caught.value)
+    with pytest.raises(MissingFamilyError) as caught:
+        validate_reward_contract_payload(_bbox_contract())
+    check(caught.value)
+    with pytest.raises(MissingFamilyError) as caught:
+        score_trace_response(
+            response='{"answer": 3, "annotation": [0, 0, 10, 10]}',
+            answer_gt={"type": "integer", "value": 3},
+            annotation_gt={"type": "bbox", "value": [0, 0, 10, 10]},
+            reward_contract=_bbox_contract(),
+        )
+    check(caught.value)
+    instance = {
+        "answer_gt": {"type": "integer", "value": 3},
+        "annotation_gt": {"type": "bbox", "value": [0, 0, 10, 10]},
+        "reward_contract": _bbox_contract(),
+    }
+    problems = instance_problems(instance)
+    assert [p.path for p in problems] == ["$.annotation_gt.type"]  # reported once, where the type is
+    assert problems[0].message.startswith(advice) and "pip install" not in problems[0].message
+
+
+def test_a_family_that_is_not_installed_still_says_pip_install(plugin_env: pytest.MonkeyPatch) -> None:
+    registry = build_registry(load_entry_points=False)  # nothing skipped: nothing is known to be disabled
+    assert registry.disabled == {}
+    error = registry.missing_family("bbox")
+    assert error is not None and error.disabled_by is None
+    assert str(error).endswith("which is not installed: pip install trace-plugins-bbox")
+    assert plugins.get_registry().missing_family("bbox") is None  # installed and loaded here

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,12 @@ def test_a_registered_but_not_current_id_is_refused_with_the_pin_to_set(register
     with pytest.raises(UnknownRewardIdError) as caught:
         registry.check_reward_id(V0)
     message = str(caught.value)
-    assert f"the current id is '{V1}' (the owner's default)" in message
+    # What to do first (rebuild the contracts, or pin the id), then the facts.
+    assert message.startswith(
+        f"reward id '{V0}' is not current: rebuild the contracts with resolve_reward_contract (they will name '{V1}'), "
+        f"or pin '{V0}' to score them as they are"
+    )
+    assert message.endswith(f"whose current id is '{V1}' (the owner's default)")
     assert f"{PINS_ENV}=interval={V0}" in message and f"trace_tasks.pin_reward_id('interval', '{V0}')" in message
 
     problem = validate_reward_contract_payload(_contract("interval", V0), answer_type="integer", annotation_type="interval")
@@ -213,15 +219,24 @@ def test_a_registered_but_not_current_id_is_refused_with_the_pin_to_set(register
 
     pin_reward_id("interval", V0)
     assert validate_reward_contract_payload(_contract("interval", V0), annotation_type="interval") is None
-    with pytest.raises(UnknownRewardIdError, match=f"pinned by trace_tasks.pin_reward_id\\(\\).*{PINS_ENV}=interval={V1}"):
+    with pytest.raises(UnknownRewardIdError) as caught:
         get_registry().check_reward_id(V1)
+    message = str(caught.value)
+    assert f"they will name '{V0}'), or pin '{V1}' back to score them as they are" in message
+    pin_back = message.index(f"trace_tasks.pin_reward_id('interval', '{V1}')")
+    assert pin_back < message.index("pinned by trace_tasks.pin_reward_id()")  # what to do before the facts
+    assert f"{PINS_ENV}=interval={V1}" not in message  # an in-process pin wins over the variable: it would not help
 
 
 def test_validation_names_the_pin_to_set_for_a_registered_id(register: Any) -> None:
     register(IntervalFamily(current=V1), "interval")
     problem = validate_reward_contract_payload(_contract("interval", V0), answer_type="integer", annotation_type="interval")
-    assert problem is not None and problem.startswith("reward_contract.annotation.id must be one of {")
+    assert problem is not None and problem.startswith(f"reward id '{V0}' is not current: rebuild the contracts")
     assert f"{PINS_ENV}=interval={V0}" in problem and f"'{V1}'" in problem
+    # The rule's current ids (one per installed type) come last, capped.
+    rule = problem.index("; reward_contract.annotation.id must be one of {")
+    assert problem.index(f"{PINS_ENV}=interval={V0}") < rule
+    assert re.search(r" and \d+ more\}$", problem[rule:]), problem[rule:]
 
 
 def test_resolve_reward_contract_emits_the_pinned_id(register: Any) -> None:
@@ -556,7 +571,9 @@ def test_without_the_bbox_owner_giou_is_an_orphan(giou_rewards: object) -> None:
     with pytest.raises(UnknownRewardIdError, match="pip install trace-plugins-bbox"):
         registry.check_reward_id(GIOU)
     with pytest.raises(
-        RewardPinError, match="pins annotation type 'bbox', which no installed family owns \\(pip install trace-plugins-bbox\\)"
+        RewardPinError,
+        match=r"^pin a type an installed family owns, or load its family \(pip install trace-plugins-bbox\): "
+        r"pin_reward_id\(\) pins annotation type 'bbox', which no installed family owns$",
     ):
         build_registry([("bbox_giou", giou_rewards)], load_entry_points=False, pins={"bbox": GIOU})
 
@@ -564,18 +581,19 @@ def test_without_the_bbox_owner_giou_is_an_orphan(giou_rewards: object) -> None:
 def test_plugins_check_lists_the_orphan(
     register: Any, giou_rewards: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("TRACE_TASKS_PLUGINS", "")  # load no entry point: the bbox owner is not installed
+    monkeypatch.setenv("TRACE_TASKS_PLUGINS", "")  # load no entry point: the bbox owner is installed but left out
     reset_registry()
     register(giou_rewards, "bbox_giou")
+    left_out = "trace-plugins-bbox is installed but TRACE_TASKS_PLUGINS leaves it out: add it there"
     assert main(["plugins", "--check"]) == 1
     out, err = capsys.readouterr()
     (line,) = out.splitlines()
     assert line.startswith("bbox bbox_giou_v1: orphan: plugin 'bbox_giou' declares reward id 'bbox_giou_v1'")
-    assert "pip install trace-plugins-bbox" in line and "1 problems" in err
+    assert left_out in line and "pip install" not in line and "1 problems" in err
 
     assert main(["plugins"]) == 0  # the listing shows it as a problem; only --check fails on it
     out = capsys.readouterr().out
-    assert "PROBLEMS (1)" in out and "pip install trace-plugins-bbox" in out.split("PROBLEMS (1)")[1]
+    assert "PROBLEMS (1)" in out and left_out in out.split("PROBLEMS (1)")[1]
     assert main(["plugins", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["orphan_reward_ids"] == {
@@ -589,5 +607,8 @@ def test_plugins_check_lists_the_orphan(
     out, err = capsys.readouterr()
     assert out == ""
     (line,) = err.splitlines()
-    assert line.startswith("trace-tasks: error: RewardPinError: TRACE_TASKS_REWARD_IDS pins annotation type 'bbox'")
-    assert "pip install trace-plugins-bbox" in line
+    # What to do first: fix the pin, or load the family (here: the allow-list leaves it out); then what is wrong.
+    assert line.startswith(
+        f"trace-tasks: error: RewardPinError: correct or remove bbox={GIOU} in TRACE_TASKS_REWARD_IDS, or load its family ({left_out}"
+    )
+    assert line.endswith("TRACE_TASKS_REWARD_IDS pins annotation type 'bbox', which no installed family owns")

@@ -34,6 +34,7 @@ __all__ = [
     "TraceTasksError",
     "UnknownRewardIdError",
     "UnknownTypeError",
+    "listed",
     "shown",
     "suggest",
 ]
@@ -63,16 +64,26 @@ class ContractError(TraceTasksError, ValueError):
 
 
 class MissingFamilyError(TraceTasksError, ImportError):
-    """An official annotation type was asked for but its family is not installed (or is disabled)."""
+    """An official annotation type was asked for but its family is not installed (or is disabled).
+
+    ``disabled_by`` names the variable that filtered out the installed family
+    (``TRACE_TASKS_PLUGINS``, an allow-list, or ``TRACE_TASKS_DISABLE_PLUGINS``);
+    the message then leads with the change to make to it instead of ``pip install``.
+    """
 
     def __init__(self, annotation_type: str, distribution: str, *, disabled_by: str | None = None) -> None:
         self.annotation_type = annotation_type
         self.distribution = distribution
         self.disabled_by = disabled_by
-        if disabled_by:
+        if disabled_by == "TRACE_TASKS_PLUGINS":  # the allow-list (trace_tasks.plugins.ALLOW_ENV)
             message = (
-                f"annotation type {annotation_type!r} belongs to the {distribution} family, which {disabled_by} "
-                f"disables: remove it from that variable to score {annotation_type!r}"
+                f"add {distribution} to {disabled_by} (or unset it) to score annotation type {annotation_type!r}: "
+                f"the {distribution} family is installed, but {disabled_by} leaves it out"
+            )
+        elif disabled_by:
+            message = (
+                f"unset {disabled_by} (or take the family out of it) to score annotation type {annotation_type!r}: "
+                f"the {distribution} family is installed, but {disabled_by} disables it"
             )
         else:
             message = (
@@ -188,6 +199,15 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def listed(names: Iterable[str], limit: int = 5) -> str:
+    """``names`` comma-separated for a message: the first ``limit``, then how many more (``a, b and 3 more``)."""
+    items = list(names)
+    if not items:
+        return "none"
+    text = ", ".join(items[:limit])
+    return f"{text} and {len(items) - limit} more" if len(items) > limit else text
 
 
 def shown(value: object, limit: int = 60) -> str:

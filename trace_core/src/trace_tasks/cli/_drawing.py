@@ -42,6 +42,7 @@ import attrs
 from trace_tasks.cli._extraction_view import item_name, plain, show_number
 from trace_tasks.cli._frames import PlacedItem, frame_notes
 from trace_tasks.cli._layout import LABEL_GAP, POINT_RADIUS, Rect, place_label
+from trace_tasks.errors import OptionError
 from trace_tasks.plugins import (
     DRAWABLES,
     AnnotationExplanation,
@@ -98,11 +99,11 @@ class CannotDraw(RuntimeError):
 
 
 def picture_format(path: str) -> str:
-    """``PNG`` or ``JPEG`` for the file name ``path``; ``ValueError`` for any other suffix."""
+    """``PNG`` or ``JPEG`` for the file name ``path``; :class:`~trace_tasks.errors.OptionError` (a ``ValueError``) for any other suffix."""
     suffix = Path(path).suffix.lower()
     found = FORMATS.get(suffix)
     if found is None:
-        raise ValueError(
+        raise OptionError(
             f"--png {path}: cannot tell the picture format from {suffix or 'a name without a suffix'!r}; "
             "name the file .png (PNG) or .jpg/.jpeg (JPEG)"
         )
@@ -539,7 +540,7 @@ def _outside_items(everything: list[Figure], frame: tuple[float, float]) -> list
 
 
 def render(path: str, explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs: Any) -> Picture:
-    """:func:`render_image`, written to ``path`` (PNG or JPEG by its suffix; ``ValueError`` for any other)."""
+    """:func:`render_image`, written to ``path`` (PNG or JPEG by its suffix; ``OptionError`` for any other)."""
     fmt = picture_format(path)
     canvas, picture = render_image(explanation, draw_item, **kwargs)
     buffer = io.BytesIO()

@@ -51,7 +51,7 @@ def add_scoring_options(parser: argparse.ArgumentParser) -> None:
 
 
 def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword options for the scorer; raises ``ValueError`` naming a bad one."""
+    """The keyword options for the scorer; raises :class:`~trace_tasks.errors.OptionError` (a ``ValueError``) naming a bad one."""
     options = {
         "trace_reward_mode": args.mode,
         "answer_weight": args.answer_weight,

@@ -13,8 +13,8 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.errors import MissingFamilyError, shown
-from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, OFFICIAL_TYPES, Registry, get_registry
+from trace_tasks.errors import ContractError, MissingFamilyError, UnknownTypeError, listed, shown
+from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, Registry, get_registry
 
 REWARD_CONTRACT_VERSION = "v0"
 
@@ -61,16 +61,17 @@ class RewardContract:
 def _type_name(value: Any, side: str) -> str:
     name = value.strip() if isinstance(value, str) else ""
     if not name:
-        raise ValueError(f"reward_contract requires a non-empty {side} type")
+        raise ContractError(f"reward_contract requires a non-empty {side} type")
     return name
 
 
 def resolve_annotation_reward_contract_id(annotation_type: str) -> str:
     """The current reward id for ``annotation_type`` (stripped).
 
-    Raises ``ValueError`` for an empty or unknown type and
-    :class:`~trace_tasks.errors.MissingFamilyError` for an official type whose
-    family is not installed.
+    Raises :class:`~trace_tasks.errors.ContractError` for an empty type,
+    :class:`~trace_tasks.errors.UnknownTypeError` for an unknown one (both
+    ``ValueError``) and :class:`~trace_tasks.errors.MissingFamilyError` for an
+    official type whose family is not installed or is disabled.
     """
     return get_registry().current_reward_id(_type_name(annotation_type, "annotation"))
 
@@ -82,7 +83,7 @@ def resolve_reward_contract(*, answer_type: str, annotation_type: str) -> Reward
     registry = get_registry()
     annotation_id = registry.current_reward_id(annotation)
     if answer not in registry.answer_types:
-        raise ValueError(
+        raise UnknownTypeError(
             f"unsupported answer type for reward_contract: {answer}; registered: {', '.join(sorted(registry.answer_types))}"
         )
     return RewardContract(
@@ -160,10 +161,13 @@ def _answer_id_problems(answer: Mapping[str, Any] | None) -> list[ContractProble
 
 
 def _family_problems(registry: Registry, declared: str | None, first_only: bool) -> list[ContractProblem]:
-    """An official ``declared`` type whose family is not installed: a ``family`` problem, raised when ``first_only``."""
-    if declared is None or declared in registry.annotation_types or declared not in OFFICIAL_TYPES:
+    """An official ``declared`` type whose family is not loaded (not installed, or disabled).
+
+    A ``family`` problem; raised instead when ``first_only``.
+    """
+    error = registry.missing_family(declared) if declared is not None else None
+    if error is None:
         return []
-    error = MissingFamilyError(declared, OFFICIAL_TYPES[declared])
     if first_only:
         raise error
     return [ContractProblem("family", f"{_ROOT}.annotation.type", str(error))]
@@ -184,11 +188,11 @@ def _current_id_problems(
     message = "reward_contract.annotation.id must be one of {" + ", ".join(current_ids) + "}"
     why = registry.not_current_message(rid)
     detail = why or message
-    if rid in registry.reward_ids and why:  # registered but not current: say which pin would make it so
-        message = f"{message}; {why}"
+    if reward_entry is not None and why:  # registered but not current: what to do (rebuild, or pin) first, the ids last
+        message = f"{why}; reward_contract.annotation.id must be one of {{{listed(current_ids)}}}"
     check_type = str(annotation_type).strip() if annotation_type is not None else declared
     entry = registry.annotation_types.get(check_type) if check_type else None
-    if entry is not None:
+    if entry is not None and (reward_entry is None or entry.name != reward_entry.annotation_type):  # not said by ``why``
         detail += f"; the current id for annotation type {check_type!r} is {entry.current_reward_id!r}"
     return [ContractProblem("current", f"{_ROOT}.annotation.id", message, detail)]
 

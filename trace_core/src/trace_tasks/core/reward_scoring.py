@@ -59,7 +59,8 @@ def score_trace_response(
     invalid option, :class:`~trace_tasks.errors.ResponseTypeError` (also a
     ``TypeError``) for a non-string response, and
     :class:`~trace_tasks.errors.MissingFamilyError` when an official annotation
-    type's family is not installed (answer-and-annotation mode).
+    type's family is not installed or is disabled (answer-and-annotation mode;
+    the message names the package to install or the variable to change).
     """
     opts = resolve_options(
         trace_reward_mode, answer_weight, annotation_weight, format_weight, trace_annotation_reward_formula, point_half_life_px

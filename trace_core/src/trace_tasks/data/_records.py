@@ -44,7 +44,7 @@ __all__ = [
 
 def _type_name(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty string, got {value!r}")
+        raise RecordError(f"{attribute.name} must be a non-empty string, got {value!r}")
 
 
 @attrs.frozen(slots=True)
@@ -99,7 +99,7 @@ converter = cattrs.Converter(forbid_extra_keys=True)
 def _strict_str(value: Any, _: type) -> str:
     # cattrs would turn 5 into "5"; a type name or id that is not a string is a data error.
     if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {type(value).__name__}")
+        raise RecordError(f"expected a string, got {type(value).__name__}")
     return value
 
 
@@ -111,15 +111,15 @@ converter.register_unstructure_hook(RewardContractSide, lambda s: s.to_dict())
 
 def _structure_contract(value: Any, _: type) -> RewardContract:
     if not isinstance(value, Mapping):
-        raise ValueError("reward_contract must be an object")
+        raise RecordError("reward_contract must be an object")
     # The rules that need no instance types; the id against annotation_gt.type is
     # checked once the instance is built (_check_contract), with the better message.
     problems = contract_problems(value, first_only=True)
     if problems and problems[0].rule != "resolved_id":
-        raise ValueError(problems[0].message)
+        raise RecordError(problems[0].message)
     extra = set(value) - {"reward_contract_version", "answer", "annotation"}
     if extra:
-        raise ValueError(f"reward_contract has unknown keys {sorted(extra)}")
+        raise RecordError(f"reward_contract has unknown keys {sorted(extra)}")
     return RewardContract(
         value["reward_contract_version"],
         RewardContractSide(value["answer"]["id"], value["answer"]["type"]),

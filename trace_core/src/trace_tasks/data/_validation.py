@@ -34,9 +34,9 @@ import cattrs
 
 from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
-from trace_tasks.errors import MissingFamilyError, Problem, shown, suggest
+from trace_tasks.errors import Problem, shown, suggest
 from trace_tasks.limits import MAX_TARGET_LITERAL_BUDGET
-from trace_tasks.plugins import OFFICIAL_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
+from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import is_mapping, literal_budget
 from trace_tasks.scoring import HEIGHT_KEYS, NESTED_KEYS, UNPARSED, WIDTH_KEYS, Size, size_from
 
@@ -165,8 +165,9 @@ def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, prob
     parts.entry = registry.annotation_types.get(name)
     if parts.entry is not None:
         return
-    if name in OFFICIAL_TYPES:
-        problems.append(Problem("$.annotation_gt.type", str(MissingFamilyError(name, OFFICIAL_TYPES[name]))))
+    missing = registry.missing_family(name)  # an official type: install it, or enable it (TRACE_TASKS_PLUGINS...)
+    if missing is not None:
+        problems.append(Problem("$.annotation_gt.type", str(missing)))
         return
     owned = registry.annotation_types
     problems.append(
@@ -178,7 +179,7 @@ def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, prob
     )
 
 
-def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
+def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Problem], registry: Registry) -> None:
     if "reward_contract" not in data:
         return  # the structure check reports the missing field
     payload = data["reward_contract"]
@@ -188,7 +189,7 @@ def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Proble
     ):
         if problem.rule == "type_unknown" and parts.annotation_type is not None and not annotation_known:
             continue  # reported at $.annotation_gt.type
-        if problem.rule == "family" and problem.message == _missing_family_message(parts.annotation_type):
+        if problem.rule == "family" and problem.message == _missing_family_message(parts.annotation_type, registry):
             continue  # the same missing family, reported at $.annotation_gt.type
         problems.append(Problem(problem.path, problem.explained))
     if is_mapping(payload):
@@ -199,10 +200,9 @@ def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Proble
             )
 
 
-def _missing_family_message(name: str | None) -> str | None:
-    if name is None or name not in OFFICIAL_TYPES:
-        return None
-    return str(MissingFamilyError(name, OFFICIAL_TYPES[name]))
+def _missing_family_message(name: str | None, registry: Registry) -> str | None:
+    missing = registry.missing_family(name) if name is not None else None
+    return str(missing) if missing is not None else None
 
 
 def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
@@ -280,7 +280,7 @@ def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list
         return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
     problems: list[Problem] = []
     _check_types(data, registry, parts, problems)
-    _check_contract(data, parts, problems)
+    _check_contract(data, parts, problems, registry)
     contract_ok = not any(p.path.startswith("$.reward_contract") for p in problems)
     seen = set(problems)
     for problem in _structure(data, cls, contract_ok):

@@ -81,7 +81,6 @@ import attrs
 from trace_tasks.errors import AnnotationParseError
 from trace_tasks.plugins import (
     DRAWABLES,
-    OFFICIAL_TYPES,
     AnnotationExplanation,
     AnnotationTypeEntry,
     Registry,
@@ -683,8 +682,8 @@ def orphan_problems(registry: Registry) -> list[KitProblem]:
     for rid, entry in registry.orphan_reward_ids.items():
         dist = distributions.get(entry.plugin)
         who = f"plugin {entry.plugin!r}" + (f" (distribution {dist})" if dist else "")
-        owner = OFFICIAL_TYPES.get(entry.annotation_type)
-        hint = f"; install its owner: pip install {owner}" if owner else ""
+        advice = registry.family_advice(entry.annotation_type)  # pip install, or the variable that disables it
+        hint = f"; load its owner: {advice}" if advice else ""
         out.append(
             KitProblem(
                 entry.annotation_type, rid, "orphan",
@@ -714,8 +713,8 @@ def check_family(registry: Registry | None = None, types: Iterable[str] | str | 
         orphans = [p for p in orphan_problems(registry) if p.annotation_type in names]
         orphaned = {e.annotation_type for e in registry.orphan_reward_ids.values()}
         for name in [n for n in names if n not in registry.annotation_types]:
-            distribution = OFFICIAL_TYPES.get(name)
-            hint = f" (pip install {distribution})" if distribution else ""
+            advice = registry.family_advice(name)
+            hint = f" ({advice})" if advice else ""
             if name not in orphaned:
                 report.add(name, "", "installed", f"no installed plugin owns annotation type {name!r}{hint}")
         names = [n for n in names if n in registry.annotation_types]

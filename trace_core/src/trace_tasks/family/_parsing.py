@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trace_tasks.errors import AnnotationParseError
+from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.limits import MAX_COLLECTION_ITEMS
 from trace_tasks.plugins import SHAPES
@@ -38,7 +38,7 @@ def _as_list(value: Any) -> list[Any]:
 
 def _item_parser(prim: Primitive) -> Callable[[Any], Any]:
     if prim.parse_item is None:
-        raise ValueError(f"primitive {prim.name!r} has no parse_item: only the type's owner parses")
+        raise FamilyDefinitionError(f"primitive {prim.name!r} has no parse_item: only the type's owner parses")
     return prim.parse_item
 
 
@@ -83,4 +83,4 @@ def make_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
         return lambda value: parse_map(value, parse_item)
     if shape == "set_map":
         return lambda value: parse_map(value, lambda v: parse_collection(v, prim))
-    raise ValueError(f"unknown shape {shape!r}; expected one of {SHAPES}")
+    raise FamilyDefinitionError(f"unknown shape {shape!r}; expected one of {SHAPES}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
+from trace_tasks.errors import FamilyDefinitionError
 from trace_tasks.family._assignment import AssignmentBudget
 from trace_tasks.family._matching import _ONE_PAIR, Matched, match_sequence, match_set
 from trace_tasks.family._primitives import Primitive
@@ -142,7 +143,7 @@ def make_scorer(shape: str, prim: Primitive) -> Scorer:
         return lambda p, g, ctx, trail=None: keyed(p, g, ctx, False, trail)
     if shape == "set_map":
         return lambda p, g, ctx, trail=None: keyed(p, g, ctx, True, trail)
-    raise ValueError(f"unknown shape {shape!r}; expected one of {SHAPES}")
+    raise FamilyDefinitionError(f"unknown shape {shape!r}; expected one of {SHAPES}")
 
 
 def _items(values: Any, key: str, shape: str) -> list[ExplainedItem]:

@@ -18,7 +18,8 @@ Rules:
   (a ``ValueError``) naming the row and listing every problem, because a broken
   dataset row silently scored 0 (or 0.5) would hide the bug for a whole run.
   A row that is no instance at all (not JSON, not a mapping, a required field
-  missing) raises a plain ``ValueError`` with the same row name.
+  missing) raises a :class:`~trace_tasks.errors.RecordError` (a ``ValueError``)
+  with the same row name.
   Each adapter surfaces that error the way its trainer shows it best
   (``docs/integrations.md``).
 * Scorer options come from the adapter's keyword arguments (the trainer's
@@ -50,6 +51,7 @@ import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache
+from trace_tasks.errors import OptionError, RecordError, TraceTasksError
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import resolve_options
 
@@ -85,7 +87,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
-class MissingExtraError(ImportError):
+class MissingExtraError(TraceTasksError, ImportError):
     """An optional dependency of an integration is not installed."""
 
 
@@ -107,10 +109,10 @@ def scorer_options(options: Mapping[str, Any], *, strict: bool) -> dict[str, Any
     """
     unknown = sorted(set(options) - set(SCORER_OPTIONS))
     if strict and unknown:
-        raise ValueError(f"unknown scorer option(s) {unknown}; accepted: {list(SCORER_OPTIONS)}")
+        raise OptionError(f"unknown scorer option(s) {unknown}; accepted: {list(SCORER_OPTIONS)}")
     picked = {name: options[name] for name in SCORER_OPTIONS if name in options}
     merged = {**_DEFAULTS, **picked}
-    resolve_options(*(merged[name] for name in SCORER_OPTIONS))  # raises ValueError naming the bad option
+    resolve_options(*(merged[name] for name in SCORER_OPTIONS))  # raises OptionError naming the bad option
     return picked
 
 
@@ -127,7 +129,7 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
     if kind in _PLAIN_SCALARS:  # exact type checks first: this runs on every row
         return value
     if _depth > 64:
-        raise ValueError("ground truth is nested more than 64 levels deep")
+        raise RecordError("ground truth is nested more than 64 levels deep")
     if kind is list or kind is tuple:
         return [to_plain(v, _depth + 1) for v in value]
     if kind is dict:
@@ -147,9 +149,10 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
     """The instance mapping of a trainer row: a mapping, or a JSON string (or bytes) of one.
 
     Fields stored as their own JSON strings (one dataset column per field) are
-    decoded, numpy values become plain Python. Raises ``ValueError`` (with
-    ``where`` in the message) when the row is not an instance at all: this is
-    the dataset's fault, never the model's. Whether the instance can be scored
+    decoded, numpy values become plain Python. Raises
+    :class:`~trace_tasks.errors.RecordError` (a ``ValueError``, with ``where``
+    in the message) when the row is not an instance at all: this is the
+    dataset's fault, never the model's. Whether the instance can be scored
     is :func:`compile_ground_truth`'s business.
     """
     if isinstance(ground_truth, (bytes, bytearray)):
@@ -159,15 +162,15 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
         try:
             ground_truth = json.loads(ground_truth)
         except (ValueError, RecursionError) as exc:
-            raise ValueError(f"{where} is a string but not JSON: {exc}") from exc
+            raise RecordError(f"{where} is a string but not JSON: {exc}") from exc
     if not isinstance(ground_truth, Mapping):
-        raise ValueError(
+        raise RecordError(
             f"{where} must be a trace instance (a mapping or its JSON string with "
             f"{', '.join(REQUIRED_FIELDS)}), got {type(ground_truth).__name__}"
         )
     missing = [name for name in REQUIRED_FIELDS if ground_truth.get(name) is None]
     if missing:
-        raise ValueError(f"{where} lacks {missing}; a trace instance needs {list(REQUIRED_FIELDS)}")
+        raise RecordError(f"{where} lacks {missing}; a trace instance needs {list(REQUIRED_FIELDS)}")
     instance = {}
     for name in REQUIRED_FIELDS + SIZE_FIELDS:
         value = ground_truth.get(name)
@@ -178,7 +181,7 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
         instance[name] = value
     for name in REQUIRED_FIELDS:
         if not isinstance(instance[name], Mapping):
-            raise ValueError(f"{where}: {name} must be a mapping, got {type(instance[name]).__name__}")
+            raise RecordError(f"{where}: {name} must be a mapping, got {type(instance[name]).__name__}")
     return instance
 
 
@@ -193,7 +196,7 @@ def load_instance_field(value: str, *, name: str, where: str) -> Any:
     except (ValueError, RecursionError) as exc:
         if name not in REQUIRED_FIELDS:
             return value
-        raise ValueError(f"{where}: {name} is a string but not JSON: {exc}") from exc
+        raise RecordError(f"{where}: {name} is a string but not JSON: {exc}") from exc
 
 
 _Compiled = tuple[CompiledInstance, dict[str, Any]]
@@ -221,10 +224,12 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
 
     Validates through the strict path (cached by content in
     :data:`INSTANCE_CACHE`) and raises :class:`~trace_tasks.instances.InstanceError`
-    naming ``where`` and listing every problem, or a plain ``ValueError`` from
-    :func:`load_instance` for a row that is no instance at all (both are the
-    dataset's fault; catch ``ValueError`` for either). The second value holds the
-    inputs that are not part of the instance (``image_sizes``), to pass to
+    naming ``where`` and listing every problem, or a
+    :class:`~trace_tasks.errors.RecordError` from :func:`load_instance` for a row
+    that is no instance at all (both are the dataset's fault, and an
+    ``InstanceError`` is a ``RecordError``: catch ``RecordError``, or
+    ``ValueError``, for either). The second value holds the inputs that are
+    not part of the instance (``image_sizes``), to pass to
     :meth:`~trace_tasks.instances.CompiledInstance.score`; treat it as read-only.
     """
     key = _raw_key(ground_truth)
@@ -335,7 +340,7 @@ def logged_keys(log_keys: str) -> tuple[str, ...]:
         return CHARTED_KEYS
     if log_keys == "all":
         return stable_keys()
-    raise ValueError(f"log_keys must be one of {list(LOG_KEY_SETS)}, got {log_keys!r}")
+    raise OptionError(f"log_keys must be one of {list(LOG_KEY_SETS)}, got {log_keys!r}")
 
 
 def diagnostics(result: Mapping[str, float]) -> dict[str, float]:

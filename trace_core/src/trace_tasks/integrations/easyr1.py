@@ -39,7 +39,8 @@ Errors: every input's instance is validated through the strict path
 of rollouts compiles its ground truth once) before anything is scored. A
 broken one raises :class:`~trace_tasks.instances.InstanceError` (a
 ``ValueError``) naming ``reward_inputs[i].ground_truth`` and listing every
-problem; an invalid option raises ``ValueError``. EasyR1 calls the function
+problem; an invalid option raises :class:`~trace_tasks.errors.OptionError` (a
+``ValueError``). EasyR1 calls the function
 with no ``try`` (``verl/workers/reward/function.py`` l.95) inside a Ray actor
 whose result the trainer takes with ``ray.get`` (``verl/trainer/ray_trainer.py``
 l.519), so the run stops with the message. Model output never raises.
@@ -51,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union, overload
 
 from trace_tasks.data import CompiledInstance
+from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import (
     compile_ground_truth,
     diagnostics,
@@ -79,7 +81,7 @@ class ComputeScore:
 
     def __init__(self, *, log_keys: str, diagnostics: bool, options: Mapping[str, Any]) -> None:
         if not isinstance(diagnostics, bool):
-            raise ValueError(f"diagnostics must be True or False, got {diagnostics!r}")
+            raise OptionError(f"diagnostics must be True or False, got {diagnostics!r}")
         self.log_keys = log_keys
         self.keys = tuple(dict.fromkeys(("overall", "accuracy", *logged_keys(log_keys))))
         self.diagnostics = diagnostics
@@ -99,7 +101,7 @@ class ComputeScore:
         compiled_all = []
         for i, item in enumerate(reward_inputs):
             if not isinstance(item, Mapping):
-                raise ValueError(f"reward_inputs[{i}] must be a mapping, got {type(item).__name__}")
+                raise OptionError(f"reward_inputs[{i}] must be a mapping, got {type(item).__name__}")
             compiled_all.append(self._compile(item, f"reward_inputs[{i}].ground_truth"))
         return [self._score(item, entry, picked) for item, entry in zip(reward_inputs, compiled_all, strict=True)]
 

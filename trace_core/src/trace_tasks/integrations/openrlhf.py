@@ -46,7 +46,8 @@ prompt whose rollouts all score 0 has zero advantage and trains nothing.
 ``on_invalid="raise"`` logs the same line and raises the
 :class:`~trace_tasks.instances.InstanceError` instead (OpenRLHF 0.9.0 does not
 catch it: ``ray.get`` in ``experience_maker.py`` l.418 re-raises, and the run
-stops with the message). An invalid option raises ``ValueError``. Model output
+stops with the message). An invalid option raises
+:class:`~trace_tasks.errors.OptionError` (a ``ValueError``). Model output
 never raises.
 """
 
@@ -62,6 +63,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from trace_tasks.data import CompiledInstance
+from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import (
     REFUSED_KEY,
     SPECIAL_TOKENS,
@@ -111,9 +113,9 @@ def _options_from_env() -> dict[str, Any]:
     try:
         options = json.loads(raw)
     except ValueError as exc:
-        raise ValueError(f"{OPTIONS_ENV} must be a JSON object of scorer options: {exc}") from exc
+        raise OptionError(f"{OPTIONS_ENV} must be a JSON object of scorer options: {exc}") from exc
     if not isinstance(options, Mapping):
-        raise ValueError(f"{OPTIONS_ENV} must be a JSON object of scorer options, got {raw!r}")
+        raise OptionError(f"{OPTIONS_ENV} must be a JSON object of scorer options, got {raw!r}")
     return scorer_options(options, strict=True)
 
 
@@ -122,7 +124,7 @@ def _check_lengths(queries: Sequence[Any], prompts: Sequence[Any] | None, labels
     if prompts is None:
         prompts = [None] * n
     if len(prompts) != n or len(labels) != n:
-        raise ValueError(f"query, prompts and labels must have the same length, got {n}, {len(prompts)}, {len(labels)}")
+        raise OptionError(f"query, prompts and labels must have the same length, got {n}, {len(prompts)}, {len(labels)}")
     return prompts
 
 
@@ -167,9 +169,11 @@ def score_queries(
 
     ``options`` must already be picked and validated (:func:`scorer_options`);
     ``log_keys`` picks the ``extra_logs`` keys (``"all"``: every always-present
-    key; ``"charted"``). Raises ``ValueError`` for mismatched lengths and
+    key; ``"charted"``). Raises :class:`~trace_tasks.errors.OptionError` (a
+    ``ValueError``) for mismatched lengths and
     :class:`~trace_tasks.instances.InstanceError` naming ``labels[i]`` for the
-    first broken label, ``ValueError`` for one that is no instance at all
+    first broken label, :class:`~trace_tasks.errors.RecordError` (a ``ValueError``)
+    for one that is no instance at all
     (every label is compiled before any query is scored).
     """
     keys = logged_keys(log_keys)
@@ -253,7 +257,7 @@ def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **o
     """
     keys = logged_keys(log_keys)
     if on_invalid not in ON_INVALID:
-        raise ValueError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
+        raise OptionError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
     picked = scorer_options(options, strict=True)
 
     def reward_func(queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:

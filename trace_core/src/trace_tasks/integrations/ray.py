@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trace_tasks.data import MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch
+from trace_tasks.errors import TraceTasksError
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SCORER_OPTIONS,
@@ -82,7 +83,7 @@ ROW_OPTION_COLUMNS: tuple[str, ...] = (*SCORER_OPTIONS, "image_sizes", "extra_in
 UV_RUN_ENV = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 
 
-class UvRunError(RuntimeError):
+class UvRunError(TraceTasksError, RuntimeError):
     """Ray would start its workers through ``uv run``; see :func:`uv_run_problem`."""
 
 

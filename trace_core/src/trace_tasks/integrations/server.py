@@ -37,11 +37,11 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from trace_tasks.data import InstanceCache, InstanceError
-from trace_tasks.errors import MissingFamilyError
+from trace_tasks.errors import MissingFamilyError, OptionError, TraceTasksError
 from trace_tasks.integrations import _common
 from trace_tasks.integrations._common import load_instance, logged_keys, require, scorer_options
 from trace_tasks.integrations.openrlhf import score_queries
-from trace_tasks.plugins import OFFICIAL_TYPES, get_registry
+from trace_tasks.plugins import get_registry
 
 __all__ = [
     "CONFIG_ENV",
@@ -211,23 +211,23 @@ class BodyLimit:
 
 
 def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None, list[Any]]:
-    """The three lists of a request, or ``ValueError`` describing the wrong shape."""
+    """The three lists of a request, or :class:`~trace_tasks.errors.OptionError` (a ``ValueError``) describing the wrong shape."""
     queries = payload.get("query")
     prompts = payload.get("prompts")
     labels = payload.get("labels")
     if not isinstance(queries, list):
-        raise ValueError('"query" must be a list of strings (prompt + response)')
+        raise OptionError('"query" must be a list of strings (prompt + response)')
     if prompts is not None and not isinstance(prompts, list):
-        raise ValueError('"prompts" must be a list of strings')
+        raise OptionError('"prompts" must be a list of strings')
     if not isinstance(labels, list):
-        raise ValueError('"labels" must be a list of trace instances (objects or their JSON strings)')
+        raise OptionError('"labels" must be a list of trace instances (objects or their JSON strings)')
     bad = next((i for i, q in enumerate(queries) if not isinstance(q, str)), None)
     if bad is not None:
-        raise ValueError(f'"query"[{bad}] must be a string')
+        raise OptionError(f'"query"[{bad}] must be a string')
     if prompts is not None:
         bad = next((i for i, p in enumerate(prompts) if not isinstance(p, str)), None)
         if bad is not None:
-            raise ValueError(f'"prompts"[{bad}] must be a string')
+            raise OptionError(f'"prompts"[{bad}] must be a string')
     return queries, prompts, labels
 
 
@@ -235,7 +235,7 @@ def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | Non
 LABEL_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
 
 
-class InvalidLabels(ValueError):
+class InvalidLabels(TraceTasksError, ValueError):
     """Labels that cannot be scored honestly; ``errors`` holds ``(label index, InstanceError)`` pairs."""
 
     def __init__(self, errors: list[tuple[int, InstanceError]]) -> None:
@@ -265,9 +265,10 @@ _OWN_CACHE = InstanceCache(maxsize=4096)
 def validate_labels(labels: list[Any]) -> None:
     """Validate every label before scoring any.
 
-    Raises ``ValueError`` for a label that is no instance at all (not JSON, a
-    required field missing), :class:`MissingFamilyError` for a type whose
-    official family is not installed (a deployment error), and
+    Raises :class:`~trace_tasks.errors.RecordError` (a ``ValueError``) for a
+    label that is no instance at all (not JSON, a required field missing),
+    :class:`MissingFamilyError` for a type whose official family is not
+    installed or is disabled (a deployment error), and
     :class:`InvalidLabels` listing every problem of every invalid label.
     """
     registry = get_registry()
@@ -279,8 +280,9 @@ def validate_labels(labels: list[Any]) -> None:
         fields = {name: instance.get(name) for name in LABEL_FIELDS if instance.get(name) is not None}
         annotation = fields.get("annotation_gt")
         name = annotation.get("type") if isinstance(annotation, Mapping) else None
-        if isinstance(name, str) and name.strip() in OFFICIAL_TYPES and name.strip() not in registry.annotation_types:
-            raise MissingFamilyError(name.strip(), OFFICIAL_TYPES[name.strip()])
+        missing = registry.missing_family(name.strip()) if isinstance(name, str) else None
+        if missing is not None:
+            raise missing
         try:
             cache.compile(fields, record=where)
         except InstanceError as exc:
@@ -298,7 +300,7 @@ def _validate_and_score(
 
 def _positive_int(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise OptionError(f"{name} must be a positive integer, got {value!r}")
     return value
 
 
@@ -327,12 +329,12 @@ def create_app(
     if max_inflight_bytes is not None:
         _positive_int("max_inflight_bytes", max_inflight_bytes)
         if max_inflight_bytes < max_request_bytes:
-            raise ValueError(
+            raise OptionError(
                 f"max_inflight_bytes ({max_inflight_bytes}) must be at least max_request_bytes ({max_request_bytes}): "
                 "a request of the largest size accepted could never be served"
             )
     if isinstance(max_wait_seconds, bool) or not isinstance(max_wait_seconds, (int, float)) or not 0 <= max_wait_seconds < 3600:
-        raise ValueError(f"max_wait_seconds must be a number of seconds in [0, 3600), got {max_wait_seconds!r}")
+        raise OptionError(f"max_wait_seconds must be a number of seconds in [0, 3600), got {max_wait_seconds!r}")
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 

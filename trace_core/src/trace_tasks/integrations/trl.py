@@ -59,6 +59,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from trace_tasks.data import CompiledInstance
+from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SIZE_FIELDS,
@@ -106,7 +107,7 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
     if not isinstance(completion, Sequence):
-        raise ValueError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+        raise OptionError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
     for message in reversed(completion):
         if isinstance(message, Mapping) and message.get("role") == "assistant":
             content = message.get("content")
@@ -125,7 +126,7 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
     if values is None:
         return [None] * n
     if len(values) != n:
-        raise ValueError(f"dataset column {name!r} has {len(values)} values for {n} completions")
+        raise OptionError(f"dataset column {name!r} has {len(values)} values for {n} completions")
     return values
 
 
@@ -133,7 +134,7 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
     n = len(completions)
     missing = [name for name in REQUIRED_FIELDS if name not in kwargs]
     if missing:
-        raise ValueError(
+        raise OptionError(
             f"the dataset lacks the column(s) {missing}; trace rewards need {list(REQUIRED_FIELDS)} "
             f"(got columns {sorted(k for k in kwargs if not k.startswith('log_'))})"
         )
@@ -194,7 +195,7 @@ class _Logger:
 
     def __init__(self, *, log_metrics: bool, log_extra: bool, log_keys: str) -> None:
         if not isinstance(log_metrics, bool) or not isinstance(log_extra, bool):
-            raise ValueError(f"log_metrics and log_extra must be True or False, got {log_metrics!r}, {log_extra!r}")
+            raise OptionError(f"log_metrics and log_extra must be True or False, got {log_metrics!r}, {log_extra!r}")
         self.keys = metric_keys(log_keys)
         self.log_metrics = log_metrics
         self.log_extra = log_extra
@@ -216,7 +217,7 @@ class _Logger:
 def _check_component(component: str) -> None:
     keys = stable_keys()
     if component not in keys:
-        raise ValueError(f"unknown component {component!r}; choose one of {list(keys)}")
+        raise OptionError(f"unknown component {component!r}; choose one of {list(keys)}")
 
 
 def _name(func: Any, name: str | None, component: str, doc: str) -> None:
@@ -229,7 +230,7 @@ def _sync_func(component: str, scorer: _BatchScorer, logger: _Logger | None) -> 
         prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
     ) -> list[Optional[float]]:
         if completions is None:
-            raise ValueError("TRL reward functions are called with completions=[...]")
+            raise OptionError("TRL reward functions are called with completions=[...]")
         results = scorer.score(completions, kwargs)
         if logger is not None:
             logger(kwargs, results)
@@ -243,7 +244,7 @@ def _async_func(component: str, scorer: _BatchScorer, logger: _Logger | None) ->
         prompts: Any = None, completions: Any = None, completion_ids: Any = None, **kwargs: Any
     ) -> list[Optional[float]]:
         if completions is None:
-            raise ValueError("TRL reward functions are called with completions=[...]")
+            raise OptionError("TRL reward functions are called with completions=[...]")
         # Scoring is CPU work: a thread keeps TRL's event loop free for the other async functions.
         results = await asyncio.to_thread(scorer.score, completions, kwargs)
         if logger is not None:

@@ -37,7 +37,8 @@ Errors: every row's instance is validated through the strict path
 (:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
 of rollouts compiles its ground truth once). A broken one raises
 :class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming the row
-and listing every problem; an invalid option raises ``ValueError``. verl 0.9.1
+and listing every problem; an invalid option raises
+:class:`~trace_tasks.errors.OptionError` (a ``ValueError``). verl 0.9.1
 does not catch exceptions of a custom reward function: the reward-loop naive
 and dapo managers await it with no ``try``
 (``experimental/reward_loop/reward_manager/naive.py`` l.66-84), the worker
@@ -56,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trace_tasks.data import CompiledInstance
+from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import compile_ground_truth, logged_keys, row_options, scorer_options
 
 __all__ = [
@@ -85,7 +87,7 @@ class _Scorer:
 
     def __init__(self, *, returns: str, log_keys: str, options: Mapping[str, Any]) -> None:
         if returns not in RETURN_SHAPES:
-            raise ValueError(f"returns must be one of {list(RETURN_SHAPES)}, got {returns!r}")
+            raise OptionError(f"returns must be one of {list(RETURN_SHAPES)}, got {returns!r}")
         self.returns = returns
         self.log_keys = log_keys
         self.keys = logged_keys(log_keys)
@@ -134,11 +136,11 @@ class ComputeScoreBatch(_Scorer):
     ) -> list[dict[str, float] | float]:
         n = len(solution_strs)
         if len(ground_truths) != n:
-            raise ValueError(f"got {n} solution_strs but {len(ground_truths)} ground_truths")
+            raise OptionError(f"got {n} solution_strs but {len(ground_truths)} ground_truths")
         if extra_infos is None:
             extra_infos = [None] * n
         elif len(extra_infos) != n:
-            raise ValueError(f"got {n} solution_strs but {len(extra_infos)} extra_infos")
+            raise OptionError(f"got {n} solution_strs but {len(extra_infos)} extra_infos")
         options = _merged(self.options, kwargs)
         # Every row first: a broken instance raises before anything is scored.
         compiled = [compile_ground_truth(truth, where=f"ground_truths[{i}]") for i, truth in enumerate(ground_truths)]

@@ -7,13 +7,15 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.errors import FamilyDefinitionError
+
 #: The collection shapes a type may declare (``AnnotationTypeSpec.shape``); "" is any other.
 SHAPES = ("scalar", "set", "sequence", "map", "set_map")
 
 
 def _non_empty(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if not isinstance(value, str) or not value.strip() or value != value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty string without surrounding spaces, got {value!r}")
+        raise FamilyDefinitionError(f"{attribute.name} must be a non-empty string without surrounding spaces, got {value!r}")
 
 
 def _ids(value: object) -> tuple[str, ...]:
@@ -22,7 +24,7 @@ def _ids(value: object) -> tuple[str, ...]:
 
 def _shape(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in SHAPES and value != "":
-        raise ValueError(f"shape must be one of {SHAPES} or '', got {value!r}")
+        raise FamilyDefinitionError(f"shape must be one of {SHAPES} or '', got {value!r}")
 
 
 @attrs.frozen(slots=True)
@@ -51,7 +53,7 @@ class AnnotationTypeSpec:
     @reward_ids.validator
     def _check_ids(self, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
         if not value:
-            raise ValueError(f"annotation type {self.name!r} declares no reward ids")
+            raise FamilyDefinitionError(f"annotation type {self.name!r} declares no reward ids")
         for rid in value:
             _non_empty(self, attribute, rid)
 

@@ -35,6 +35,8 @@ from trace_tasks.errors import (
     PluginValidationError,
     RewardPinError,
     UnknownRewardIdError,
+    UnknownTypeError,
+    listed,
     suggest,
 )
 from trace_tasks.plugins import hookspecs
@@ -130,26 +132,46 @@ class Registry:
     type_indicator_keys: tuple[tuple[str, str], ...]
     #: Reward ids declared for a type no installed plugin owns: unusable until the owner is installed.
     orphan_reward_ids: Mapping[str, RewardEntry] = attrs.field(factory=dict)
+    #: Official annotation types whose family is installed but was not loaded, and the variable that
+    #: filtered it out (:data:`ALLOW_ENV` or :data:`BLOCK_ENV`): ``{"bbox": "TRACE_TASKS_DISABLE_PLUGINS"}``.
+    disabled: Mapping[str, str] = attrs.field(factory=dict)
 
     def annotation_type(self, name: str) -> AnnotationTypeEntry:
         """The entry for ``name``; raises for a missing official family or an unknown type."""
         entry = self.annotation_types.get(name)
         if entry is not None:
             return entry
-        raise_for_unknown_type(name, self.annotation_types)
+        raise_for_unknown_type(name, self.annotation_types, self.disabled)
+
+    def missing_family(self, name: str) -> MissingFamilyError | None:
+        """The error for an official type whose family is not loaded (not installed, or disabled), else ``None``."""
+        distribution = OFFICIAL_TYPES.get(name)
+        if distribution is None or name in self.annotation_types:
+            return None
+        return MissingFamilyError(name, distribution, disabled_by=self.disabled.get(name))
+
+    def family_advice(self, annotation_type: str) -> str:
+        """What to do to get the official family of ``annotation_type`` loaded (install or enable it); "" for another type."""
+        return _family_advice(annotation_type, self.disabled)
 
     def current_reward_id(self, annotation_type: str) -> str:
         return self.annotation_type(annotation_type).current_reward_id
 
     def not_current_message(self, reward_id: str) -> str | None:
-        """Why ``reward_id`` cannot score now, or ``None`` when it is current for its type."""
+        """Why ``reward_id`` cannot score now, or ``None`` when it is current for its type.
+
+        For an id registered for its type but not current (another id is the
+        owner's default, or the user pinned another), the message leads with
+        what to do: rebuild the contracts (they will name the current id), or
+        pin the id (back); then the facts.
+        """
         entry = self.reward_ids.get(reward_id)
         if entry is None:
             orphan = self.orphan_reward_ids.get(reward_id)
             if orphan is not None:
                 return (
                     f"reward id {reward_id!r} scores annotation type {orphan.annotation_type!r}, "
-                    f"which no installed family owns{_install_hint(orphan.annotation_type)}"
+                    f"which no installed family owns{_install_hint(orphan.annotation_type, self.disabled)}"
                 )
             return (
                 f"unknown annotation reward id {reward_id!r}{suggest(reward_id, self.reward_ids)}; "
@@ -157,13 +179,18 @@ class Registry:
             )
         if entry.current:
             return None
-        type_entry = self.annotation_types[entry.annotation_type]
+        name = entry.annotation_type
+        type_entry = self.annotation_types[name]
+        current = type_entry.current_reward_id
         why = f"pinned by {type_entry.pinned_by}" if type_entry.pinned_by else "the owner's default"
+        in_process = f"trace_tasks.pin_reward_id({name!r}, {reward_id!r})"
+        # An in-process pin wins over the variable for the same type: then only pin_reward_id() helps.
+        how = in_process if type_entry.pinned_by == IN_PROCESS_PIN else f"{PINS_ENV}={name}={reward_id} or {in_process}"
+        back = " back" if type_entry.pinned_by else ""
         return (
-            f"reward id {reward_id!r} is registered for annotation type {entry.annotation_type!r} but not current: "
-            f"the current id is {type_entry.current_reward_id!r} ({why}); to score {reward_id!r}, pin it: "
-            f"{PINS_ENV}={entry.annotation_type}={reward_id} or "
-            f"trace_tasks.pin_reward_id({entry.annotation_type!r}, {reward_id!r})"
+            f"reward id {reward_id!r} is not current: rebuild the contracts with resolve_reward_contract "
+            f"(they will name {current!r}), or pin {reward_id!r}{back} to score them as they are ({how}); "
+            f"{reward_id!r} is registered for annotation type {name!r}, whose current id is {current!r} ({why})"
         )
 
     def check_reward_id(self, reward_id: str) -> RewardEntry:
@@ -174,17 +201,37 @@ class Registry:
         return self.reward_ids[reward_id]
 
 
-def _install_hint(annotation_type: str) -> str:
+#: ``pinned_by`` of a type pinned with :func:`pin_reward_id` (which wins over :data:`PINS_ENV`).
+IN_PROCESS_PIN = "trace_tasks.pin_reward_id()"
+
+
+def _family_advice(annotation_type: str, disabled: Mapping[str, str]) -> str:
     distribution = OFFICIAL_TYPES.get(annotation_type)
-    return f" (pip install {distribution})" if distribution else ""
+    if distribution is None:
+        return ""
+    variable = disabled.get(annotation_type)
+    if variable == ALLOW_ENV:
+        return f"{distribution} is installed but {ALLOW_ENV} leaves it out: add it there, or unset {ALLOW_ENV}"
+    if variable:
+        return f"{distribution} is installed but {variable} disables it: unset {variable}, or take the family out of it"
+    return f"pip install {distribution}"
 
 
-def raise_for_unknown_type(name: str, known: Iterable[str]) -> NoReturn:
-    """Raise ``MissingFamilyError`` for an official type, ``ValueError`` otherwise."""
+def _install_hint(annotation_type: str, disabled: Mapping[str, str]) -> str:
+    advice = _family_advice(annotation_type, disabled)
+    return f" ({advice})" if advice else ""
+
+
+def raise_for_unknown_type(name: str, known: Iterable[str], disabled: Mapping[str, str] | None = None) -> NoReturn:
+    """Raise :class:`MissingFamilyError` for an official type, :class:`UnknownTypeError` (a ``ValueError``) otherwise.
+
+    ``disabled`` is :attr:`Registry.disabled`: an official type found there is
+    installed but filtered out, and the error names the variable to change.
+    """
     distribution = OFFICIAL_TYPES.get(name)
     if distribution is not None:
-        raise MissingFamilyError(name, distribution)
-    raise ValueError(f"unsupported annotation type for reward_contract: {name}{suggest(name, known)}")
+        raise MissingFamilyError(name, distribution, disabled_by=(disabled or {}).get(name))
+    raise UnknownTypeError(f"unsupported annotation type for reward_contract: {name}{suggest(name, known)}")
 
 
 def _env_list(name: str) -> set[str] | None:
@@ -194,12 +241,13 @@ def _env_list(name: str) -> set[str] | None:
     return {part.strip() for part in raw.split(",") if part.strip()}
 
 
-def _selected(ep: metadata.EntryPoint, allow: set[str] | None, block: set[str] | None) -> bool:
+def _skipped_by(ep: metadata.EntryPoint, allow: set[str] | None, block: set[str] | None) -> str | None:
+    """The variable that filters ``ep`` out (:data:`ALLOW_ENV` or :data:`BLOCK_ENV`), or ``None`` to load it."""
     dist = ep.dist.name if ep.dist is not None else None
     names = {ep.name} | ({dist} if dist else set())
     if allow is not None and not names & allow:
-        return False
-    return not (block and names & block)
+        return ALLOW_ENV
+    return BLOCK_ENV if block and names & block else None
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -234,53 +282,61 @@ class _Who:
 _SPEC_NAMES = tuple(name for name in dir(hookspecs) if name.startswith("trace_"))
 
 
-def _unmarked_hooks(pm: pluggy.PluginManager, plugin: object, where: str) -> None:
+def _unmarked_hooks(pm: pluggy.PluginManager, plugin: object, name: str, where: str) -> None:
     """Refuse functions that look like hooks but are not registered as ones.
 
     pluggy silently ignores a function without ``@hookimpl`` and a misspelled
     unmarked one, so the plugin would load and then never be asked.
     """
     registered = {caller.name for caller in pm.get_hookcallers(plugin) or ()}
-    for name in dir(plugin):
-        if not name.startswith("trace_") or name in registered or not callable(getattr(plugin, name, None)):
+    for attribute in dir(plugin):
+        if not attribute.startswith("trace_") or attribute in registered or not callable(getattr(plugin, attribute, None)):
             continue
-        if name in _SPEC_NAMES:
-            raise PluginValidationError(f"{where} defines {name} but it is not marked @trace_tasks.hookimpl")
-        hint = suggest(name, _SPEC_NAMES)
+        if attribute in _SPEC_NAMES:
+            raise PluginValidationError(f"{where} defines {attribute} but it is not marked @trace_tasks.hookimpl", plugin=name)
+        hint = suggest(attribute, _SPEC_NAMES)
         if hint:
-            raise PluginValidationError(f"{where} defines {name}, which is not a trace_tasks hook{hint}")
+            raise PluginValidationError(f"{where} defines {attribute}, which is not a trace_tasks hook{hint}", plugin=name)
 
 
 def _register(pm: pluggy.PluginManager, plugin: object, name: str, where: str) -> None:
     try:
         pm.register(plugin, name=name)
     except ValueError as exc:
-        raise PluginConflictError(f"plugin name {name!r} is already registered") from exc
+        raise PluginConflictError(f"plugin name {name!r} is already registered", plugin=name) from exc
     except pluggy.PluginValidationError as exc:
-        raise PluginValidationError(f"{where} is not a valid trace_tasks plugin: {exc}") from exc
-    _unmarked_hooks(pm, plugin, where)
+        raise PluginValidationError(f"{where} is not a valid trace_tasks plugin: {exc}", plugin=name) from exc
+    _unmarked_hooks(pm, plugin, name, where)
     if not pm.get_hookcallers(plugin):
         # An entry point naming a module whose hooks live on an object in it
         # (``pkg.plugin`` instead of ``pkg.plugin:family``) would load and do nothing.
-        raise PluginValidationError(f"{where} implements no trace_tasks hook (does the entry point name the right object?)")
+        raise PluginValidationError(
+            f"{where} implements no trace_tasks hook (does the entry point name the right object?)", plugin=name
+        )
 
 
-def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint]) -> None:
+def _load_entry_points(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], skipped: dict[str, str]) -> None:
+    """Load the selected entry points into ``pm``; ``skipped`` gets ``distribution -> variable`` for the others."""
     allow, block = _env_list(ALLOW_ENV), _env_list(BLOCK_ENV)
     for ep in _entry_points():
-        if not _selected(ep, allow, block):
+        variable = _skipped_by(ep, allow, block)
+        if variable is not None:
+            if ep.dist is not None:
+                skipped.setdefault(ep.dist.name, variable)
             continue
         if ep.name in sources:
             # pluggy would silently skip the second one: refuse instead.
             raise PluginConflictError(
                 f"two plugins use the entry-point name {ep.name!r}: {_describe(sources[ep.name])} and {_describe(ep)}; "
-                f"uninstall one of them, or disable both with {BLOCK_ENV}={ep.name}"
+                f"uninstall one of them, or disable both with {BLOCK_ENV}={ep.name}",
+                plugin=ep.name,
             )
         try:
             plugin = ep.load()
         except Exception as exc:
             raise PluginLoadError(
-                f"could not import {_describe(ep)}: {type(exc).__name__}: {exc} (set {BLOCK_ENV}={ep.name} to run without it)"
+                f"could not import {_describe(ep)}: {type(exc).__name__}: {exc} (set {BLOCK_ENV}={ep.name} to run without it)",
+                plugin=ep.name,
             ) from exc
         _register(pm, plugin, ep.name, _describe(ep))
         sources[ep.name] = ep
@@ -313,7 +369,9 @@ def _call_each(pm: pluggy.PluginManager, hook_name: str, record: type) -> list[t
     for name, fn in _impls_by_plugin(pm, hook_name).items():
         for item in fn() or ():
             if not isinstance(item, record):
-                raise PluginValidationError(f"plugin {name!r} returned {item!r} from {hook_name}; expected {record.__name__}")
+                raise PluginValidationError(
+                    f"plugin {name!r} returned {item!r} from {hook_name}; expected {record.__name__}", plugin=name
+                )
             out.append((name, item))
     return out
 
@@ -346,20 +404,23 @@ def build_registry(
     pm.add_hookspecs(hookspecs)
     pm.register(BuiltinAnswerTypes(), name=BUILTIN_PLUGIN_NAME)
     sources: dict[str, metadata.EntryPoint] = {}
+    skipped: dict[str, str] = {}
     if load_entry_points:
-        _load_entry_points(pm, sources)
+        _load_entry_points(pm, sources, skipped)
     for name, plugin in extra_plugins:
         _register(pm, plugin, name, f"plugin {name!r}")
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        owner = pm.get_name(exc.plugin) if exc.plugin is not None else "?"
-        where = _describe(sources[owner]) if owner in sources else f"plugin {owner!r}"
+        owner = pm.get_name(exc.plugin) if exc.plugin is not None else None
+        where = _describe(sources[owner]) if owner in sources else f"plugin {owner or '?'!r}"
         hint = next((suggest(h, _SPEC_NAMES) for h in dir(exc.plugin) if h.startswith("trace_") and h not in _SPEC_NAMES), "")
-        raise PluginValidationError(f"{where} implements a hook that matches no trace_tasks hook spec: {exc}{hint}") from exc
+        raise PluginValidationError(
+            f"{where} implements a hook that matches no trace_tasks hook spec: {exc}{hint}", plugin=owner
+        ) from exc
     all_pins = {pin: (rid, PINS_ENV) for pin, rid in parse_pins(os.environ.get(PINS_ENV)).items()}
     all_pins.update({pin: (rid, "pin_reward_id()") for pin, rid in (pins or {}).items()})
-    return _index(pm, sources, all_pins)
+    return _index(pm, sources, all_pins, skipped)
 
 
 def _owned_types(pm: pluggy.PluginManager, who: _Who) -> dict[str, tuple[str, AnnotationTypeSpec]]:
@@ -368,7 +429,8 @@ def _owned_types(pm: pluggy.PluginManager, who: _Who) -> dict[str, tuple[str, An
         if spec.name in owners:
             first = owners[spec.name][0]
             raise PluginConflictError(
-                f"annotation type {spec.name!r} is owned by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+                f"annotation type {spec.name!r} is owned by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}",
+                plugin=plugin,
             )
         owners[spec.name] = (plugin, spec)
     return owners
@@ -384,7 +446,8 @@ def _declared_ids(
         if rid in declared:
             first = declared[rid][0]
             raise PluginConflictError(
-                f"reward id {rid!r} is declared by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+                f"reward id {rid!r} is declared by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}",
+                plugin=plugin,
             )
         declared[rid] = (plugin, annotation_type, description)
 
@@ -414,16 +477,18 @@ def _defaults(
                 raise PluginValidationError(
                     f"{who(plugin)} answers trace_resolve_reward_id for annotation type {name!r}, which {who(owner)} "
                     f"owns: only a type's owner names its default id (it must return None for other types); "
-                    f"a user who wants {answer!r} pins it with {PINS_ENV}={name}={answer}"
+                    f"a user who wants {answer!r} pins it with {PINS_ENV}={name}={answer}",
+                    plugin=plugin,
                 )
         default = defaults.get(name)
         if default is None:
             raise PluginValidationError(
-                f"{who(owner)} declares annotation type {name!r} but resolves no default reward id for it"
+                f"{who(owner)} declares annotation type {name!r} but resolves no default reward id for it", plugin=owner
             )
         if default not in spec.reward_ids:
             raise PluginValidationError(
-                f"the default reward id {default!r} that {who(owner)} resolves for {name!r} is not one it declares: {spec.reward_ids}"
+                f"the default reward id {default!r} that {who(owner)} resolves for {name!r} is not one it declares: {spec.reward_ids}",
+                plugin=owner,
             )
     return defaults
 
@@ -433,26 +498,43 @@ def _apply_pins(
     owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
     declared: Mapping[str, tuple[str, str, str]],
     defaults: dict[str, str],
+    disabled: Mapping[str, str],
 ) -> dict[str, str]:
-    """The current id of each type, with the user's pins checked and applied; returns ``type -> pin source``."""
+    """The current id of each type, with the user's pins checked and applied; returns ``type -> pin source``.
+
+    A bad pin's message leads with what to do (correct or remove the pin, load
+    the family), then says what is wrong; the type's registered ids come last.
+    """
     pinned_by: dict[str, str] = {}
     for name, (rid, source) in pins.items():
+        fix = f"correct or remove {name}={rid} in {PINS_ENV}" if source == PINS_ENV else None
         if name not in owners:
+            family = _family_advice(name, disabled)
+            advice = fix or "pin a type an installed family owns"
             raise RewardPinError(
-                f"{source} pins annotation type {name!r}, which no installed family owns"
-                f"{_install_hint(name) or suggest(name, owners)}"
+                f"{advice}{f', or load its family ({family})' if family else ''}: "
+                f"{source} pins annotation type {name!r}, which no installed family owns{'' if family else suggest(name, owners)}"
             )
         offered = [r for r, (_, t, _) in declared.items() if t == name]
         if rid not in offered:
             elsewhere = declared.get(rid)
             why = f"it scores {elsewhere[1]!r}" if elsewhere else f"no installed plugin declares it{suggest(rid, offered)}"
-            raise RewardPinError(f"{source} pins {name}={rid}, but {why}; ids registered for {name!r}: {', '.join(offered)}")
+            advice = f"{fix} (pin an id registered for {name!r})" if fix else f"pin an id registered for {name!r}"
+            raise RewardPinError(
+                f"{advice}: {source} pins {name}={rid}, but {why}; ids registered for {name!r}: {listed(offered)}"
+            )
         defaults[name] = rid
-        pinned_by[name] = PINS_ENV if source == PINS_ENV else "trace_tasks.pin_reward_id()"
+        pinned_by[name] = PINS_ENV if source == PINS_ENV else IN_PROCESS_PIN
     return pinned_by
 
 
-def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pins: Mapping[str, tuple[str, str]]) -> Registry:
+def _index(
+    pm: pluggy.PluginManager,
+    sources: dict[str, metadata.EntryPoint],
+    pins: Mapping[str, tuple[str, str]],
+    skipped: Mapping[str, str],
+) -> Registry:
+    """The registry's tables; ``skipped`` maps the distributions the environment filtered out to the variable."""
     who = _Who(sources)
     parsers = _impls_by_plugin(pm, "trace_parse_annotation")
     scorers = _impls_by_plugin(pm, "trace_score_annotation")
@@ -462,14 +544,17 @@ def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pi
     owners = _owned_types(pm, who)
     for name, (plugin, _) in owners.items():
         if plugin not in parsers:
-            raise PluginValidationError(f"{who(plugin)} declares annotation type {name!r} but no trace_parse_annotation")
+            raise PluginValidationError(
+                f"{who(plugin)} declares annotation type {name!r} but no trace_parse_annotation", plugin=plugin
+            )
     declared = _declared_ids(pm, owners, who)
     for rid, (plugin, _, _) in declared.items():
         if plugin not in scorers:
-            raise PluginValidationError(f"{who(plugin)} declares reward id {rid!r} but no trace_score_annotation")
+            raise PluginValidationError(f"{who(plugin)} declares reward id {rid!r} but no trace_score_annotation", plugin=plugin)
     current = _defaults(pm, owners, declared, who)
     defaults = dict(current)
-    pinned_by = _apply_pins(pins, owners, declared, current)
+    disabled = {t: skipped[dist] for t, dist in OFFICIAL_TYPES.items() if dist in skipped and t not in owners}
+    pinned_by = _apply_pins(pins, owners, declared, current, disabled)
 
     reward_ids: dict[str, RewardEntry] = {}
     orphans: dict[str, RewardEntry] = {}
@@ -497,7 +582,8 @@ def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pi
         if spec.name in answer_types:
             first = answer_owner[spec.name]
             raise PluginConflictError(
-                f"answer type {spec.name!r} is claimed by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}"
+                f"answer type {spec.name!r} is claimed by both {who(first)} and {who(plugin)}{who.disable_hint(plugin)}",
+                plugin=plugin,
             )
         answer_types[spec.name] = spec
         answer_owner[spec.name] = plugin
@@ -522,7 +608,7 @@ def _index(pm: pluggy.PluginManager, sources: dict[str, metadata.EntryPoint], pi
                 hooks=tuple(sorted(h.name for h in pm.get_hookcallers(plugin_obj) or ())),
             )
         )
-    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans)
+    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans, disabled)
 
 
 _lock = threading.Lock()
@@ -548,7 +634,7 @@ def register_plugin(plugin: object, name: str) -> None:
     global _current
     with _lock:
         if any(n == name for n, _ in _extra):
-            raise PluginConflictError(f"plugin name {name!r} is already registered")
+            raise PluginConflictError(f"plugin name {name!r} is already registered", plugin=name)
         candidate = [*_extra, (name, plugin)]
         registry = build_registry(candidate, pins=_pins)  # validate now, so a bad plugin fails here
         _extra.append((name, plugin))

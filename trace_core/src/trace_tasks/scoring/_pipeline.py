@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_tasks.errors import AnnotationParseError, MissingFamilyError
+from trace_tasks.errors import AnnotationParseError
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
-    OFFICIAL_TYPES,
     AnnotationExplanation,
     AnnotationTypeEntry,
     Registry,
@@ -183,7 +182,9 @@ def prepare_target(
     Ground truth the scorer cannot use gives a target that earns nothing
     (validation, not this, reports it). The one exception is the caller's
     mistake of scoring an official annotation type whose family is not
-    installed, in answer-and-annotation mode: :class:`MissingFamilyError`.
+    installed (or is disabled by ``TRACE_TASKS_PLUGINS`` /
+    ``TRACE_TASKS_DISABLE_PLUGINS``), in answer-and-annotation mode:
+    :class:`~trace_tasks.errors.MissingFamilyError`.
     ``sizes`` are ``(image_size, image_sizes, metadata, extra_info)``.
     """
     target = _answer_side(answer_gt, registry)
@@ -193,8 +194,9 @@ def prepare_target(
     name = annotation_gt["type"].strip()
     entry = registry.annotation_types.get(name)
     if entry is None:
-        if name in OFFICIAL_TYPES and opts.mode != ANSWER:
-            raise MissingFamilyError(name, OFFICIAL_TYPES[name])
+        missing = registry.missing_family(name) if opts.mode != ANSWER else None
+        if missing is not None:
+            raise missing
         target.problem = f"no installed family owns annotation type {name!r}"
         return target
     target.type_name = target_type = name
