@@ -14,6 +14,7 @@ answers ``trace_resolve_reward_id`` for ``interval``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,17 +40,22 @@ Interval = tuple[float, float]
 
 
 def iou(a: Interval, b: Interval) -> float:
-    """v0: plain 1-D IoU (0 for disjoint intervals)."""
+    """v0: plain 1-D IoU (0 for disjoint intervals, and when a length overflows)."""
     inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    return inter / ((a[1] - a[0]) + (b[1] - b[0]) - inter)
+    union = (a[1] - a[0]) + (b[1] - b[0]) - inter
+    if not (union > 0 and math.isfinite(union)):  # [-1e308, 1e308] is 2e308 long: inf, and inf - inf is NaN
+        return 0.0
+    return min(1.0, inter / union)
 
 
 def giou01(a: Interval, b: Interval) -> float:
-    """v1: generalized IoU mapped to [0, 1], so near misses earn partial credit."""
+    """v1: generalized IoU mapped to [0, 1], so near misses earn partial credit (0 when a length overflows)."""
     hull = max(a[1], b[1]) - min(a[0], b[0])
     union = (a[1] - a[0]) + (b[1] - b[0]) - max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    if not (hull > 0 and union > 0 and math.isfinite(hull) and math.isfinite(union)):
+        return 0.0
     giou = iou(a, b) - (hull - union) / hull
-    return (giou + 1.0) / 2.0
+    return min(1.0, max(0.0, (giou + 1.0) / 2.0))
 
 
 class IntervalFamily:

@@ -4,11 +4,16 @@ Every hook spec is documented with its exact signature and firstresult flag;
 every field of the records plugins use is in the record's table; the loading
 environment variables and plugin errors are named; the parsed-value table is
 what the installed families declare; every Python block runs, or is an
-excerpt (first line ``# excerpt: PATH``) whose lines stand in that file.
+excerpt (first line ``# excerpt: PATH``) whose lines stand in that file. The
+page names ``trace_tasks.family`` as the one module authors import from and
+lists only names it exports; the blocks import family names from it (never
+from an old flat path); the drawables' constructors and the guide's
+``pyproject.toml`` (with the official families' ``[build-system]``) are true.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import textwrap
@@ -21,8 +26,9 @@ import pytest
 import trace_tasks
 from trace_tasks import family as shapes
 from trace_tasks import plugins
-from trace_tasks.plugins import _registry as registry_module
+from trace_tasks._moved import MOVED
 from trace_tasks.plugins import OFFICIAL_TYPES, PROJECT_NAME, get_registry, hookspecs, reset_registry
+from trace_tasks.plugins import _registry as registry_module
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_PATH = REPO / "docs" / "plugins.md"
@@ -108,7 +114,7 @@ def test_no_hook_is_documented_that_does_not_exist(doc: str) -> None:
     ids=lambda r: r.__name__,
 )
 def test_every_record_field_is_in_the_records_table(doc: str, record: type) -> None:
-    heading = "### `trace_tasks.shapes.Primitive`" if record is shapes.Primitive else f"### `{record.__name__}`"
+    heading = "### `trace_tasks.family.Primitive`" if record is shapes.Primitive else f"### `{record.__name__}`"
     text = section(doc, heading)
     documented = re.findall(r"^\| `(\w+)` \|", text, re.M)
     assert documented == [field.name for field in attrs.fields(record)]
@@ -145,17 +151,88 @@ def test_plugin_errors_are_documented(doc: str, error: type) -> None:
     assert f"`{error.__name__}`" in section(doc, "## How loading works")
 
 
+BUILD_SYSTEM = ("[build-system]", 'requires = ["hatchling>=1.27"]', 'build-backend = "hatchling.build"')
+
+
 def test_the_guide_matches_the_circle_example(doc: str) -> None:
     """The step-by-step guide quotes the example's pyproject; keep the quotes true."""
     pyproject = (REPO / "examples" / "circle_family" / "pyproject.toml").read_text(encoding="utf-8")
     guide = section(doc, "## Write a family, step by step")
+    toml = re.search(r"```toml\n(.*?)```", guide, re.S)
+    assert toml is not None, "step 4 quotes the pyproject.toml"
+    quoted = [line.strip() for line in toml.group(1).splitlines() if line.strip()]
+    assert set(BUILD_SYSTEM) <= set(quoted)
     for line in (
         'name = "trace-plugins-circle"',
         "[project.entry-points.trace_tasks]",
         'circle = "trace_plugins_circle.plugin:family"',
         'dependencies = ["trace-core>=0.1,<0.2"]',
+        "[tool.hatch.build.targets.wheel]",
+        'packages = ["src/trace_plugins_circle"]',
     ):
-        assert line in guide and line in pyproject, line
+        assert line in quoted, line
+    source_lines = {line.strip() for line in pyproject.splitlines()}
+    for line in quoted:
+        assert line in source_lines, f"step 4 quotes {line!r}, which examples/circle_family/pyproject.toml lacks"
+
+
+@pytest.mark.parametrize("member", ["trace_plugins_bbox", "trace_plugins_point", "trace_plugins_segment"])
+def test_the_guide_builds_like_the_official_families(member: str) -> None:
+    """The [build-system] the guide recommends is the official families' own."""
+    lines = {line.strip() for line in (REPO / member / "pyproject.toml").read_text(encoding="utf-8").splitlines()}
+    assert set(BUILD_SYSTEM) <= lines, member
+
+
+def test_the_family_api_is_one_module_and_its_list_is_true(doc: str) -> None:
+    """The top of the page names the one module authors import from, and every name it lists is exported there."""
+    intro = doc[: doc.index("## Contents")]
+    assert "**A family imports from one module, `trace_tasks.family`.**" in intro
+    listing = intro[intro.index("**A family imports from one module") : intro.index("The flat paths of the previous release")]
+    listed = set(re.findall(r"`(\w+)`", listing)) - {"trace_tasks"}
+    assert listed <= set(shapes.__all__), sorted(listed - set(shapes.__all__))
+    for name in (
+        "ShapeFamily", "ShapeRewards", "Primitive", "pairwise", "coordinates", "coordinate", "is_flat", "make_parser",
+        "parse_collection", "parse_map", "match_set", "match_sequence", "Matched", "assign_pairs", "assign_groups",
+        "AssignmentBudget", "make_scorer", "make_explainer", "soft_similarity", "half_life_diagnostic",
+        "AnnotationTypeSpec", "RewardIdSpec", "AnswerTypeSpec", "ScoringContext", "AnnotationScore",
+        "AnnotationExplanation", "ExplainedItem", "MatchedPair", "Box", "Point", "Polyline", "Polygon", "Circle",
+        "Label", "hookimpl", "AnnotationParseError", "assert_family_ok", "check_family", "hostile_values", "KitProblem",
+    ):  # fmt: skip
+        assert name in listed, name
+    assert "DeprecationWarning" in intro
+    assert "`trace_tasks.plugins.hookspecs`" in section(doc, "## Hook reference")
+
+
+def test_every_drawable_is_documented_with_its_constructor(doc: str) -> None:
+    text = section(doc, "### Drawables")
+    rows = re.findall(r"^\| `(\w+)\(([^)]*)\)` \|", text, re.M)
+    assert rows == [(cls.__name__, ", ".join(f.name for f in attrs.fields(cls))) for cls in plugins.DRAWABLES]
+    assert all(getattr(shapes, cls.__name__) is cls for cls in plugins.DRAWABLES)
+
+
+def _block_imports(block: str) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every import statement of a Python block."""
+    out: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(block)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append((node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            out.extend((alias.name, []) for alias in node.names)
+    return out
+
+
+def test_blocks_import_family_names_from_trace_tasks_family_only(doc: str) -> None:
+    """No block uses an old flat path, and a family-author name always comes from ``trace_tasks.family``."""
+    family_names = set(shapes.__all__)
+    for block in _python_blocks(doc):
+        if block.startswith("def trace_"):
+            continue  # a hook signature, not code
+        for module, names in _block_imports(block):
+            old = module.removeprefix("trace_tasks.")
+            assert not (module.startswith("trace_tasks.") and old in MOVED), f"{module} is a deprecated path"
+            if module.startswith("trace_tasks") and module != "trace_tasks.family":
+                stray = sorted(family_names.intersection(names))
+                assert not stray, f"import {stray} from trace_tasks.family, not {module}"
 
 
 def _python_blocks(doc: str) -> list[str]:

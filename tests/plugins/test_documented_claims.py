@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 from typing import Any
 
 import pytest
 
+import trace_tasks.family
 from trace_tasks import AnnotationParseError, AnnotationScore, ScoringContext, hookimpl, score_trace_response
 from trace_tasks.plugins import AnnotationTypeSpec
 from trace_tasks.scoring._image_size import _MAX_LIST_ITEMS, find_image_size
@@ -87,3 +90,16 @@ def test_plugins_md_scoring_context_image_size_can_come_from_metadata(register: 
     _score('{"answer": 1, "annotation": 3}', image_size=[320, 240])
     assert [c.image_size for c in family.contexts] == [(640.0, 480.0), (100.0, 50.0), (320.0, 240.0)]
     assert family.contexts[0].half_life_px == 28.0  # 640x480, docs/contracts.md §5.4
+
+
+@pytest.mark.parametrize(
+    ("old", "name"), [("shapes", "Primitive"), ("specs", "ScoringContext"), ("testing", "check_family"), ("drawing", "Box")]
+)
+def test_plugins_md_old_flat_paths_still_import_with_a_deprecation_warning(
+    monkeypatch: pytest.MonkeyPatch, old: str, name: str
+) -> None:
+    """docs/plugins.md: the previous release's paths import for one release, warning which module to use instead."""
+    monkeypatch.delitem(sys.modules, f"trace_tasks.{old}", raising=False)  # a fresh import warns again
+    with pytest.warns(DeprecationWarning, match=r"import from trace_tasks\.family instead"):
+        module = importlib.import_module(f"trace_tasks.{old}")
+    assert getattr(module, name) is getattr(trace_tasks.family, name)

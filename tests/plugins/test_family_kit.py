@@ -8,7 +8,10 @@ must produce the expected problem, and only problems of that kind.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,12 +29,23 @@ from trace_tasks import (
     get_registry,
     hookimpl,
 )
-from trace_tasks.family import KitProblem, assert_family_ok, check_family, coordinates, hostile_values
+from trace_tasks.family import (
+    KitProblem,
+    Primitive,
+    ShapeRewards,
+    assert_family_ok,
+    check_family,
+    coordinates,
+    hostile_values,
+    pairwise,
+)
 from trace_tasks.plugins import OFFICIAL_TYPES, Point, build_registry
 
 from .interval_family import IntervalFamily
 
-GIOU_SRC = Path(__file__).resolve().parents[2] / "examples" / "giou_bbox" / "src"
+REPO = Path(__file__).resolve().parents[2]
+GIOU_SRC = REPO / "examples" / "giou_bbox" / "src"
+PLUGINS_MD = REPO / "docs" / "plugins.md"
 
 
 @pytest.fixture
@@ -99,6 +113,15 @@ def test_hostile_corpus_is_fresh_and_covers_the_documented_values() -> None:
     assert [10, 20, 110, float("inf")] in values  # one coordinate of the example replaced
     deepest = max((v for v in values if isinstance(v, list)), key=_depth)
     assert _depth(deepest) >= 200
+
+
+def test_hostile_corpus_has_tiny_huge_and_mixed_scale_boxes() -> None:
+    values = hostile_values(([10, 20, 110, 220],))
+    for box in ([0, 0, 1e-200, 1e-200], [1e-300, 1e-300, 2e-300, 2e-300], [0, 0, 1e308, 1e308], [-1e308, -1e308, 1e308, 1e308]):
+        assert box in values, box
+    assert [[0, 0, 1e-200, 1e-200], [-1e308, -1e308, 1e308, 1e308]] in values  # a set mixing scales
+    assert [10 * 1e-200, 20 * 1e-200, 110 * 1e-200, 220 * 1e-200] in values  # the example scaled down...
+    assert [10 * 1e300, 20 * 1e300, 110 * 1e300, 220 * 1e300] in values  # ...and up, scored against itself
 
 
 def _depth(value: Any) -> int:
@@ -290,3 +313,71 @@ def test_problems_print_on_one_line_each() -> None:
     with pytest.raises(AssertionError) as caught:
         assert_family_ok(build_registry([("toy", Toy("half"))], load_entry_points=False))
     assert "toy toy_v0: self-score: example #0 scores 0.5 against itself" in str(caught.value)
+
+
+# --------------------------------------------------------------------------- the GIoU snippet of docs/plugins.md
+
+
+def _old_doc_giou01(a: Sequence[float], b: Sequence[float], ctx: ScoringContext) -> float:
+    """The GIoU snippet docs/plugins.md showed before: NaN with a 1e308 coordinate, ZeroDivisionError on boxes 1e-200 wide."""
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    hull = (max(a[2], b[2]) - min(a[0], b[0])) * (max(a[3], b[3]) - min(a[1], b[1]))
+    return (inter / union - (hull - union) / hull + 1.0) / 2.0
+
+
+def _doc_giou01() -> Any:
+    """``giou01`` as docs/plugins.md defines it today: its block, run up to where the plugin is built."""
+    blocks = re.findall(r"^```python\n(.*?)^```", PLUGINS_MD.read_text(encoding="utf-8"), re.M | re.S)
+    (block,) = [b for b in blocks if "def giou01(" in b]
+    namespace: dict[str, Any] = {}
+    exec(compile(block[: block.index("GIOU = Primitive(")], f"{PLUGINS_MD} (giou01)", "exec"), namespace)
+    return namespace["giou01"]
+
+
+def _giou_problems(similarity: Any) -> list[KitProblem]:
+    """The kit on ``bbox`` with the bbox owner and a ShapeRewards plugin scoring ``bbox_giou_v1`` with ``similarity``."""
+    import trace_plugins_bbox.plugin as bbox
+
+    primitive = Primitive(name="bbox", similarity=similarity, matrix=pairwise(similarity), metric="giou")
+    rewards = ShapeRewards(primitive, {"bbox_giou_v1": ("bbox", "scalar")}, description="GIoU in [0, 1]")
+    return check_family(build_registry([("bbox", bbox.family), ("giou", rewards)], load_entry_points=False), types="bbox")
+
+
+def _parsed_hostile_boxes() -> list[Any]:
+    """Every hostile value (for the bbox examples) that the bbox owner parses: what a GIoU scorer may receive."""
+    entry = get_registry().annotation_types["bbox"]
+    assert entry.spec is not None
+    boxes = []
+    for value in hostile_values(entry.spec.examples):
+        with contextlib.suppress(AnnotationParseError):  # refused by the owner: never reaches a scorer
+            boxes.append(entry.parse(annotation_type="bbox", value=value))
+    return boxes
+
+
+def test_the_old_giou_snippet_fails_the_kit_and_the_new_one_passes() -> None:
+    old = _giou_problems(_old_doc_giou01)
+    found = [p for p in old if (p.annotation_type, p.reward_id, p.check) == ("bbox", "bbox_giou_v1", "contract")]
+    assert found and any("reward nan is not a finite number" in p.message for p in found), "\n".join(map(str, old))
+    assert any("[0, 0, 1e+308, 1e+308]" in p.message or "[-1e+308, -1e+308, 1e+308, 1e+308]" in p.message for p in found)
+    assert _giou_problems(_doc_giou01()) == []
+
+
+def test_the_giou_snippet_is_safe_on_every_pair_of_parsed_hostile_boxes(giou_rewards: object) -> None:
+    """Beyond the kit (which scores hostile values against the examples): any two parsed boxes, tiny or huge."""
+    new = _doc_giou01()
+    from trace_plugins_bbox_giou import giou01 as example
+
+    tiny, tinier = (0.0, 0.0, 1e-200, 1e-200), (1e-300, 1e-300, 2e-300, 2e-300)
+    with pytest.raises(ZeroDivisionError):
+        _old_doc_giou01(tiny, tinier, None)  # type: ignore[arg-type]
+    assert math.isnan(_old_doc_giou01((0.0, 0.0, 1e308, 1e308), (10.0, 20.0, 110.0, 220.0), None))  # type: ignore[arg-type]
+    boxes = _parsed_hostile_boxes()
+    assert tiny in boxes and tinier in boxes and (-1e308, -1e308, 1e308, 1e308) in boxes
+    for a, b in itertools.product(boxes, repeat=2):
+        value = new(a, b, None)
+        assert math.isfinite(value) and 0.0 <= value <= 1.0, (a, b, value)
+        assert value == example(a, b), (a, b)  # the page's snippet is the example's geometry, written out
+    assert new((0.0, 0.0, 10.0, 10.0), (12.0, 0.0, 22.0, 10.0), None) == pytest.approx((0 - (220 - 200) / 220 + 1) / 2)

@@ -291,9 +291,40 @@ def hostile_values(examples: Sequence[Any] = ()) -> list[Any]:
         {"k": [[0, 0, 1, 1]] * 2},
         {str(i): [i, i] for i in range(50)},
         ((1, 2), (3, 4)),
+        # Finite coordinates whose areas, widths or squares underflow to 0 or overflow to inf.
+        [0, 0, 1e-200, 1e-200],
+        [1e-300, 1e-300, 2e-300, 2e-300],
+        [0, 0, 1e308, 1e308],
+        [-1e308, -1e308, 1e308, 1e308],
+        [1e-300, 2e-300],
+        [-1e308, 1e308],
+        [0, 0, 1e-200],
+        [0, 0, 1e308],
+        [[0, 0], [1e-200, 1e-200]],
+        [[-1e308, -1e308], [1e308, 1e308]],
+        # Mixed scales side by side: tiny against tiny, tiny against huge, huge against ordinary.
+        [[0, 0, 1e-200, 1e-200], [1e-300, 1e-300, 2e-300, 2e-300]],
+        [[0, 0, 1e-200, 1e-200], [-1e308, -1e308, 1e308, 1e308]],
+        [[-1e308, -1e308, 1e308, 1e308], [10, 20, 110, 220]],
+        {"a": [0, 0, 1e-200, 1e-200], "b": [-1e308, -1e308, 1e308, 1e308]},
     ]
     for example in examples:
         values.extend(_example_variants(copy.deepcopy(example)))
+        # The example at another scale (scored against the example itself: a mixed-scale pair),
+        # and, for a list, its first item shrunk and its last one blown up.
+        paths = list(_numeric_paths(example))
+        for factor in (1e-200, 1e300):
+            scaled = copy.deepcopy(example)
+            for path in paths:
+                scaled = _replace(scaled, path, float(_get(example, path)) * factor)
+            values.append(scaled)
+        if isinstance(example, list) and len(example) >= 2:
+            mixed = copy.deepcopy(example)
+            for path in paths:
+                if path[0] in (0, len(example) - 1):
+                    factor = 1e-200 if path[0] == 0 else 1e300
+                    mixed = _replace(mixed, path, float(_get(example, path)) * factor)
+            values.append(mixed)
     return values
 
 

@@ -1,0 +1,150 @@
+"""What the documents name exists: modules and names, repository files, links and their anchors.
+
+Over ``docs/*.md`` and ``README.md``:
+
+* no document names an import path of the previous layout (``trace_tasks.shapes``,
+  ``trace_tasks/options.py``...: the keys of ``trace_tasks._moved.MOVED``),
+  except the lines saying that those still import with a DeprecationWarning;
+* every dotted ``trace_tasks...`` name in backquotes is a module or an
+  attribute of one (found without the deprecation finder);
+* every repository path in backquotes (``trace_core/...``, ``examples/...``) exists;
+* every relative link resolves to a file or folder inside the repository, and
+  every ``#anchor`` into a Markdown file of the repository is a heading there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from trace_tasks._moved import MOVED
+from trace_tasks.plugins._registry import BUILTIN_PLUGIN_NAME
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
+IDS = [str(path.relative_to(REPO)) for path in DOCS]
+
+#: Dotted names in the documents that are not importable by design.
+NOT_MODULES = {BUILTIN_PLUGIN_NAME: "the core's own plugin, registered under that name"}
+#: Where a repository path in backquotes may start.
+REPO_ROOTS = (
+    "trace_core/",
+    "trace_plugins_bbox/",
+    "trace_plugins_point/",
+    "trace_plugins_segment/",
+    "examples/",
+    "tests/",
+    "benchmarks/",
+    "docs/",
+)
+
+OLD_DOTTED = re.compile(r"\btrace_tasks\.(%s)\b(?!\.)" % "|".join(MOVED))
+OLD_FILE = re.compile(r"\btrace_tasks/(%s)\.py\b" % "|".join(MOVED))
+CODE = re.compile(r"`([^`\n]+)`")
+DOTTED = re.compile(r"\btrace_tasks(?:\.\w+)+")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _current(path: Path) -> str:
+    """The document without the paragraphs saying that the old paths still import (with a DeprecationWarning)."""
+    return "\n\n".join(p for p in re.split(r"\n\s*\n", _text(path)) if "DeprecationWarning" not in p)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=IDS)
+def test_no_document_names_an_old_import_path(path: Path) -> None:
+    for line in _current(path).splitlines():
+        found = OLD_DOTTED.findall(line) + OLD_FILE.findall(line)
+        assert not found, f"{path.name} names the old path(s) {found}: {line.strip()}"
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    if len(parts) > 1 and parts[1] in MOVED:
+        return False  # an old flat path: only the deprecation finder finds it
+    for cut in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            value: object = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("path", DOCS, ids=IDS)
+def test_every_dotted_trace_tasks_name_exists(path: Path) -> None:
+    names = {name for code in CODE.findall(_current(path)) for name in DOTTED.findall(code)}
+    missing = sorted(n for n in names if n not in NOT_MODULES and "__main__" not in n and not _resolves(n))
+    assert not missing, f"{path.name} names what does not exist: {missing}"
+
+
+@pytest.mark.parametrize("path", DOCS, ids=IDS)
+def test_every_repository_path_exists(path: Path) -> None:
+    missing = []
+    for code in CODE.findall(_text(path)):
+        candidate = code.strip().split()[0] if code.strip() else ""
+        pattern = any(c in candidate for c in "{}*<>")
+        if candidate.startswith(REPO_ROOTS) and not pattern and not (REPO / candidate.rstrip("/")).exists():
+            missing.append(candidate)
+    assert not missing, f"{path.name} names paths that are not in the repository: {missing}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    anchors = set()
+    in_code = False
+    for line in _text(path).splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        match = re.match(r"^#{1,6} (.+)$", line)
+        if match and not in_code:
+            slug = _slug(match.group(1))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+@pytest.mark.parametrize("path", DOCS, ids=IDS)
+def test_every_relative_link_stays_in_the_repository_and_resolves(path: Path) -> None:
+    problems = []
+    for target in LINK.findall(_text(path)):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue  # a web address (https:, mailto:)
+        file_part, _, anchor = target.partition("#")
+        linked = (path.parent / file_part).resolve() if file_part else path
+        if REPO.resolve() not in (linked, *linked.parents):
+            problems.append(f"{target}: outside the repository")
+            continue
+        if not linked.exists():
+            problems.append(f"{target}: no such file")
+            continue
+        if anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            problems.append(f"{target}: no heading with that anchor")
+    assert not problems, f"{path.name}: " + "; ".join(problems)
+
+
+def test_the_documents_name_nothing_outside_the_repository() -> None:
+    for path in DOCS:
+        text = _text(path)
+        for outside in ("../shared", "SPEC.md", "/work/"):
+            assert outside not in text, f"{path.name} mentions {outside!r}"
