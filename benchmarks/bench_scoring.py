@@ -47,10 +47,9 @@ from trace_plugins_segment.plugin import SEGMENT
 from trace_tasks import resolve_reward_contract, score_trace_batch, score_trace_response
 from trace_tasks.data import shutdown_batch_pools
 from trace_tasks.family import Primitive, ScoringContext, match_set
-from trace_tasks.scoring import half_life_px
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract
-from trace_tasks.scoring import ANSWER, find_image_size, resolve_mode
+from trace_tasks.scoring import ANSWER, find_image_size, half_life_px, resolve_mode
 from trace_tasks.scoring._answers import answers_match
 
 #: n x m set shapes of the crossover table, by growing cell count.

@@ -299,7 +299,10 @@ def test_reward_ids_added_by_another_plugin_are_listed(
 def test_check_passes_on_the_installed_families() -> None:
     proc = run_cli("plugins", "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout == "OK: 12 annotation types, 12 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
+    assert (
+        proc.stdout
+        == "OK: 12 annotation types, 12 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
+    )
     report = json.loads(run_cli("plugins", "--check", "--json").stdout)
     assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 12, "plugins": 4}, "problems": []}
 

@@ -229,7 +229,9 @@ def _extraction(trail: Trail, mode: str) -> list[str]:
     lines.append(
         f"  final block: {_short(block) if block is not None else 'none (the response does not end with a fenced block or a balanced object)'}"
     )
-    lines.append(f"  format: structure {_yes(fmt.structure_ok)}, JSON {_yes(fmt.json_ok)}, schema {_yes(fmt.schema_ok)} -> format {fmt.format:.0f}")
+    lines.append(
+        f"  format: structure {_yes(fmt.structure_ok)}, JSON {_yes(fmt.json_ok)}, schema {_yes(fmt.schema_ok)} -> format {fmt.format:.0f}"
+    )
     if isinstance(fmt.payload, Mapping) and not fmt.schema_ok:
         lines.append(f"  keys found {sorted(map(str, fmt.payload))}, required exactly {sorted(required_keys(mode))}")
     lines.append(f"  candidate used for scoring: {candidate_used(ext)}")

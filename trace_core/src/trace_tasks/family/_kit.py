@@ -620,9 +620,7 @@ class _TypeCheck:
         if shapes is None:
             return  # the owner cannot draw this item (a ShapeFamily whose primitive has no ``draw``)
         if not isinstance(shapes, (list, tuple)):
-            self.problem(
-                "draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.family drawables"
-            )
+            self.problem("draw", f"drawing {what} returned {type(shapes).__name__}, not a list of trace_tasks.family drawables")
             return
         for shape in shapes:
             if not isinstance(shape, DRAWABLES):
