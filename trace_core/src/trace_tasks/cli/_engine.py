@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, score_trace_batch
+from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
 Item = Mapping[str, Any]
@@ -68,11 +70,11 @@ def load_ray_scorer() -> Callable[..., list[Result]]:
     return score_rows_with_ray
 
 
-def score_compiled(work: Work, options: Mapping[str, Any]) -> Result:
-    """One response scored by its compiled instance; a caller mistake becomes ``{"error": ...}``."""
+def score_compiled(work: Work, opts: ScoringOptions) -> Result:
+    """One response scored by its compiled instance (options validated once per run); a caller mistake becomes ``{"error": ...}``."""
     assert work.item is not None and work.compiled is not None
     try:
-        return work.compiled.score(work.item["response"], **options)
+        return work.compiled.run(check_response(work.item["response"]), opts)
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -84,8 +86,9 @@ def score_chunks(
     if engine == "ray":
         yield from _on_ray(((context, _items(works)) for context, works in chunks), options, workers)
     elif workers <= 1:
+        opts = options_from(options)
         for context, works in chunks:
-            yield context, [score_compiled(work, options) for work in works]
+            yield context, [score_compiled(work, opts) for work in works]
     else:
         yield from _pooled(((context, _items(works)) for context, works in chunks), options, workers)
 

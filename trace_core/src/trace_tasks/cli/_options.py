@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trace_tasks.scoring import resolve_options
+from trace_tasks.scoring import options_from
 
 
 def int_at_least(minimum: int) -> Any:
@@ -60,7 +60,5 @@ def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
         "trace_annotation_reward_formula": args.formula,
         "point_half_life_px": args.point_half_life_px,
     }
-    resolve_options(
-        args.mode, args.answer_weight, args.annotation_weight, args.format_weight, args.formula, args.point_half_life_px
-    )
+    options_from(options)  # an OptionError names a bad one before any input is read
     return options

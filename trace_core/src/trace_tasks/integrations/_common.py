@@ -53,17 +53,10 @@ from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache
 from trace_tasks.errors import OptionError, RecordError, TraceTasksError
 from trace_tasks.plugins import get_registry
-from trace_tasks.scoring import resolve_options
+from trace_tasks.scoring import OPTION_DEFAULTS, options_from
 
 #: Scorer options a trainer config or a row's ``extra_info`` may set.
-SCORER_OPTIONS: tuple[str, ...] = (
-    "trace_reward_mode",
-    "answer_weight",
-    "annotation_weight",
-    "format_weight",
-    "trace_annotation_reward_formula",
-    "point_half_life_px",
-)
+SCORER_OPTIONS: tuple[str, ...] = tuple(OPTION_DEFAULTS)
 #: Instance fields that must be present in every ground truth.
 REQUIRED_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract")
 #: Optional instance fields that carry the image size for the point half-life.
@@ -76,15 +69,6 @@ COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
 #: bounded: a GRPO group of 8-16 rollouts (or an instance met again next epoch)
 #: is validated and compiled once. Invalid instances are remembered too.
 INSTANCE_CACHE = InstanceCache(maxsize=4096)
-
-_DEFAULTS: dict[str, Any] = {
-    "trace_reward_mode": "answer_and_annotation",
-    "answer_weight": 0.5,
-    "annotation_weight": 0.5,
-    "format_weight": 0.0,
-    "trace_annotation_reward_formula": "gated",
-    "point_half_life_px": None,
-}
 
 
 class MissingExtraError(TraceTasksError, ImportError):
@@ -111,8 +95,7 @@ def scorer_options(options: Mapping[str, Any], *, strict: bool) -> dict[str, Any
     if strict and unknown:
         raise OptionError(f"unknown scorer option(s) {unknown}; accepted: {list(SCORER_OPTIONS)}")
     picked = {name: options[name] for name in SCORER_OPTIONS if name in options}
-    merged = {**_DEFAULTS, **picked}
-    resolve_options(*(merged[name] for name in SCORER_OPTIONS))  # raises OptionError naming the bad option
+    options_from(picked)  # raises OptionError naming the bad option
     return picked
 
 
