@@ -7,28 +7,9 @@ from typing import Any
 
 from trace_tasks import score_trace_response
 from trace_tasks.core.reward_contracts import resolve_annotation_reward_contract_id
+from trace_tasks.scoring import FLAG_KEYS, REWARD_KEYS
 
-#: Result keys that are rewards: each must lie in [0, 1].
-REWARD_KEYS = (
-    "overall",
-    "format",
-    "accuracy",
-    "answer_reward",
-    "annotation_reward",
-    "task_reward_raw",
-    "task_reward_effective",
-    "task_reward_gated",
-)
-#: Result keys that are flags: each must be exactly 0.0 or 1.0.
-FLAG_KEYS = (
-    "format_structure_ok",
-    "format_json_ok",
-    "format_schema_ok",
-    "answer_parse_ok",
-    "annotation_parse_ok",
-    "json_found",
-    "zero_reward",
-)
+# The reward and flag keys come from the library; tests/core/helpers.py holds the tests' one independent copy.
 
 
 def contract(annotation_type: str, answer_type: str = "integer") -> dict[str, Any]:
