@@ -35,10 +35,9 @@ ALLOWED_PRIVATE: dict[tuple[str, str], str] = {}
 #: The only trace_tasks modules a family (or an example family) imports, and why each is public to them.
 FAMILY_MODULES = {
     "trace_tasks": "the top-level API (scoring, contracts)",
-    "trace_tasks.family": "the family-author API",
-    "trace_tasks.errors": "the errors a parser raises (AnnotationParseError)",
+    "trace_tasks.family": "the family-author API: everything a family needs, AnnotationParseError and from_numpy included",
+    "trace_tasks.errors": "public: every error (trace_tasks.family re-exports AnnotationParseError)",
     "trace_tasks.limits": "the documented bounds",
-    "trace_tasks.reading": "the reading room's door: from_numpy (the segment family reads numpy arrays from parquet)",
 }
 FAMILY_SOURCES = (
     REPO / "trace_plugins_bbox" / "src",

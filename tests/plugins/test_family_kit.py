@@ -1,7 +1,7 @@
 """The family test kit (``trace_tasks.family``): the official families and both examples pass, broken ones do not.
 
 The first tests are what a family author writes in their own suite: one call
-to :func:`~trace_tasks.testing.assert_family_ok`. The rest prove the kit
+to :func:`~trace_tasks.family.assert_family_ok`. The rest prove the kit
 catches real bugs: a hand-written family with one flaw switched on at a time
 must produce the expected problem, and only problems of that kind.
 """

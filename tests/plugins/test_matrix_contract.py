@@ -1,4 +1,4 @@
-"""The similarity-matrix contract of ``Primitive`` (docs/plugins.md, ``trace_tasks.shapes.Primitive``).
+"""The similarity-matrix contract of ``Primitive`` (docs/plugins.md, ``trace_tasks.family.Primitive``).
 
 A list-of-lists matrix is summed as the reward without a second similarity
 pass, so it must hold exactly the primitive's ``similarity`` values; a numpy

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.errors import AnnotationParseError
-from trace_tasks.family import ScoringContext, coordinates, is_flat
+from trace_tasks.family import AnnotationParseError, ScoringContext, coordinates, is_flat
 
 Box = tuple[float, float, float, float]
 

@@ -13,9 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.errors import AnnotationParseError
-from trace_tasks.family import LN2, ScoringContext, coordinates, soft_similarity
-from trace_tasks.reading import from_numpy
+from trace_tasks.family import LN2, AnnotationParseError, ScoringContext, coordinates, from_numpy, soft_similarity
 
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trace_tasks.errors import AnnotationParseError
-from trace_tasks.family import coordinates, is_flat
+from trace_tasks.family import AnnotationParseError, coordinates, is_flat
 
 Circle = tuple[float, float, float]
 

@@ -1,8 +1,8 @@
 """The trace_tasks plugin of the circle family: ``circle`` and ``circle_set``.
 
 Everything here uses trace-core's public plugin API. The family supplies one
-:class:`~trace_tasks.shapes.Primitive` (how to read one circle, how similar two
-circles are, how to draw one); :class:`~trace_tasks.shapes.ShapeFamily` turns it
+:class:`~trace_tasks.family.Primitive` (how to read one circle, how similar two
+circles are, how to draw one); :class:`~trace_tasks.family.ShapeFamily` turns it
 into every hook: parsing and scoring a scalar and a set (Hungarian matching,
 extra and missing circles penalised, the official families' diagnostics),
 explaining a score and drawing circles. The entry point names :data:`family`.

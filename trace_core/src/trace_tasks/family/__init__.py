@@ -6,7 +6,8 @@
   (types you own), :class:`ShapeRewards` (reward versions for someone else's
   types), :func:`pairwise`;
 * reading raw values: :func:`coordinates`, :func:`coordinate`, :func:`is_flat`,
-  :func:`make_parser`, :func:`parse_collection`, :func:`parse_map`; raise
+  :func:`make_parser`, :func:`parse_collection`, :func:`parse_map`,
+  :func:`from_numpy` (numpy arrays and scalars as plain values); raise
   :class:`AnnotationParseError` for a value of the wrong shape;
 * matching and scoring: :func:`match_set` (Hungarian), :func:`match_sequence`,
   :class:`Matched`, :func:`assign_pairs`, :func:`assign_groups`,
@@ -57,6 +58,7 @@ from trace_tasks.plugins import (
     extent_points,
     hookimpl,
 )
+from trace_tasks.reading import from_numpy
 
 __all__ = [
     "CONTEXT",
@@ -96,6 +98,7 @@ __all__ = [
     "coordinate",
     "coordinates",
     "extent_points",
+    "from_numpy",
     "half_life_diagnostic",
     "hookimpl",
     "hostile_values",

@@ -20,7 +20,7 @@ class Primitive:
     bad item; ``is_item`` tells whether a raw value looks like a single item (so
     a set or sequence given one flat item can be read as a one-item
     collection). Both may be left out by a plugin that only adds a reward
-    version to a type someone else parses (:class:`~trace_tasks.shapes.ShapeRewards`).
+    version to a type someone else parses (:class:`~trace_tasks.family.ShapeRewards`).
 
     ``similarity`` returns a finite float in [0, 1] and depends on nothing but
     its arguments: parsed items that compare equal score equally (large sets

@@ -124,7 +124,7 @@ def trace_score_annotation(reward_id: str, prediction: object, target: object, c
 
     Called per response on the plugin that declared ``reward_id`` (a direct
     reference), with two values returned by the type owner's parse hook.
-    Return an :class:`~trace_tasks.specs.AnnotationScore`: a finite reward in
+    Return an :class:`~trace_tasks.family.AnnotationScore`: a finite reward in
     [0, 1] and finite ``annotation_*`` diagnostics in reporting order. Anything
     else is a plugin bug: the response counts as an annotation failure and a
     WARNING names the plugin once. Return ``None`` for an id you do not score.
@@ -156,7 +156,7 @@ def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawab
     """Turn one parsed item of ``annotation_type`` into drawables in pixel coordinates.
 
     Optional capability, called by tools on the type's owner with an item of an
-    :class:`~trace_tasks.specs.AnnotationExplanation` (for a scalar type, the
+    :class:`~trace_tasks.family.AnnotationExplanation` (for a scalar type, the
     parsed value itself). Returns boxes, points, polylines, polygons, circles or
     labels from :mod:`trace_tasks.family` (the drawables). Return ``None`` for a type you do
     not own.
