@@ -362,6 +362,8 @@ def test_the_old_giou_snippet_fails_the_kit_and_the_new_one_passes() -> None:
     found = [p for p in old if (p.annotation_type, p.reward_id, p.check) == ("bbox", "bbox_giou_v1", "contract")]
     assert found and any("reward nan is not a finite number" in p.message for p in found), "\n".join(map(str, old))
     assert any("[0, 0, 1e+308, 1e+308]" in p.message or "[-1e+308, -1e+308, 1e+308, 1e+308]" in p.message for p in found)
+    # Two tiny boxes (a hostile value against itself): the union underflows to zero.
+    assert any("ZeroDivisionError" in p.message for p in old), "\n".join(map(str, old))
     assert _giou_problems(_doc_giou01()) == []
 
 

@@ -39,7 +39,8 @@ def parse_interval(value):
 def overlap(a, b, ctx: ScoringContext) -> float:
     inter = min(a[1], b[1]) - max(a[0], b[0])
     union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if inter > 0 and union > 0 else 0.0
+    value = inter / union if inter > 0 and union > 0 else 0.0
+    return value if 0.0 <= value <= 1.0 else 0.0  # inf / inf is NaN: the kit's huge intervals catch it
 
 
 INTERVAL = Primitive(

@@ -34,12 +34,14 @@ Per annotation type, with the examples the owner declares
 ``hostile``
     on a built-in corpus of hostile values (NaN, infinities, ``10**400``,
     booleans, ``None``, junk and JSON strings, deep nesting, huge lists, dicts,
-    unicode, zero and negative sizes, the examples with one coordinate replaced
+    unicode, zero and negative sizes, tiny (1e-300) and huge (1e308) items,
+    the examples scaled by 1e-200 and 1e300 or with one coordinate replaced
     by each of those) parse returns a value or raises
     :class:`~trace_tasks.family.AnnotationParseError`, nothing else; values
-    that parse are scored against each example, both ways, under every id
-    (``contract`` and ``score`` apply; an ``AnnotationParseError`` raised
-    while scoring is a limit and allowed).
+    that parse are scored against each example, both ways, and against
+    themselves and their neighbour in the corpus (two tiny boxes, a tiny and
+    a huge one), under every id (``contract`` and ``score`` apply; an
+    ``AnnotationParseError`` raised while scoring is a limit and allowed).
 ``set-order`` / ``key-order``
     reversing or rotating the items of a ``set`` (and of each key of a
     ``set_map``) prediction, or the key order of a ``map``/``set_map``, leaves
@@ -535,6 +537,7 @@ class _TypeCheck:
     def check_hostile(self, parsed: list[tuple[Any, Any]]) -> None:
         examples = tuple(self.spec.examples) if self.spec is not None else ()
         targets = [value for _, value in parsed]
+        survivors: list[tuple[str, Any]] = []
         for raw in hostile_values(examples):
             shown = _short(raw)
             try:
@@ -550,10 +553,24 @@ class _TypeCheck:
             if value is None:
                 self.problem("hostile", f"parse of {shown} returned None; raise AnnotationParseError instead")
                 continue
+            survivors.append((shown, value))
             for reward in self.rewards:
                 for j, target in enumerate(targets):
                     self.score(reward, value, target, f"parsed {shown} against example #{j}", hostile=True)
                     self.score(reward, target, value, f"example #{j} against parsed {shown}", hostile=True)
+        self.hostile_pairs(survivors)
+
+    def hostile_pairs(self, survivors: list[tuple[str, Any]]) -> None:
+        """Hostile values against themselves and their neighbour in the corpus (two tiny boxes, a tiny and a huge one).
+
+        An example always has area, so only these pairs reach a union that
+        underflows to zero or an area that overflows; every pair is cheap.
+        """
+        for i, (shown, value) in enumerate(survivors):
+            partners = [survivors[i]] if i + 1 == len(survivors) else [survivors[i], survivors[i + 1]]
+            for other_shown, other in partners:
+                for reward in self.rewards:
+                    self.score(reward, value, other, f"parsed {shown} against parsed {other_shown}", hostile=True)
 
     # -- explain and draw
 
