@@ -155,18 +155,11 @@ class Target:
 
     def context(self, opts: ScoringOptions) -> ScoringContext:
         """The scoring context under ``opts`` (its half-life option overrides the size policy)."""
-        if self._context is not None and opts.point_half_life_px is None:
+        explicit = opts.point_half_life_px
+        if explicit is None and self._context is not None:
             return self._context
-        return scoring_context(self.image_size(), opts.point_half_life_px)
-
-
-def _answer_side(answer_gt: Any, registry: Registry) -> Target:
-    if not is_mapping(answer_gt) or "value" not in answer_gt:
-        return Target(NEVER_MATCHES, 0.0, True)
-    answer_type = answer_gt.get("type")
-    spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
-    reads_json = spec.reads_json_strings if spec is not None else True
-    return Target(answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0, reads_json)
+        size = self._size
+        return scoring_context(self.image_size() if size is _UNSEARCHED else size, explicit)
 
 
 def prepare_target(
@@ -187,7 +180,13 @@ def prepare_target(
     :class:`~trace_tasks.errors.MissingFamilyError`.
     ``sizes`` are ``(image_size, image_sizes, metadata, extra_info)``.
     """
-    target = _answer_side(answer_gt, registry)
+    if is_mapping(answer_gt) and "value" in answer_gt:
+        answer_type = answer_gt.get("type")
+        spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
+        reads_json = spec.reads_json_strings if spec is not None else True
+        target = Target(answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0, reads_json)
+    else:
+        target = Target(NEVER_MATCHES, 0.0, True)
     if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
         target.problem = "annotation_gt has no type"  # constant texts: a lenient call never formats what it may not show
         return target
