@@ -3,10 +3,11 @@
 Eight concurrent 15 MB bodies once took ``trace-tasks serve`` to 537 MB: every
 body is read, then parsed into Python objects several times its size, while
 the others wait for the scoring thread. ``max_inflight_bytes`` caps the bytes
-of the bodies held (read, parsed or being scored); a request that would pass it
-waits up to ``max_wait_seconds`` for room (its body still in the client's
-socket), then gets 503 with ``Retry-After`` and a JSON ``detail``; the bytes
-are released when a response is sent.
+of the bodies held (read, parsed or being scored), reserved chunk by chunk as
+they arrive; a chunk that would pass it waits up to ``max_wait_seconds`` for
+room (the rest of its body still in the client's socket), then gets 503 with
+``Retry-After`` and a JSON ``detail``; the bytes are released when a response
+is sent. Idle, slow and deadlocked uploads: ``test_server_uploads.py``.
 """
 
 from __future__ import annotations

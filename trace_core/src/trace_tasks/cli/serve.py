@@ -1,14 +1,16 @@
 """``trace-tasks serve``: the OpenRLHF remote reward protocol over HTTP.
 
-Binds to 127.0.0.1 unless told otherwise: a reward server has no
-authentication, so exposing it is a decision the user makes with ``--host``.
-FastAPI and uvicorn are imported only when the command runs
-(``pip install 'trace-core[server]'``).
+Binds to 127.0.0.1 unless told otherwise. With ``--token`` (or
+``TRACE_TASKS_SERVER_TOKEN``) every request but ``GET /health`` must carry the
+shared secret; a ``--host`` other machines can reach needs one, or an explicit
+``--insecure-no-token``. FastAPI and uvicorn are imported only when the command
+runs (``pip install 'trace-core[server]'``).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import socket
@@ -20,7 +22,13 @@ from trace_tasks.cli._options import add_scoring_options, scoring_options
 
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand to the ``trace-tasks`` parser."""
-    from trace_tasks.integrations.server import DEFAULT_MAX_REQUEST_BYTES
+    from trace_tasks.integrations.server import (
+        DEFAULT_BODY_TIMEOUT_SECONDS,
+        DEFAULT_HEADER_TIMEOUT_SECONDS,
+        DEFAULT_MAX_CLIENT_UPLOADS,
+        DEFAULT_MAX_REQUEST_BYTES,
+        TOKEN_ENV,
+    )
 
     parser = subparsers.add_parser(
         "serve",
@@ -29,10 +37,15 @@ def register(subparsers: Any) -> None:
             "Serve POST /get_reward ({query, prompts, labels} -> {rewards, scores, extra_logs}) and "
             "GET /health with FastAPI and uvicorn. Labels are trace instances (JSON strings or objects), "
             "validated before scoring: a batch with an invalid label gets 422 listing every problem. "
+            f"A --host other machines can reach needs --token or {TOKEN_ENV} (or --insecure-no-token). "
             "Needs: pip install 'trace-core[server]'."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default %(default)s: this machine only; any other needs a token)",
+    )
     parser.add_argument("--port", type=int, default=5000, help="port to bind (default %(default)s)")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default %(default)s)")
     parser.add_argument(
@@ -47,6 +60,36 @@ def register(subparsers: Any) -> None:
         default=None,
         help="request bytes held at once per worker before new requests get 503 with Retry-After "
         "(default 64 MiB, at least --max-request-bytes)",
+    )
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="shared secret every request but GET /health must carry, as 'Authorization: Bearer TOKEN' or "
+        f"'?token=TOKEN' in the URL (401 without); default ${TOKEN_ENV}, which keeps it out of the process list",
+    )
+    parser.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="serve a --host other machines can reach without a token: anyone who can connect gets rewards scored",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_SECONDS,
+        help="a request body that sends nothing for this many seconds gets 408 (default %(default)g)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=int,
+        default=DEFAULT_HEADER_TIMEOUT_SECONDS,
+        help="seconds a connection has to send its request head, and an idle keep-alive connection stays open "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-client-uploads",
+        type=int,
+        default=DEFAULT_MAX_CLIENT_UPLOADS,
+        help="request bodies one client address may be sending at once, 429 beyond (default %(default)s; 0: no bound)",
     )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default %(default)s)")
     add_scoring_options(parser)
@@ -70,9 +113,20 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
+    from trace_tasks.errors import OptionError
     from trace_tasks.integrations import MissingExtraError, require
-    from trace_tasks.integrations.server import CONFIG_ENV, create_app
+    from trace_tasks.integrations.server import CONFIG_ENV, TOKEN_ADVICE, TOKEN_ENV, RequestHeadTimeout, create_app
     from trace_tasks.plugins import get_registry
 
     try:
@@ -83,10 +137,32 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.max_request_bytes < 1 or not 0 <= args.port <= 65535:
         print("trace-tasks serve: --workers and --max-request-bytes must be positive, --port in 0..65535", file=sys.stderr)
         return 2
+    if not 1 <= args.header_timeout < 3600 or args.max_client_uploads < 0:
+        print("trace-tasks serve: --header-timeout must be in 1..3599 seconds, --max-client-uploads 0 or more", file=sys.stderr)
+        return 2
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if token is None and not args.insecure_no_token and not is_loopback(args.host):
+        print(
+            f"trace-tasks serve: error: --host {args.host} can be reached from other machines: set a token "
+            f"(--token TOKEN or {TOKEN_ENV}=TOKEN; make one with {TOKEN_ADVICE}) or pass --insecure-no-token",
+            file=sys.stderr,
+        )
+        return 2
     try:
         uvicorn = require("uvicorn", "server")
-        config = {"max_request_bytes": args.max_request_bytes, "max_inflight_bytes": args.max_inflight_bytes, **options}
-        create_app(**config)  # fail here, with a message, rather than inside every worker
+        config = {
+            "max_request_bytes": args.max_request_bytes,
+            "max_inflight_bytes": args.max_inflight_bytes,
+            "body_timeout_seconds": args.body_timeout,
+            "max_client_uploads": args.max_client_uploads or None,
+            "token": token,
+            **options,
+        }
+        try:
+            create_app(**config)  # fail here, with a message, rather than inside every worker
+        except OptionError as exc:
+            print(f"trace-tasks serve: {exc}", file=sys.stderr)
+            return 2
         # Plugins and the user's pins too: a broken plugin or a bad TRACE_TASKS_REWARD_IDS
         # stops the server now (one line, exit 1, from main) instead of failing every request.
         get_registry()
@@ -97,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"trace-tasks serve: error: {problem}", file=sys.stderr)
         return 2
-    # Workers are separate processes that build their own app from the environment.
+    # Workers are separate processes that build their own app from the environment
+    # (the token too: a process's environment is readable by its user only).
     os.environ[CONFIG_ENV] = json.dumps(config)
     uvicorn.run(
         "trace_tasks.integrations.server:app_from_env",
@@ -106,5 +183,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         log_level=args.log_level,
+        http=RequestHeadTimeout,  # uvicorn's h11 protocol, with a deadline on the request head
+        timeout_keep_alive=args.header_timeout,
     )
     return 0

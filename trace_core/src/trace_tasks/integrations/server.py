@@ -1,40 +1,56 @@
 """OpenRLHF's remote reward protocol over HTTP (needs ``pip install 'trace-core[server]'``).
 
-``trace-tasks serve`` runs :func:`create_app` under uvicorn.
+``trace-tasks serve`` runs :func:`create_app` under uvicorn, with
+:class:`RequestHeadTimeout` as its HTTP protocol.
 
 * ``POST /get_reward`` with ``{"query": [...], "prompts": [...], "labels": [...]}``
   answers ``{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}``
   (see :mod:`trace_tasks.integrations.openrlhf`).
 * ``GET /health`` answers ``{"status": "ok", ...}``.
 
-The body is hostile input: a body over ``max_request_bytes`` gets 413 before it
-is read in full; a body that would take the bytes held by requests in flight
-over ``max_inflight_bytes`` waits for room (``max_wait_seconds``), then gets
-503 with ``Retry-After`` (a 15 MB JSON body
-costs several times its size once parsed, so eight at once took the server to
-537 MB before this bound); invalid JSON 400, a wrong shape or a malformed label 422, all
-with a ``detail`` message. Every label is validated before anything is scored
-(:func:`trace_tasks.compile_instance`, compiled once per distinct label): a label that
-cannot be scored honestly (a zero-area target box, an unknown type, a contract
-that disagrees, an answer its type cannot hold...) gets 422 whose ``detail``
-lists every problem of every such label (``labels[3]: invalid instance:
-$.annotation_gt.value: ...``) and whose ``problems`` holds them one by one.
-Nothing a client sends crashes the server. A missing annotation family is a
-deployment error: 500 naming the package to install. Refused labels are also
-logged at ERROR on the server's side: OpenRLHF 0.11.2 logs a failed request at
-INFO only (``openrlhf/utils/agent.py`` l.347-358) and gives the sample no
-reward, so the 422's ``detail`` never reaches its user. Scoring runs in a worker
-thread so the event loop keeps answering ``/health``.
+The body is hostile input, and so is the connection (:class:`BodyLimit`). With
+a ``token``, every request but ``GET /health`` must carry it
+(``Authorization: Bearer TOKEN`` or ``?token=TOKEN``, the form OpenRLHF can
+send) or gets 401. A body over ``max_request_bytes`` gets 413 before it is read
+in full. The bytes of the bodies held at once (being read, parsed or scored) may
+total ``max_inflight_bytes``: they are reserved chunk by chunk as they arrive,
+never by the declared ``Content-Length``, so a client that declares 16 MiB and
+sends one byte holds one byte; a chunk that does not fit waits for room
+(``max_wait_seconds`` per request in all), then gets 503 with ``Retry-After``
+(a 15 MB JSON body costs several times its size once parsed, so eight at once
+took the server to 537 MB before this bound). A body that sends nothing for
+``body_timeout_seconds`` gets 408 and its bytes are released; one client
+address may send at most ``max_client_uploads`` bodies at once (429 with
+``Retry-After`` beyond). Invalid JSON gets 400, a wrong shape or a malformed
+label 422, all with a ``detail`` message. Every label is validated before
+anything is scored (:func:`trace_tasks.compile_instance`, compiled once per
+distinct label): a label that cannot be scored honestly (a zero-area target
+box, an unknown type, a contract that disagrees, an answer its type cannot
+hold...) gets 422 whose ``detail`` lists every problem of every such label
+(``labels[3]: invalid instance: $.annotation_gt.value: ...``) and whose
+``problems`` holds them one by one. Nothing a client sends crashes the server.
+A missing annotation family is a deployment error: 500 naming the package to
+install. Refused labels are also logged at ERROR on the server's side: OpenRLHF
+0.11.2 logs a failed request at INFO only (``openrlhf/utils/agent.py``
+l.347-358) and gives the sample no reward, so the 422's ``detail`` never
+reaches its user. Scoring runs in a worker thread so the event loop keeps
+answering ``/health``.
 """
 
 # No ``from __future__ import annotations``: FastAPI must see the real ``fastapi.Request``
 # annotation of the endpoint, and ``fastapi`` is only imported inside ``create_app``.
 import asyncio
+import bisect
+import hmac
+import itertools
 import json
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from trace_tasks.data import InstanceCache, InstanceError
 from trace_tasks.errors import MissingFamilyError, OptionError, TraceTasksError
@@ -45,12 +61,19 @@ from trace_tasks.plugins import get_registry
 
 __all__ = [
     "CONFIG_ENV",
+    "DEFAULT_BODY_TIMEOUT_SECONDS",
+    "DEFAULT_HEADER_TIMEOUT_SECONDS",
+    "DEFAULT_MAX_CLIENT_UPLOADS",
     "DEFAULT_MAX_INFLIGHT_BYTES",
     "DEFAULT_MAX_REQUEST_BYTES",
     "DEFAULT_MAX_WAIT_SECONDS",
     "RETRY_AFTER_SECONDS",
+    "TOKEN_ENV",
+    "BodyLimit",
     "InvalidLabels",
+    "RequestHeadTimeout",
     "app_from_env",
+    "check_token",
     "create_app",
     "validate_labels",
 ]
@@ -62,38 +85,105 @@ DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 #: 64 MiB of request bodies held at once per worker process: four bodies of the
 #: largest size, any number of the one-query requests OpenRLHF 0.11.2 sends.
 DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
-#: ``Retry-After`` of a 503 (OpenRLHF's clients retry 5 times, 1 s apart).
+#: ``Retry-After`` of a 503 or a 429 (OpenRLHF's clients retry 5 times, 1 s apart).
 RETRY_AFTER_SECONDS = 1
-#: How long a request waits for room before 503: OpenRLHF's clients give a
+#: How long a request may wait for room in all before 503: OpenRLHF's clients give a
 #: request 180 s in all (0.11.2 ``agent.py`` l.331, 0.9.0 ``remote_rm_utils.py`` l.17),
 #: and a 503 they retry only 5 times, 1 s apart, before giving up.
 DEFAULT_MAX_WAIT_SECONDS = 60.0
+#: A request body that sends nothing for this long gets 408 (its reserved bytes are released).
+#: A trainer on the same network sends a 16 MiB body in well under a second.
+DEFAULT_BODY_TIMEOUT_SECONDS = 10.0
+#: ``trace-tasks serve``: a connection must send its whole request head this soon after it
+#: opens (or after its first byte following a response), and an idle keep-alive connection is
+#: closed after as long (uvicorn's ``timeout_keep_alive``).
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10
+#: Request bodies one client address may be sending at once (429 beyond). OpenRLHF
+#: 0.11.2 sends one small request per sample, read in one chunk: its bodies are in
+#: this state for microseconds, however many requests it has in flight.
+DEFAULT_MAX_CLIENT_UPLOADS = 64
 #: ``trace-tasks serve`` passes its settings to every uvicorn worker through this variable.
 CONFIG_ENV = "TRACE_TASKS_SERVE_CONFIG"
+#: ``trace-tasks serve`` reads the shared secret from this variable when ``--token`` is not given.
+TOKEN_ENV = "TRACE_TASKS_SERVER_TOKEN"
+#: A token fits in a URL's query as it is (no escaping, no comma: OpenRLHF splits
+#: ``--reward.remote_url`` at commas) and is long enough not to be guessed.
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{16,4096}")
+TOKEN_ADVICE = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+_GRANTED, _PREEMPTED = "granted", "preempted"
+
+
+def check_token(token: Any) -> str | None:
+    """``token`` if it is a usable shared secret (or ``None``); :class:`OptionError` says why not."""
+    if token is None:
+        return None
+    if not isinstance(token, str) or TOKEN_PATTERN.fullmatch(token) is None:
+        raise OptionError(
+            "token must be 16 or more characters from A-Z a-z 0-9 . _ ~ - (it goes into a URL as it is); "
+            f"make one with: {TOKEN_ADVICE}"
+        )
+    return token
+
+
+@dataclass(eq=False)
+class _Upload:
+    """One request body being read: the bytes it holds, and what it waits for."""
+
+    seq: int  # arrival order: the oldest waiting body gets room first
+    held: int = 0
+    need: int = 0
+    waited: float = 0.0
+    verdict: str | None = None
+    wake: "asyncio.Future[None] | None" = None
 
 
 class BodyLimit:
-    """ASGI middleware: bound each request body and the bytes of all bodies in flight.
+    """ASGI middleware: the token, and bounds on each request body, the bodies in flight and each client.
 
-    A body over ``max_bytes`` gets 413: a declared ``Content-Length`` over the
-    limit before any body is read, a chunked body as soon as it passes it. A
-    body that would take the bytes held by the requests in flight (read,
-    parsed or being scored) over ``max_inflight_bytes`` waits up to
-    ``max_wait_seconds`` for room, then gets 503 with ``Retry-After``. The
-    declared size is reserved before the body is read (while it waits, the body
-    stays in the client's socket, not in this process), a chunked body's bytes
-    as they arrive, and the reservation is released when the response is sent.
-    One event loop per process runs this, so a plain counter is enough.
+    In order, before any body byte is read: without the ``token`` (when there is
+    one) a request gets 401, unless it is ``GET /health``; a client address
+    already sending ``max_client_uploads`` bodies gets 429 with ``Retry-After``;
+    a declared ``Content-Length`` over ``max_bytes`` gets 413. Then the body is
+    read chunk by chunk from the ASGI receive channel (the server stops reading
+    the socket while the app does not ask, so what a client has sent but the app
+    has not received stays in the kernel's buffers and uvicorn's 64 KiB one):
+
+    * each chunk's bytes are reserved as it arrives, against
+      ``max_inflight_bytes`` for all the bodies held (being read, parsed or
+      scored) until their response is sent; the declared size is never reserved,
+      so a client that declares 16 MiB and sends one byte holds one byte;
+    * a chunk that does not fit waits for room, the oldest request first, up to
+      ``max_wait_seconds`` for the whole request, then gets 503 with
+      ``Retry-After``. When the waiting bodies hold so much that the oldest
+      could never fit, however many other requests finish, the youngest of
+      them that holds bytes gets 503 at once, so that the others complete
+      instead of all waiting for nothing;
+    * a receive that brings nothing for ``body_timeout_seconds`` gets 408 (time
+      spent waiting for room does not count);
+    * a body passing ``max_bytes`` (a chunked one) gets 413.
+
+    Every refusal closes the connection (``Connection: close``): its body may be
+    unread. One event loop per process runs this, so plain counters are enough.
     """
 
     def __init__(
-        self, app: ASGIApp, max_bytes: int, max_inflight_bytes: int | None = None, max_wait_seconds: float = 0.0
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        max_inflight_bytes: int | None = None,
+        max_wait_seconds: float = 0.0,
+        *,
+        body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS,
+        max_client_uploads: int | None = None,
+        token: str | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
@@ -101,51 +191,32 @@ class BodyLimit:
             max_inflight_bytes if max_inflight_bytes is not None else max(max_bytes, DEFAULT_MAX_INFLIGHT_BYTES)
         )
         self.max_wait_seconds = max_wait_seconds
+        self.body_timeout_seconds = body_timeout_seconds
+        self.max_client_uploads = max_client_uploads
+        self._token = check_token(token)
         self.inflight = 0
-        self._room: asyncio.Condition | None = None  # created in the event loop that serves
+        self.uploads: dict[str, int] = {}  # client address -> bodies it is sending
+        self._waiting: list[_Upload] = []  # ordered by seq
+        self._seq = itertools.count()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        reserved = 0
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await self._reject(send, *refusal)
+            return
+        client = _client_of(scope)
+        self.uploads[client] = self.uploads.get(client, 0) + 1
+        uploading = True
+        upload = _Upload(next(self._seq))
         try:
-            headers = dict(scope.get("headers") or [])
-            declared = headers.get(b"content-length")
-            if declared is not None:
-                try:
-                    size = int(declared)
-                except ValueError:
-                    await self._reject(send, 400, "invalid Content-Length header")
-                    return
-                if size > self.max_bytes:
-                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
-                    return
-                if not await self._reserve(size):
-                    await self._busy(send)
-                    return
-                reserved = size
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":  # client went away
-                    return
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > self.max_bytes:
-                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
-                    return
-                if size > reserved:  # chunked, or longer than declared: reserve what arrived
-                    if not await self._reserve(size - reserved):
-                        await self._busy(send)
-                        return
-                    reserved = size
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
-            body = b"".join(chunks)
-            del chunks
+            body = await self._read_body(upload, receive, send)
+            self._upload_done(client)
+            uploading = False
+            if body is None:  # refused (the answer is sent) or the client went away
+                return
             replayed = False
 
             async def replay() -> Message:
@@ -157,57 +228,266 @@ class BodyLimit:
 
             await self.app(scope, replay, send)
         finally:
-            if reserved:
-                self.inflight -= reserved
-                await self._notify()
+            if uploading:
+                self._upload_done(client)
+            self._release(upload)
 
-    def _condition(self) -> asyncio.Condition:
-        if self._room is None:
-            self._room = asyncio.Condition()
-        return self._room
+    # -- before the body ----------------------------------------------------------------------------
 
-    async def _reserve(self, size: int) -> bool:
-        """Reserve ``size`` bytes, waiting up to ``max_wait_seconds`` for room; False when there is none."""
-        if self.inflight + size <= self.max_inflight_bytes:
-            self.inflight += size
+    def _refusal(self, scope: Scope) -> tuple[int, str, Headers] | None:
+        """The status, detail and headers refusing this request before its body is read, or ``None``."""
+        authorized = self._authorized(scope)  # first: it also takes the token out of the logged query
+        if not authorized and not (scope.get("method") in ("GET", "HEAD") and scope.get("path") == "/health"):
+            return (
+                401,
+                "missing or wrong token: send the server's token as 'Authorization: Bearer TOKEN' or in the URL as ?token=TOKEN",
+                [(b"www-authenticate", b'Bearer realm="trace_tasks"')],
+            )
+        client = _client_of(scope)
+        if self.max_client_uploads is not None and self.uploads.get(client, 0) >= self.max_client_uploads:
+            return (
+                429,
+                f"too many request bodies being sent at once from {client or 'this client'} "
+                f"(max_client_uploads={self.max_client_uploads}); retry after {RETRY_AFTER_SECONDS} s",
+                [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
+            )
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                return 400, "invalid Content-Length header", []
+            if size > self.max_bytes:
+                return 413, f"request body over {self.max_bytes} bytes", []
+        return None
+
+    def _authorized(self, scope: Scope) -> bool:
+        """Whether the request carries the token; a ``token`` query parameter is removed from the scope either way.
+
+        uvicorn logs the path and query of every request from this very scope, so
+        the secret never reaches the access log.
+        """
+        given: list[bytes] = []
+        query = scope.get("query_string") or b""
+        if b"token=" in query:
+            pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+            given += [value.encode() for name, value in pairs if name == "token"]
+            scope["query_string"] = urlencode([(name, value) for name, value in pairs if name != "token"]).encode()
+        for name, value in scope.get("headers") or []:
+            if name == b"authorization":
+                scheme, _, credentials = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    given.append(credentials.strip())
+        if self._token is None:
             return True
-        if self.max_wait_seconds <= 0:
-            return False
-        room = self._condition()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.max_wait_seconds
-        async with room:
-            while self.inflight + size > self.max_inflight_bytes:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return False
-                try:
-                    await asyncio.wait_for(room.wait(), remaining)
-                except asyncio.TimeoutError:
-                    return False
-            self.inflight += size
-            return True
+        expected = self._token.encode()
+        found = False
+        for candidate in given:  # every candidate is compared, in constant time
+            found |= hmac.compare_digest(candidate, expected)
+        return found
 
-    async def _notify(self) -> None:
-        if self._room is not None:
-            async with self._room:
-                self._room.notify_all()
+    def _upload_done(self, client: str) -> None:
+        left = self.uploads.get(client, 0) - 1
+        if left > 0:
+            self.uploads[client] = left
+        else:
+            self.uploads.pop(client, None)
 
-    async def _busy(self, send: Send) -> None:
+    # -- the body -----------------------------------------------------------------------------------
+
+    async def _read_body(self, upload: _Upload, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, its bytes reserved chunk by chunk; ``None`` once a refusal is sent or the client left."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout_seconds)
+            except asyncio.TimeoutError:
+                detail = (
+                    f"no request body bytes for {self.body_timeout_seconds:g} s (body_timeout_seconds) "
+                    f"after {size} bytes: the connection is closed"
+                )
+                await self._reject(send, 408, detail)
+                return None
+            if message["type"] != "http.request":  # client went away
+                return None
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                    return None
+                verdict = await self._reserve(upload, len(chunk))
+                if verdict != _GRANTED:
+                    await self._busy(send, preempted=verdict == _PREEMPTED)
+                    return None
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _reserve(self, upload: _Upload, size: int) -> str | None:
+        """Reserve ``size`` more bytes for ``upload``: ``_GRANTED``, ``_PREEMPTED``, or ``None`` (no room in time)."""
+        upload.need, upload.verdict = size, None
+        bisect.insort(self._waiting, upload, key=lambda waiting: waiting.seq)
+        self._schedule()
+        remaining = self.max_wait_seconds - upload.waited
+        if upload.verdict is None and remaining > 0:
+            loop = asyncio.get_running_loop()
+            upload.wake = loop.create_future()
+            start = loop.time()
+            try:
+                await asyncio.wait({upload.wake}, timeout=remaining)
+            finally:
+                upload.waited += loop.time() - start
+                upload.wake = None
+                if upload.verdict is None:  # timed out, or cancelled
+                    self._unqueue(upload)
+        elif upload.verdict is None:
+            self._unqueue(upload)
+        return upload.verdict
+
+    def _unqueue(self, upload: _Upload) -> None:
+        self._waiting.remove(upload)
+        upload.need = 0
+        self._schedule()  # the ones behind it may fit now
+
+    def _schedule(self) -> None:
+        """Give room to the waiting chunks, oldest request first; break a deadlock among the waiters."""
+        while self._waiting:
+            head = self._waiting[0]
+            if self.inflight + head.need <= self.max_inflight_bytes:
+                self._waiting.pop(0)
+                self.inflight += head.need
+                head.held += head.need
+                head.need = 0
+                self._decide(head, _GRANTED)
+                continue
+            # Room comes back as the requests not waiting (read, scored, or idle until their
+            # timeout) finish. If even then the head would not fit next to what the waiting
+            # bodies hold, they block one another: refuse the youngest that holds bytes.
+            held_by_waiters = sum(waiting.held for waiting in self._waiting)
+            if head.need + held_by_waiters <= self.max_inflight_bytes:
+                return
+            victim = next((waiting for waiting in reversed(self._waiting) if waiting.held and waiting is not head), None)
+            if victim is None:  # cannot happen: a body's size is at most max_bytes <= max_inflight_bytes
+                return
+            self._waiting.remove(victim)
+            self.inflight -= victim.held
+            victim.held = victim.need = 0
+            self._decide(victim, _PREEMPTED)
+
+    @staticmethod
+    def _decide(upload: _Upload, verdict: str) -> None:
+        upload.verdict = verdict
+        if upload.wake is not None and not upload.wake.done():
+            upload.wake.set_result(None)
+
+    def _release(self, upload: _Upload) -> None:
+        if upload.held:
+            self.inflight -= upload.held
+            upload.held = 0
+            self._schedule()
+
+    # -- answers ------------------------------------------------------------------------------------
+
+    async def _busy(self, send: Send, *, preempted: bool) -> None:
+        why = (
+            "it was refused so that older requests waiting for room can complete"
+            if preempted
+            else f"after waiting {self.max_wait_seconds:g} s"
+        )
         await self._reject(
             send,
             503,
             f"server busy: the request bodies in flight would exceed {self.max_inflight_bytes} bytes "
-            f"(max_inflight_bytes) after waiting {self.max_wait_seconds:g} s; retry after {RETRY_AFTER_SECONDS} s",
+            f"(max_inflight_bytes); {why}; retry after {RETRY_AFTER_SECONDS} s",
             [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
         )
 
     @staticmethod
-    async def _reject(send: Send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    async def _reject(send: Send, status: int, detail: str, extra_headers: Headers | None = None) -> None:
         payload = json.dumps({"detail": detail}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+            (b"connection", b"close"),  # the body may be unread: the connection cannot carry another request
+        ]
         await send({"type": "http.response.start", "status": status, "headers": headers + (extra_headers or [])})
         await send({"type": "http.response.body", "body": payload})
+
+
+def _client_of(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+class RequestHeadTimeout(asyncio.Protocol):
+    """uvicorn's h11 protocol with a deadline on the request head (``http=RequestHeadTimeout`` in uvicorn's config).
+
+    uvicorn (0.54.0 in uv.lock) closes an idle keep-alive connection after
+    ``timeout_keep_alive`` seconds, but only once a response is sent: a connection
+    that opens and sends nothing, or sends its head a byte at a time, is never
+    closed. This protocol closes a connection whose request head is not complete
+    ``timeout_keep_alive`` seconds after it opened, or after its first byte
+    following a response. The body is :class:`BodyLimit`'s business.
+    """
+
+    def __init__(
+        self, config: Any, server_state: Any, app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        import h11
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        self._idle = h11.IDLE  # h11's state of a client that has not sent a whole request head
+        self.inner: Any = H11Protocol(config=config, server_state=server_state, app_state=app_state, _loop=_loop)
+        self.timeout = float(config.timeout_keep_alive)
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+        if self._waiting_for_head():
+            self._arm()  # from the first byte of this head: trickling does not extend it
+        else:
+            self._disarm()
+
+    def eof_received(self) -> bool | None:
+        result: bool | None = self.inner.eof_received()
+        return result
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def _waiting_for_head(self) -> bool:
+        return bool(self.inner.conn.their_state is self._idle)
+
+    def _arm(self) -> None:
+        if self._timer is None:
+            self._timer = self.inner.loop.call_later(self.timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> None:
+        self._timer = None
+        if self._transport is not None and self._waiting_for_head() and not self._transport.is_closing():
+            log.info("trace_tasks serve: closed a connection that sent no whole request head in %g s", self.timeout)
+            self._transport.close()
 
 
 def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | None, list[Any]]:
@@ -304,20 +584,37 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
+def _seconds(name: str, value: Any, *, zero: bool) -> float:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not (0 <= value < 3600) or (value == 0 and not zero):
+        interval = "[0, 3600)" if zero else "(0, 3600)"
+        raise OptionError(f"{name} must be a number of seconds in {interval}, got {value!r}")
+    return float(value)
+
+
 def create_app(
     *,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     max_inflight_bytes: int | None = None,
     max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
+    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS,
+    max_client_uploads: int | None = DEFAULT_MAX_CLIENT_UPLOADS,
+    token: str | None = None,
     log_keys: str = "charted",
     **options: Any,
 ) -> Any:
-    """The ASGI app (FastAPI inside the body guard); ``options`` are scorer options, checked now.
+    """The ASGI app (FastAPI inside :class:`BodyLimit`); ``options`` are scorer options, checked now.
 
     ``max_inflight_bytes``: request bytes held at once before new requests get
     503 (default :data:`DEFAULT_MAX_INFLIGHT_BYTES`, raised to
-    ``max_request_bytes`` if that is larger; it may not be smaller), after
-    waiting up to ``max_wait_seconds`` for room (0: at once).
+    ``max_request_bytes`` if that is larger; it may not be smaller), reserved
+    as they arrive, after waiting up to ``max_wait_seconds`` for room (0: at once).
+    ``body_timeout_seconds``: a body that sends nothing for this long gets 408.
+    ``max_client_uploads``: bodies one client address may be sending at once
+    (429 beyond; ``None``: no bound). ``token``: the shared secret every request
+    but ``GET /health`` must carry (``Authorization: Bearer TOKEN`` or
+    ``?token=TOKEN``; ``None``: no check). The request head's deadline is the
+    HTTP server's: under uvicorn, ``http=RequestHeadTimeout``.
     ``log_keys``: the ``extra_logs`` keys, ``"charted"`` (default) or ``"all"``.
     """
     require("fastapi", "server")  # a missing extra raises MissingExtraError naming it
@@ -333,8 +630,11 @@ def create_app(
                 f"max_inflight_bytes ({max_inflight_bytes}) must be at least max_request_bytes ({max_request_bytes}): "
                 "a request of the largest size accepted could never be served"
             )
-    if isinstance(max_wait_seconds, bool) or not isinstance(max_wait_seconds, (int, float)) or not 0 <= max_wait_seconds < 3600:
-        raise OptionError(f"max_wait_seconds must be a number of seconds in [0, 3600), got {max_wait_seconds!r}")
+    wait = _seconds("max_wait_seconds", max_wait_seconds, zero=True)
+    body_timeout = _seconds("body_timeout_seconds", body_timeout_seconds, zero=False)
+    if max_client_uploads is not None:
+        _positive_int("max_client_uploads", max_client_uploads)
+    check_token(token)
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
@@ -371,7 +671,15 @@ def create_app(
             log.exception("trace_tasks serve: unexpected error")
             return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
 
-    return BodyLimit(app, max_request_bytes, max_inflight_bytes, float(max_wait_seconds))
+    return BodyLimit(
+        app,
+        max_request_bytes,
+        max_inflight_bytes,
+        wait,
+        body_timeout_seconds=body_timeout,
+        max_client_uploads=max_client_uploads,
+        token=token,
+    )
 
 
 def _preview(text: str, limit: int = 2000) -> str:

@@ -1,0 +1,169 @@
+"""Idle and slow clients beside real traffic: a real uvicorn on a free 127.0.0.1 port, raw sockets.
+
+Issue 24: four connections that each sent ``POST /get_reward`` with
+``Content-Length: 16777216`` and one body byte, then nothing, reserved the whole
+64 MiB in-flight budget (the declared size was reserved before the body was
+read) and had no read timeout, so every real request waited 60 s and got 503.
+Now bytes are reserved as they arrive, a body that sends nothing for
+``body_timeout_seconds`` gets 408, a connection that does not finish its request
+head in time is closed (``RequestHeadTimeout``), and one client address may be
+sending at most ``max_client_uploads`` bodies at once (429).
+
+Every server here stops at the end of its test; every socket has a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from trace_tasks.integrations.server import DEFAULT_MAX_REQUEST_BYTES, BodyLimit, RequestHeadTimeout, create_app
+
+from .helpers import pairs, reference
+
+pytestmark = pytest.mark.slow  # real servers, and waits for their timeouts
+
+#: Generous bounds on waits that end by themselves long before (correctness timeouts, not measurements).
+PATIENCE = 30.0
+
+
+@contextmanager
+def serving(app: Any, header_timeout: int = 30) -> Iterator[tuple[str, int]]:
+    """Run ``app`` under uvicorn, as ``trace-tasks serve`` does (``RequestHeadTimeout``), on a free loopback port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, http=RequestHeadTimeout, timeout_keep_alive=header_timeout, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, "the server did not start", thread.is_alive)
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=PATIENCE)
+        sock.close()
+
+
+def wait_for(condition: Callable[[], bool], what: str, alive: Callable[[], bool] = lambda: True) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline and alive(), what
+        time.sleep(0.02)
+
+
+def upload(port: int, declared: int, first: bytes = b"{") -> socket.socket:
+    """A raw connection that sends a request head declaring ``declared`` body bytes, then ``first``."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE)
+    head = f"POST /get_reward HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
+    conn.sendall(head.encode() + first)
+    return conn
+
+
+def answer(conn: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (within PATIENCE)."""
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    return data
+
+
+def status_and_body(raw: bytes) -> tuple[int, dict[str, Any], str]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body), head.decode("latin-1").lower()
+
+
+def real_request(url: str) -> None:
+    (response, inst) = pairs()[0]
+    got = httpx.post(f"{url}/get_reward", json={"query": [response], "prompts": [""], "labels": [inst]}, timeout=PATIENCE)
+    assert got.status_code == 200, got.text
+    assert got.json()["rewards"] == [reference(response, inst)["overall"]]
+
+
+def test_idle_and_slow_uploads_do_not_hold_the_budget_and_are_cut_off() -> None:
+    # The defaults of `trace-tasks serve` (16 MiB per request, 64 MiB in flight, 60 s wait), a 5 s body timeout.
+    guard: BodyLimit = create_app(body_timeout_seconds=5)
+    assert guard.max_inflight_bytes == 4 * DEFAULT_MAX_REQUEST_BYTES
+    with serving(guard) as (url, port):
+        real_request(url)  # warm: the registry and the label cache
+        idle = [upload(port, DEFAULT_MAX_REQUEST_BYTES) for _ in range(6)]
+        slow = [upload(port, DEFAULT_MAX_REQUEST_BYTES) for _ in range(2)]
+        try:
+            # 8 x 16 MiB declared, twice the budget; one byte each is held, not the declared size.
+            wait_for(lambda: guard.inflight == 8, f"the uploads' first bytes did not arrive ({guard.inflight})")
+            assert guard.uploads == {"127.0.0.1": 8}
+            for _ in range(3):
+                for conn in slow:
+                    conn.sendall(b" ")  # slow, not idle: each byte starts its timeout again
+                real_request(url)  # 200 at once: before the fix, 503 after a 60 s wait
+            for conn in idle + slow:
+                status, body, head = status_and_body(answer(conn))
+                assert status == 408 and "connection: close" in head
+                sent = 1 if conn in idle else 4
+                assert f"(body_timeout_seconds) after {sent} bytes" in body["detail"]
+        finally:
+            for conn in idle + slow:
+                conn.close()
+        wait_for(lambda: guard.inflight == 0 and not guard.uploads, "the cut-off uploads' bytes were not released")
+        real_request(url)
+
+
+def test_a_declared_body_over_the_limit_gets_413_without_being_sent() -> None:
+    guard: BodyLimit = create_app()
+    with serving(guard) as (url, port):
+        conn = upload(port, DEFAULT_MAX_REQUEST_BYTES + 1, first=b"")
+        try:
+            status, body, head = status_and_body(answer(conn))  # no body byte was sent: the head alone decides
+        finally:
+            conn.close()
+        assert status == 413 and str(DEFAULT_MAX_REQUEST_BYTES) in body["detail"] and "connection: close" in head
+        assert guard.inflight == 0
+        real_request(url)
+
+
+def test_one_client_sending_too_many_bodies_gets_429_with_retry_after() -> None:
+    guard: BodyLimit = create_app(max_client_uploads=2, body_timeout_seconds=2)
+    with serving(guard) as (url, port):
+        held = [upload(port, 1000) for _ in range(2)]
+        try:
+            wait_for(lambda: guard.uploads.get("127.0.0.1") == 2, "the uploads did not start")
+            (response, inst) = pairs()[0]
+            payload = {"query": [response], "prompts": [""], "labels": [inst]}
+            got = httpx.post(f"{url}/get_reward", json=payload, timeout=PATIENCE)
+            assert got.status_code == 429 and got.headers["retry-after"] == "1"
+            assert "max_client_uploads=2" in got.json()["detail"]
+            for conn in held:  # cut off after the body timeout, and their slots given back
+                assert status_and_body(answer(conn))[0] == 408
+        finally:
+            for conn in held:
+                conn.close()
+        wait_for(lambda: not guard.uploads, "the upload slots were not released")
+        real_request(url)
+
+
+def test_a_connection_that_does_not_finish_its_request_head_is_closed() -> None:
+    with serving(create_app(), header_timeout=1) as (url, port):
+        silent = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE)
+        partial = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE)
+        try:
+            partial.sendall(b"POST /get_reward HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            partial.sendall(b"X-Slow: ")  # trickling does not extend the deadline
+            assert answer(silent) == b""  # closed without a word: there is no request to answer
+            assert answer(partial) == b""
+            readable, _, _ = select.select([silent, partial], [], [], 0)
+            assert readable == [silent, partial]  # at EOF
+        finally:
+            silent.close()
+            partial.close()
+        real_request(url)  # a client that sends its request promptly is served as before
