@@ -98,6 +98,14 @@ def _string_answer(value: Any) -> Callable[[dict[str, Any]], None]:
     return breaks
 
 
+def _answer(answer_type: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def breaks(data: dict[str, Any]) -> None:
+        data["answer_gt"] = {"type": answer_type, "value": value}
+        data["reward_contract"] = contract(answer_type)
+
+    return breaks
+
+
 def _size_in_metadata(data: dict[str, Any]) -> None:
     del data["image_size"]
     data["metadata"] = {"image_size": [640, -1]}
@@ -178,6 +186,37 @@ BROKEN: tuple[Case, ...] = (
         "an integer answer must be a whole number",
     ),
     Case("string-answer-empty", _string_answer(""), "$.answer_gt.value", "a string answer is empty"),
+    # What the scorer compares, after its own reading: a JSON-literal string is read first, keys are normalised.
+    Case(
+        "option-letter-json-empty-string",
+        _answer("option_letter", '""'),
+        "$.answer_gt.value",
+        "the scorer reads it as '' before comparing",
+    ),
+    Case(
+        "pi-expression-json-empty-string",
+        _answer("pi_expression", ' "  " '),
+        "$.answer_gt.value",
+        "a pi_expression answer is empty",
+    ),
+    Case(
+        "option-letter-json-number",
+        _answer("option_letter", "7"),
+        "$.answer_gt.value",
+        "the scorer reads it as 7 before comparing",
+    ),
+    Case(
+        "matrix-keys-collide",
+        _answer("matrix", {"A": 1, "a": 2}),
+        "$.answer_gt.value",
+        "keys 'A', 'a' are one key once normalised",
+    ),
+    Case(
+        "matrix-nested-keys-collide",
+        _answer("matrix", [[1, 2], {"row": {" K": 1, "k": 2}}]),
+        "$.answer_gt.value[1]['row']",
+        "keys ' K', 'k' are one key once normalised",
+    ),
     Case("answer-type-unknown", _set("answer_gt", "type", value="integr"), "$.answer_gt.type", "unknown answer type 'integr'"),
     Case("unknown-field", _set("extra_field", value=1), "$", "extra_field"),
     Case("missing-field", _without("annotation_gt"), "$.annotation_gt", "required field missing"),

@@ -13,6 +13,7 @@ more than a line.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,6 +116,38 @@ def plain(value: Any, limit: int = SHOW_VALUE_CHARS) -> str:
 def _printable(text: str) -> str:
     """``text`` with newlines, control characters and lone surrogates escaped (it can always be printed)."""
     return text if text.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What a lone surrogate is shown as: U+FFFD, the replacement character.
+REPLACEMENT = "\ufffd"
+
+
+def without_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate replaced by U+FFFD, and how many there were.
+
+    A lone surrogate is valid in JSON (``"\\ud800"``) and in a Python string,
+    but it is not Unicode text: no UTF-8 terminal or file can hold it.
+    """
+    if text.isascii():
+        return text, 0
+    return _SURROGATE.subn(REPLACEMENT, text)
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``): printable, and still pointing at it."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def surrogate_note(count: int, *, in_json: bool = False) -> str:
+    """The note saying that the response holds ``count`` lone surrogates, and how they are shown."""
+    shown = "kept as JSON escapes here" if in_json else f"shown here as U+FFFD ({REPLACEMENT})"
+    return (
+        f"the response holds {count} lone surrogate{'s' * (count != 1)} (valid as JSON escapes such as \\ud800, "
+        f"but not Unicode text), {shown}; scoring read the text as it is"
+    )
 
 
 def item_name(prefix: str, label: Any) -> str:

@@ -14,6 +14,7 @@ import codecs
 import contextlib
 import gzip
 import json
+import math
 import os
 import stat
 import sys
@@ -166,6 +167,65 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
         yield stream
 
 
-def dumps(value: Any) -> str:
-    """Compact one-line JSON (what every output line uses)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+#: How a non-finite number is written (as a string: strict JSON has no spelling for it).
+NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+_STRICT_DEPTH = 200
+
+
+def strict_values(value: Any, depth: int = 0) -> Any:
+    """``value`` with every non-finite float written as a string (``"Infinity"``, ``"-Infinity"``, ``"NaN"``).
+
+    Strict JSON has no spelling for them (Python's ``json`` would write the
+    bare ``Infinity`` most readers refuse); an id read from ``1e999`` is one.
+    Tuples become lists, as ``json`` writes them.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE.get(value, "NaN")
+    if depth > _STRICT_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        return {_strict_key(key): strict_values(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_values(item, depth + 1) for item in value]
+    return value
+
+
+def _strict_key(key: Any) -> Any:
+    return NON_FINITE.get(key, "NaN") if isinstance(key, float) and not math.isfinite(key) else key
+
+
+def _utf8(text: str) -> bool:
+    """True when ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """Strict JSON that can always be written as UTF-8: what every JSON output of the CLI uses.
+
+    Compact and on one line unless ``indent`` is given. Non-ASCII characters
+    are written as they are (readable), unless the text
+    holds a lone surrogate (valid in JSON as ``"\\ud800"``, never in UTF-8), in
+    which case the whole document is written with ASCII escapes, so it reads
+    back to the very same strings. A non-finite number (an id read from
+    ``1e999``) is written as a string (:func:`strict_values`): the output is
+    always strict JSON.
+    """
+    if indent is None:
+        plain, ascii_only = _COMPACT, _COMPACT_ASCII
+    else:
+        plain = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=indent)
+        ascii_only = json.JSONEncoder(ensure_ascii=True, allow_nan=False, indent=indent)
+    try:
+        text = plain.encode(value)
+    except ValueError:  # a non-finite number ("Out of range float values are not JSON compliant")
+        value = strict_values(value)
+        text = plain.encode(value)
+    return text if _utf8(text) else ascii_only.encode(value)

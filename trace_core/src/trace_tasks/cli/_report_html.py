@@ -5,6 +5,8 @@ in a ``<style>`` element, charts are inline SVG (:mod:`trace_tasks.cli._svg`)
 and pictures are ``data:`` URIs. Everything that comes from a file (ids,
 responses, errors, explanations, type names) is escaped with
 :func:`html.escape`: model output is hostile and must never become markup.
+A lone surrogate (valid in JSON, never in UTF-8) is shown as U+FFFD, so the
+page can always be written; a response holding one says so in its case.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from html import escape
 import attrs
 
 from trace_tasks.cli._breakdown import reward_breakdown
+from trace_tasks.cli._extraction_view import surrogate_note, without_surrogates
 from trace_tasks.cli._report_data import (
     ALL,
     COMPONENTS,
@@ -71,8 +74,8 @@ class Report:
 
 
 def e(text: object) -> str:
-    """Escaped text (quotes too: the result may go in an attribute)."""
-    return escape(str(text), quote=True)
+    """Escaped text (quotes too: the result may go in an attribute), each lone surrogate shown as U+FFFD."""
+    return escape(without_surrogates(str(text))[0], quote=True)
 
 
 def num(x: float, digits: int = 3) -> str:
@@ -185,6 +188,9 @@ def case_html(case: Case) -> str:
         parts.append(f'<pre class="breakdown">{e(chr(10).join(lines))}</pre>')
     if case.response is not None:
         parts.append(f'<p>response:</p><pre class="response">{e(excerpt(case.response))}</pre>')
+        surrogates = without_surrogates(case.response)[1]
+        if surrogates:
+            parts.append(f'<p class="muted note">note: {e(surrogate_note(surrogates))}</p>')
     if case.explanation:
         parts.append(f"<details><summary>explanation</summary><pre>{e(chr(10).join(case.explanation))}</pre></details>")
     if case.picture is not None:

@@ -41,8 +41,16 @@ import attrs
 
 from trace_tasks.cli._breakdown import reward_breakdown
 from trace_tasks.cli._drawing import CannotDraw, DrawingUnavailable, explanation_notes, picture_format, render
-from trace_tasks.cli._extraction_view import candidate_used, item_name, plain, show_number, show_value
-from trace_tasks.cli._jsonl import open_binary, read_lines
+from trace_tasks.cli._extraction_view import (
+    candidate_used,
+    item_name,
+    plain,
+    show_number,
+    show_value,
+    surrogate_note,
+    without_surrogates,
+)
+from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import AnnotationParseError, InstanceError
@@ -107,18 +115,36 @@ def _find_row(path: str, line_no: int | None, row_id: str | None) -> tuple[int, 
     raise LookupError(f"no line {line_no} in {path}" if line_no is not None else f"no instance with id {row_id!r} in {path}")
 
 
-def _read_response(arg: str | None, row: Mapping[str, Any]) -> str:
+def _read_response(arg: str | None, row: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The response text, and notes on how it was read (invalid UTF-8 in an ``@FILE``)."""
     if arg is None:
         response = row.get("response")
         if not isinstance(response, str):
             raise LookupError("no --response given and the line has no 'response' string")
-        return response
+        return response, []
     if arg.startswith("@"):
         source = arg[1:]
         if source == "-":
-            return sys.stdin.read()
-        return Path(source).read_text(encoding="utf-8")
-    return arg
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is None:  # a text-only stand-in: already decoded
+                return sys.stdin.read(), []
+            return decode_response(stdin.read(), "standard input")
+        return decode_response(Path(source).read_bytes(), source)
+    return arg, []
+
+
+def decode_response(data: bytes, name: str) -> tuple[str, list[str]]:
+    """A response file's bytes as text: invalid UTF-8 is replaced by U+FFFD, and a note says so."""
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", errors="replace")
+        note = (
+            f"{name} is not valid UTF-8 (the first invalid byte, 0x{data[exc.start]:02x}, is at byte {exc.start}): "
+            "each invalid byte sequence was read as U+FFFD (the replacement character), and the response "
+            "so read is what is explained and scored"
+        )
+        return text, [note]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         number, row = _find_row(args.instance, args.line, args.id)
         if not isinstance(row, Mapping):
             return _fail(f"line {number} is not a JSON object", EXIT_BAD_INSTANCE)
-        response = _read_response(args.response, row)
+        response, notes = _read_response(args.response, row)
     except (LookupError, OSError) as exc:
         return _fail(str(exc))
     data = {k: v for k, v in row.items() if k != "response"}
@@ -142,11 +168,13 @@ def run(args: argparse.Namespace) -> int:
     except InstanceError as exc:  # what validate refuses is not explained: its reward would mislead
         return _fail(str(exc), EXIT_BAD_INSTANCE)
     explained = explain_response(response, compiled, opts)
+    explained = attrs.evolve(explained, notes=tuple(notes))
     if args.json:
-        # ASCII: a response may hold lone surrogates, which no UTF-8 stream can write.
-        print(json.dumps(explanation_json(explained), ensure_ascii=True, allow_nan=False))
+        # Strict JSON; ASCII-escaped when the response holds lone surrogates, which no UTF-8 stream can write.
+        print(dumps(explanation_json(explained)))
     else:
-        print("\n".join(_header(args.instance, number, compiled) + list(explained.lines)))
+        header = _header(args.instance, number, compiled) + [f"  note: {note}" for note in notes]
+        print("\n".join(without_surrogates(line)[0] for line in header + list(explained.lines)))
     if args.png:
         return _draw(args, compiled, explained)
     return EXIT_OK
@@ -157,13 +185,18 @@ class Explained:
     """One explained response: the pipeline's result and trail, and the report lines built from them.
 
     ``result`` is exactly the dict ``score_trace_response`` returns for the
-    instance and response; ``trail`` is what the same run saw.
+    instance and response; ``trail`` is what the same run saw. ``lines`` hold
+    no lone surrogate (each is shown as U+FFFD, and a note in the extraction
+    counts those of the response, ``surrogates``); ``notes`` say how the
+    response was read (invalid UTF-8 in its file).
     """
 
     instance: CompiledInstance
     result: dict[str, float]
     trail: Trail
     lines: tuple[str, ...]
+    surrogates: int = 0
+    notes: tuple[str, ...] = ()
 
     @property
     def annotation_type(self) -> str:
@@ -189,17 +222,19 @@ class Explained:
 def explain_response(response: str, instance: CompiledInstance, opts: ScoringOptions) -> Explained:
     """Score ``response`` once through the pipeline, keeping its trail, and describe the run."""
     result, trail = instance.explain(response, opts)
+    surrogates = without_surrogates(response)[1]
     out = _extraction(trail, opts.mode)
+    if surrogates:  # first in the section: it says how the rest is shown
+        out.insert(2, f"  note: {surrogate_note(surrogates)}")
     out += _answer(trail, instance, result)
     out += _annotation(trail, instance, result)
     out += _reward(result)
-    explained = Explained(instance, result, trail, tuple(out))
-    notes = frame_check(explained)
+    notes = frame_check(Explained(instance, result, trail, ()))
     if notes:
         at = out.index("Reward") - 1
         out[at:at] = [f"  note: {note}" for note in notes]
-        explained = attrs.evolve(explained, lines=tuple(out))
-    return explained
+    # Any text the response (or a family) put in a line is printable: a lone surrogate is shown as U+FFFD.
+    return Explained(instance, result, trail, tuple(without_surrogates(line)[0] for line in out), surrogates)
 
 
 def _short(text: str) -> str:
@@ -377,6 +412,12 @@ def _draw(args: argparse.Namespace, instance: CompiledInstance, explained: Expla
     image = args.image or instance.data.get("image")
     if image and not Path(image).is_absolute() and not Path(image).exists() and args.instance != "-":
         image = str(Path(args.instance).parent / image)  # relative to the instance file
+    if image and not args.image:
+        from trace_tasks.cli.report import image_problem  # what the report draws, the instance's image is held to
+
+        problem = image_problem(image)
+        if problem:
+            return _fail(f"cannot draw over the instance's image {image}: it {problem}; give --image PATH", EXIT_BAD_INSTANCE)
 
     draw = entry.draw
 
@@ -405,7 +446,7 @@ def _draw(args: argparse.Namespace, instance: CompiledInstance, explained: Expla
     printed = set(frame_check(explained))  # already in the text report
     for note in picture.notes:
         if note not in printed:
-            print(f"  note: {note}")
+            print(f"  note: {without_surrogates(note)[0]}")
     return EXIT_OK
 
 
@@ -471,6 +512,7 @@ def explanation_json(explained: Explained) -> dict[str, Any]:
         )
     return {
         "result": explained.result,
+        "notes": [*explained.notes, *([surrogate_note(explained.surrogates, in_json=True)] if explained.surrogates else [])],
         "explanation": {
             "extraction": {
                 "final_block": ext.format.answer_block,

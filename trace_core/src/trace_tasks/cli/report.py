@@ -12,18 +12,28 @@ and Pillow is installed for the picture).
 The statistics are pure functions of the scores rows
 (:mod:`trace_tasks.cli._report_data`), the page a pure function of them
 (:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
+
+Besides the files named on the command line, the report reads one thing: the
+``image`` an instance names, for the overlay picture of a case shown. Only a
+real image is drawn (:func:`image_problem`: PNG, JPEG, GIF or WebP by its
+first bytes and as Pillow opens it, at most :data:`MAX_IMAGE_BYTES` and
+:data:`MAX_IMAGE_PIXELS`); any other file is refused with a note in the case,
+so an instance cannot put a local file into a page meant to be shared.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from trace_tasks.cli import _drawing
 from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._errors import UsageError
+from trace_tasks.cli._errors import UsageError, describe
 from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._options import int_at_least
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
@@ -45,6 +55,17 @@ from trace_tasks.scoring import options_from
 
 EXIT_OK = 0
 DEFAULT_OUTPUT = "report.html"
+#: The largest image file drawn under a case's overlay (bytes).
+MAX_IMAGE_BYTES = 16 * 1024 * 1024
+#: The most pixels (width x height) of an image drawn under a case's overlay.
+MAX_IMAGE_PIXELS = 40_000_000
+#: The image formats drawn, by the magic bytes their files start with (Pillow's format names).
+IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+)
 
 
 def register(subparsers: Any) -> None:
@@ -232,17 +253,80 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
         )
     formula = explained.explanation.formula if explained.explanation is not None else ""
     breakdown = tuple(reward_breakdown(row.scores, reward_id=explained.reward_id, formula=formula))
-    picture, why = _picture(explained, _image(instance.data.get("image"), instances_path))
-    return Case(row, response, explained.lines, picture, "; ".join(n for n in (note, why) if n), breakdown)
+    image, refused = _image(instance.data.get("image"), instances_path)
+    picture, why = _picture(explained, image)
+    return Case(row, response, explained.lines, picture, "; ".join(n for n in (note, refused, why) if n), breakdown)
 
 
-def _image(image: Any, instances_path: str) -> str | None:
-    """The instance's ``image`` when it exists (a relative path from the current directory, then the instances file's)."""
-    if not isinstance(image, str) or not image:
-        return None
+def _image(image: Any, instances_path: str) -> tuple[str | None, str]:
+    """The instance's ``image`` when it is a usable image file, else ``None`` and why (``""`` when there is none).
+
+    A relative path is tried from the current directory, then from the
+    instances file's folder; only a regular file is considered, and it is
+    drawn only when :func:`image_problem` finds nothing wrong with it.
+    """
+    if not isinstance(image, str) or not image or "\0" in image:
+        return None, ""
     for candidate in (Path(image), Path(instances_path).parent / image):
-        if candidate.is_file():
-            return str(candidate)
+        try:
+            found = candidate.is_file()
+        except (OSError, ValueError):  # a name the system refuses (too long, undecodable)
+            found = False
+        if found:
+            problem = image_problem(str(candidate))
+            if problem:
+                return None, f"the instance's image {image!r} is not drawn: it {problem} (the overlay is on a blank canvas)"
+            return str(candidate), ""
+    return None, ""
+
+
+def image_format(head: bytes) -> str | None:
+    """The image format a file's first bytes announce (``PNG``, ``JPEG``, ``GIF``, ``WEBP``), else ``None``."""
+    for magic, name in IMAGE_MAGIC:
+        if head.startswith(magic):
+            return name
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP"
+    return None
+
+
+def image_problem(path: str) -> str | None:
+    """Why the file at ``path`` is not drawn under an overlay (``None`` when it is a usable image).
+
+    The content decides, never the name: the file must start with the magic
+    bytes of PNG, JPEG, GIF or WebP and open in Pillow as that format (so no
+    other decoder is ever run on it), and stay within :data:`MAX_IMAGE_BYTES`
+    and :data:`MAX_IMAGE_PIXELS`.
+    """
+    try:
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode):  # a FIFO or a device would block or never end
+            return "is not a regular file"
+        size = found.st_size
+        if size > MAX_IMAGE_BYTES:
+            return f"is {size:,} bytes, more than the {MAX_IMAGE_BYTES:,} an image may have"
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        return f"cannot be read ({describe(exc)})"
+    except ValueError:  # a name the system cannot encode (a lone surrogate) or holding NUL
+        return "cannot be read (the system cannot name such a file)"
+    kind = image_format(head)
+    if kind is None:
+        return "is not a PNG, JPEG, GIF or WebP image (by its content, whatever its name)"
+    if not _drawing.pillow_available():
+        return None  # nothing is drawn without Pillow
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's decompression-bomb warning: the bound below decides
+            with Image.open(path, formats=[kind]) as opened:
+                width, height = opened.size
+    except Exception as exc:  # a truncated or forged file; Pillow's own bomb error
+        return f"does not open as a {kind} image ({type(exc).__name__})"
+    if width * height > MAX_IMAGE_PIXELS:
+        return f"is {width}x{height} pixels, more than the {MAX_IMAGE_PIXELS:,} an image may have"
     return None
 
 

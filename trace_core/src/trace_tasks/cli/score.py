@@ -11,13 +11,15 @@ an ``error`` field: the input and output line counts are always equal. A
 summary table goes to stderr. Output files are created before any input is
 read and replace an existing file only when the run completes
 (:mod:`trace_tasks.cli._output`); an output that is an input is refused.
+Every output line is strict JSON that can be written as UTF-8, whatever the
+input held (:func:`trace_tasks.cli._jsonl.dumps`): an id with a lone surrogate
+makes its line ASCII-escaped, a non-finite id (``1e999``) is written as a string.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
@@ -115,7 +117,7 @@ def _score(args: argparse.Namespace, options: dict[str, Any]) -> int:
             print(summary.table(), file=sys.stderr)
         if summary_out is not None:
             data = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
-            summary_out.write(json.dumps(data, indent=2) + "\n")
+            summary_out.write(dumps(data, indent=2) + "\n")
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
 
 

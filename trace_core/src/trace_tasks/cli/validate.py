@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed
+from trace_tasks.cli._extraction_view import escape_surrogates
 from trace_tasks.cli._frames import frame_report
 from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._output import STDIO
@@ -99,15 +100,16 @@ def run(args: argparse.Namespace) -> int:
                 lines_with_problems += number != last_line
                 last_line = number
                 if not args.quiet:
-                    print(f"{name}:{number}: {problem}")
+                    # A message may quote the data (an unknown key): a lone surrogate in it is shown escaped.
+                    print(escape_surrogates(f"{name}:{number}: {problem}"))
         except InputFailed as exc:  # part-way through (a truncated .gz): a problem of this file; go on with the next
-            print(exc)
+            print(escape_surrogates(str(exc)))
             problems += 1
         # An input that cannot be opened at all (missing, a directory, unreadable) is not caught:
         # main reports it in one line with exit 2, as for every command.
     if not args.quiet:
         for note in notes.values():
-            print(f"note: {note}")
+            print(escape_surrogates(f"note: {note}"))
     files = len(args.files)
     print(
         f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "

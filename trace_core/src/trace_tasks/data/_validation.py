@@ -12,7 +12,12 @@ scored honestly against the installed families:
   its package);
 * the answer value usable for its declared answer type (the type's
   ``check_value``: an integer type holds an integer, an empty string is no
-  target, built-in types never hold ``null``);
+  target, built-in types never hold ``null``), and so is the target the scorer
+  will compare, read and normalised by the scorer's own functions: a
+  JSON-literal string (``'""'``) checked as what it holds, no target the empty
+  response matches or no prediction can match, no mapping keys that are one key
+  once normalised (``{"A": 1, "a": 2}``), at any depth;
+* the id, when given, free of lone surrogates (no UTF-8 output can name it);
 * the target annotation parsing with its owner's parse hook, under the
   lenient scorer's literal budget (zero-area boxes, non-numeric or
   non-finite coordinates fail);
@@ -35,10 +40,23 @@ import cattrs
 from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
 from trace_tasks.errors import Problem, shown, suggest
-from trace_tasks.limits import MAX_TARGET_LITERAL_BUDGET
+from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
-from trace_tasks.reading import is_mapping, literal_budget
-from trace_tasks.scoring import HEIGHT_KEYS, NESTED_KEYS, UNPARSED, WIDTH_KEYS, Size, size_from
+from trace_tasks.reading import from_numpy, is_mapping, literal_budget
+from trace_tasks.scoring import (
+    HEIGHT_KEYS,
+    NESTED_KEYS,
+    NEVER_MATCHES,
+    UNPARSED,
+    WIDTH_KEYS,
+    Size,
+    answer_target,
+    canonical_text,
+    matches_answer_target,
+    normalized_key,
+    read_string_literal,
+    size_from,
+)
 
 __all__ = ["InstanceReport", "Parts", "check", "instance_problems", "instance_report"]
 
@@ -205,17 +223,183 @@ def _missing_family_message(name: str | None, registry: Registry) -> str | None:
     return str(missing) if missing is not None else None
 
 
+_VALUE = "$.answer_gt.value"
+#: Most answer-key collisions reported for one instance (a hostile matrix could hold a million).
+MAX_KEY_COLLISIONS_SHOWN = 5
+
+
+def _type_check(spec: AnswerTypeSpec, value: Any) -> str | None:
+    if spec.check_value is None:
+        return None
+    try:
+        return spec.check_value(value)
+    except Exception as exc:  # a family's checker failing is its bug; the value is still suspect
+        return f"the {spec.name!r} answer type's value check failed: {type(exc).__name__}: {exc}"
+
+
 def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
+    """The type's own check, then the value the scorer will compare, read and normalised as the scorer does."""
     spec = parts.answer_spec
     answer = data.get("answer_gt")
-    if spec is None or spec.check_value is None or not is_mapping(answer) or "value" not in answer:
+    if spec is None or not is_mapping(answer) or "value" not in answer:
+        return
+    value = answer["value"]
+    message = _type_check(spec, value)
+    if message:
+        problems.append(Problem(_VALUE, message))
         return
     try:
-        message = spec.check_value(answer["value"])
-    except Exception as exc:  # a family's checker failing is its bug; the value is still suspect
-        message = f"the {spec.name!r} answer type's value check failed: {type(exc).__name__}: {exc}"
-    if message:
-        problems.append(Problem("$.answer_gt.value", message))
+        found = _scored_value_problems(spec, value)
+    except Exception as exc:  # a value odd enough to break the reading is no target either
+        found = [(_VALUE, f"cannot be read and normalised as the scorer does ({type(exc).__name__}); write a plain JSON value")]
+    problems.extend(Problem(path, text) for path, text in found)
+
+
+def _scored_value_problems(spec: AnswerTypeSpec, value: Any) -> list[tuple[str, str]]:
+    """Problems of the target the scorer actually uses: ``value`` after its JSON-literal reading and canonical form.
+
+    The type's check looks at the value as written; the scorer first reads a
+    JSON-literal string (``'"B"'`` is ``B``, ``'""'`` is empty, ``'7'`` is the
+    number 7), then compares canonical forms (strings stripped and case-folded,
+    mapping keys normalised). Whatever that reading changes is checked here,
+    with the scorer's own functions, so the two can never disagree.
+    """
+    reads = spec.reads_json_strings
+    used = read_string_literal(value) if reads else value
+    if used is not value:  # a string read as JSON: the scorer compares what it holds
+        message = _type_check(spec, used)
+        if message:
+            return [(_VALUE, _decoded_problem(spec, value, used, message))]
+    prepared = answer_target(value, reads_json_strings=reads)
+    if not matches_answer_target(value, prepared, reads_json_strings=reads):
+        return [(_VALUE, _unmatchable(prepared))]
+    if matches_answer_target("", prepared, reads_json_strings=reads):
+        return [
+            (
+                _VALUE,
+                f"is matched by an empty response: the scorer compares {canonical_text(value, reads_json_strings=reads)}, "
+                "so a model that writes nothing earns the full answer reward; write the expected answer",
+            )
+        ]
+    return _key_collisions(used, from_text=used is not value)
+
+
+def _json_kind(value: Any) -> str | None:
+    """The built-in answer type holding a value read from JSON (``7`` is an ``integer``), or None."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "index_list"
+    if isinstance(value, Mapping):
+        return "matrix"
+    return None
+
+
+def _decoded_problem(spec: AnswerTypeSpec, value: Any, used: Any, message: str) -> str:
+    kind = _json_kind(used)
+    other = f"; to compare {shown(used)} itself, use the answer type {kind!r}" if kind and kind != spec.name else ""
+    return (
+        f"{shown(value)} is a JSON literal, and the scorer reads it as {shown(used)} before comparing "
+        f"(every answer type but 'string' reads a JSON-literal string first), so: {message}. Write the answer itself, "
+        f"without JSON quotes; for text compared as written, use the answer type 'string', which never reads JSON{other}"
+    )
+
+
+def _unmatchable(prepared: Any) -> str:
+    if prepared is NEVER_MATCHES:
+        return (
+            f"can never be matched: the scorer cannot normalise it (nested more than {MAX_ANSWER_DEPTH} levels deep, "
+            "or a value it cannot compare); write plain JSON values, nested less deeply"
+        )
+    return (
+        "can never be matched: after the scorer's normalisation it is not equal even to itself (it holds NaN, an "
+        "infinity, or a value of a type the comparison does not know); write finite numbers and plain JSON values"
+    )
+
+
+#: Values the key walk never looks into.
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+#: A place inside a target: ``None`` for the target itself, else (the place holding it, its key or index).
+_Place = Any
+
+
+def _place_text(place: _Place) -> str:
+    steps: list[Any] = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    return "".join(f"[{step}]" if type(step) is int else f"[{shown(step)}]" for step in reversed(steps))
+
+
+def _key_collisions(used: Any, *, from_text: bool) -> list[tuple[str, str]]:
+    """Mappings (at any depth) with two keys that are one key once normalised as the scorer normalises keys.
+
+    The scorer keeps the last of such keys, so the target loses a value and a
+    prediction with either spelling matches. Keys are compared with the
+    scorer's own :func:`normalized_key`. ``used`` has already been compared with
+    itself, so it is nested no deeper than the comparison allows.
+    """
+    found: list[tuple[str, str]] = []
+    more = 0
+    stack: list[tuple[Any, _Place]] = [(used, None)]
+    while stack:
+        item, place = stack.pop()
+        item = from_numpy(item)
+        if isinstance(item, Mapping):
+            groups: dict[str, list[Any]] = {}
+            for key in item:
+                groups.setdefault(normalized_key(key), []).append(key)
+            if len(groups) < len(item):
+                for keys in groups.values():
+                    if len(keys) < 2:
+                        continue
+                    if len(found) >= MAX_KEY_COLLISIONS_SHOWN:
+                        more += 1
+                    else:
+                        found.append(_collision(item, keys, _place_text(place), from_text))
+            inner = [(v, (place, k)) for k, v in item.items() if type(v) not in _LEAVES]
+        elif isinstance(item, (list, tuple)):
+            inner = [(v, (place, n)) for n, v in enumerate(item) if type(v) not in _LEAVES]
+        else:
+            continue
+        stack.extend(reversed(inner))  # in the order written
+    if more:
+        found.append((_VALUE, f"and {more} more groups of keys that are the same once normalised (stripped and case-folded)"))
+    return found
+
+
+def _collision(mapping: Mapping[Any, Any], keys: list[Any], where: str, from_text: bool) -> tuple[str, str]:
+    last = keys[-1]
+    names = ", ".join(shown(key) for key in keys)
+    inside = f" (at {where} of the JSON it holds)" if from_text and where else ""
+    message = (
+        f"keys {names}{inside} are one key once normalised (stripped and case-folded, as the scorer compares keys): "
+        f"only the last, {shown(last)}: {shown(mapping[last])}, is compared, and a prediction with any of these "
+        "spellings matches; give each key a name that stays distinct after stripping and case-folding, or keep one"
+    )
+    return (_VALUE if from_text else _VALUE + where, message)
+
+
+def _check_id(data: Mapping[str, Any], problems: list[Problem]) -> None:
+    """An id with a lone surrogate (valid JSON, ``"\\ud800"``) is no text: it names nothing in a UTF-8 file."""
+    row_id = data.get("id")
+    if not isinstance(row_id, str) or row_id.isascii():
+        return
+    try:
+        row_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        problems.append(
+            Problem(
+                "$.id",
+                f"holds a lone surrogate ({row_id[exc.start]!r} at character {exc.start}), which is not Unicode text: "
+                "an id cannot be written as UTF-8 or matched reliably with one; write the id as valid text (an escaped "
+                "surrogate pair such as \\ud83d\\ude00 is one character and fine, a lone \\ud800 is not)",
+            )
+        )
 
 
 def _check_target(data: Mapping[str, Any], parts: Parts, problems: list[Problem]) -> None:
@@ -290,6 +474,7 @@ def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list
         if problem not in seen:
             seen.add(problem)
             problems.append(problem)
+    _check_id(data, problems)
     _check_answer_value(data, parts, problems)
     _check_target(data, parts, problems)
     _check_size(data, parts, problems, {p.path for p in problems})

@@ -11,7 +11,15 @@ checks on what score hooks return, and the result dict's keys.
 tools, the CLI and the integrations come in through this door.
 """
 
-from trace_tasks.scoring._answers import NEVER_MATCHES, answer_target, canonical, canonical_text, matches_answer_target
+from trace_tasks.scoring._answers import (
+    NEVER_MATCHES,
+    answer_target,
+    canonical,
+    canonical_text,
+    matches_answer_target,
+    normalized_key,
+    read_string_literal,
+)
 from trace_tasks.scoring._context import (
     DEFAULT_HALF_LIFE_PX,
     HALF_LIFE_MAX_PX,
@@ -86,9 +94,11 @@ __all__ = [
     "half_life_px",
     "is_diagnostic_key",
     "matches_answer_target",
+    "normalized_key",
     "options_from",
     "parse_value",
     "prepare_target",
+    "read_string_literal",
     "report_plugin_bug",
     "required_keys",
     "resolve_formula",

@@ -59,6 +59,16 @@ def _key_string(raw: Any, depth: int) -> str:
     return repr(c)
 
 
+def normalized_key(key: Any) -> str:
+    """A mapping key as :func:`canonical` compares it: two keys of one mapping are one key when these are equal.
+
+    Strings are stripped and case-folded; other keys (from a Python-literal
+    payload) are normalised like values and then turned into strings. Instance
+    validation uses it to refuse a target whose keys collide.
+    """
+    return _key_string(key, 0)
+
+
 def canonical(value: Any, depth: int = 0) -> Any:
     """The comparable canonical form of an answer value (hashable, order-aware)."""
     if depth > MAX_ANSWER_DEPTH:
