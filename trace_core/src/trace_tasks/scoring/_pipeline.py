@@ -81,34 +81,20 @@ class Target:
     parses its target).
     """
 
-    __slots__ = (
-        "_context",
-        "_parsed",
-        "_size",
-        "_sizes",
-        "_value",
-        "answer",
-        "answer_parse_ok",
-        "entry",
-        "problem",
-        "reads_json",
-        "reward",
-        "type_name",
-    )
-
-    def __init__(self, answer: Any, answer_parse_ok: float, reads_json: bool) -> None:
-        self.answer = answer
-        self.answer_parse_ok = answer_parse_ok
-        self.reads_json = reads_json
-        self.type_name: str | None = None
-        self.entry: AnnotationTypeEntry | None = None
-        self.reward: RewardEntry | None = None
-        self.problem = ""
-        self._value: Any = None
-        self._parsed: Any = _PENDING
-        self._sizes: tuple[Any, ...] | None = None
-        self._size: Any = None
-        self._context: ScoringContext | None = None
+    # Class-level defaults and no ``__init__``: the lenient scorer builds one target per call,
+    # and ``Target()`` then runs no Python frame; each preparation sets only what differs.
+    answer: Any = NEVER_MATCHES
+    answer_parse_ok = 0.0
+    reads_json = True
+    type_name: str | None = None
+    entry: AnnotationTypeEntry | None = None
+    reward: RewardEntry | None = None
+    problem = ""
+    _value: Any = None
+    _parsed: Any = _PENDING
+    _sizes: tuple[Any, ...] | None = None
+    _size: Any = None
+    _context: ScoringContext | None = None
 
     @classmethod
     def compiled(
@@ -122,14 +108,16 @@ class Target:
         context: ScoringContext,
     ) -> Target:
         """A target validation already prepared: parsed, its size found, its default context built."""
-        target = cls(answer, 1.0, reads_json)
+        target = cls()
+        target.answer, target.answer_parse_ok, target.reads_json = answer, 1.0, reads_json
         target.type_name, target.entry, target.reward = entry.name, entry, reward
         target._parsed, target._size, target._context = parsed, size, context
         return target
 
     def with_size(self, size: Size | None) -> Target:
         """This target scored in an image of ``size`` (a caller's size source overrides the instance's)."""
-        other = Target(self.answer, self.answer_parse_ok, self.reads_json)
+        other = Target()
+        other.answer, other.answer_parse_ok, other.reads_json = self.answer, self.answer_parse_ok, self.reads_json
         other.type_name, other.entry, other.reward, other.problem = self.type_name, self.entry, self.reward, self.problem
         other._parsed, other._size = self._parsed, size
         return other
@@ -152,14 +140,6 @@ class Target:
             sources = self._sizes
             size = self._size = find_image_size(*sources) if sources is not None else None
         return size  # type: ignore[no-any-return]
-
-    def context(self, opts: ScoringOptions) -> ScoringContext:
-        """The scoring context under ``opts`` (its half-life option overrides the size policy)."""
-        explicit = opts.point_half_life_px
-        if explicit is None and self._context is not None:
-            return self._context
-        size = self._size
-        return scoring_context(self.image_size() if size is _UNSEARCHED else size, explicit)
 
 
 def prepare_target(
@@ -184,9 +164,12 @@ def prepare_target(
         answer_type = answer_gt.get("type")
         spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
         reads_json = spec.reads_json_strings if spec is not None else True
-        target = Target(answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0, reads_json)
+        target = Target()
+        target.answer, target.answer_parse_ok = answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0
+        if not reads_json:
+            target.reads_json = False
     else:
-        target = Target(NEVER_MATCHES, 0.0, True)
+        target = Target()  # no answer: the defaults never match
     if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
         target.problem = "annotation_gt has no type"  # constant texts: a lenient call never formats what it may not show
         return target
@@ -267,14 +250,19 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if trail is not None:
         trail.extraction, trail.predicted_answer, trail.prediction = ext, predicted, prediction
     if reward is not None and (prediction is not None or trail is not None):
-        parsed_target = target.parsed()
+        parsed_target = target._parsed
+        if parsed_target is _PENDING:
+            parsed_target = target.parsed()
         if parsed_target is not UNPARSED:
             assert target.entry is not None
             parsed = UNPARSED
             if prediction is not None:
                 why = trail.parse_errors if trail is not None else None
                 parsed = parse_value(target.entry.parse, target.entry.name, prediction, literal_left, why)
-            context = target.context(opts)
+            context = target._context  # a compiled target's, when no half-life option overrides it
+            if context is None or opts.point_half_life_px is not None:
+                size = target._size
+                context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
             if trail is not None:
                 trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
             if parsed is not UNPARSED:
