@@ -23,6 +23,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy
@@ -43,6 +44,30 @@ ANNOTATION_GT = {"type": "bbox_set", "value": [[0, 0, 10, 10], [20, 20, 30, 30]]
 
 def _fill(unit: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
+
+
+def _nested_answer(size: int) -> str:
+    # Issue 24: a valid final object whose answer is small nested lists (~116,000 at
+    # 1 MiB); the cyclic garbage collector used to run throughout the decode.
+    head, tail = '{"answer": [', '], "annotation": [[0, 0, 10, 10], [20, 20, 30, 30]]}'
+    unit = "[[1, 2]]"
+    return head + ",".join([unit] * max(1, (size - len(head) - len(tail)) // (len(unit) + 1))) + tail
+
+
+def _set_map_keys(size: int) -> str:
+    # Issue 24: a point_set_map of keys of 15 points each (~9,500 keys, ~140,000 points
+    # at 1 MiB); each key was bounded, not their total.
+    head, tail = '{"answer": 7, "annotation": {', "}}"
+    points = ",".join(f"[{k},1]" for k in range(15))
+    parts, total, key = [], len(head) + len(tail), 0
+    while True:
+        part = f'"{key}":[{points}]'
+        if total + len(part) + 1 > size:
+            break
+        parts.append(part)
+        total += len(part) + 1
+        key += 1
+    return head + ",".join(parts) + tail
 
 
 def _literal_candidates(size: int) -> str:
@@ -85,6 +110,16 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "atomic JSON list": lambda n: "[" + _fill("1,", n) + "1]",
     "atomic JSON objects": lambda n: "[" + _fill('{"a": 1},', n) + "{}]",
     "atomic text": lambda n: _fill("seven ", n),
+    "answer of small nested lists": _nested_answer,
+    "point_set_map keys x 15 points": _set_map_keys,
+}
+
+#: Shapes scored against another target than ``ANNOTATION_GT``: (annotation_gt, contract).
+SHAPE_TARGETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "point_set_map keys x 15 points": (
+        {"type": "point_set_map", "value": {"0": [[0, 1], [1, 1]]}},
+        {**CONTRACT, "annotation": {"id": "point_set_map_soft_distance_v0", "type": "point_set_map"}},
+    ),
 }
 
 
@@ -105,13 +140,18 @@ def machine() -> str:
     )
 
 
-def peak_memory(response: str) -> float:
+def _target(shape: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    return SHAPE_TARGETS.get(shape, (ANNOTATION_GT, CONTRACT))
+
+
+def peak_memory(response: str, shape: str = "") -> float:
     """Peak extra memory of one call, in MB (tracemalloc; numpy reports its buffers to it)."""
     import tracemalloc
 
+    annotation_gt, contract = _target(shape)
     tracemalloc.start()
     try:
-        score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT)
+        score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract)
         return tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
@@ -148,18 +188,62 @@ def caller_side(repeat: int) -> None:
         print(f"{name:46s}{best * 1e3:10.1f}")
 
 
-def best_time(response: str, repeat: int) -> float:
-    """Best of ``repeat`` timed calls (garbage collection off while timing)."""
+def best_time(response: str, repeat: int, shape: str = "", collector: bool = False) -> float:
+    """Best of ``repeat`` timed calls; the garbage collector is off while timing unless ``collector``.
+
+    The collector on is what a trainer's process runs with: the shapes that
+    build many objects (issue 24) are timed that way too (``main``).
+    """
+    annotation_gt, contract = _target(shape)
     best = float("inf")
     for _ in range(repeat):
-        gc.disable()
+        if not collector:
+            gc.disable()
         try:
             start = time.perf_counter()
-            score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=ANNOTATION_GT, reward_contract=CONTRACT)
+            score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract)
             best = min(best, time.perf_counter() - start)
         finally:
             gc.enable()
     return best
+
+
+#: Shapes timed with the garbage collector on (it is what made them slow); the others
+#: keep the historical setting (off while timing), so their figures compare with the past.
+COLLECTOR_ON = frozenset({"answer of small nested lists", "point_set_map keys x 15 points"})
+
+
+def parse_volume(repeat: int = 5) -> None:
+    """Issue 24 item B: the two shapes before and after, one run, against the worst shape.
+
+    "before" patches the two changes away (no item bound across keys, no
+    collector pause around decoding); both are timed with the collector on, as a
+    trainer runs, best of ``repeat`` alternating rounds, next to the worst shape
+    of the table (quote-brace) measured in the same rounds.
+    """
+    from unittest import mock
+
+    from trace_tasks.family import _parsing as parsing
+    from trace_tasks.reading import _literals as literals
+
+    worst = "quote-brace \"{ + 'answer'"
+    cases = [worst, "answer of small nested lists", "point_set_map keys x 15 points"]
+    responses = {name: SHAPES[name](MIB) for name in cases}
+    before: dict[str, float] = dict.fromkeys(cases, float("inf"))
+    after: dict[str, float] = dict.fromkeys(cases, float("inf"))
+    print(f"\nIssue 24 item B at 1 MiB, collector on: best of {repeat} alternating rounds, load average {os.getloadavg()[0]:.2f}")
+    for _ in range(repeat):
+        for name in cases:
+            with (
+                mock.patch.object(parsing, "MAX_ANNOTATION_ITEMS", 10**12),
+                mock.patch.object(literals, "GC_PAUSE_CHARS", 10**12),
+            ):
+                before[name] = min(before[name], best_time(responses[name], 1, name, collector=True))
+            after[name] = min(after[name], best_time(responses[name], 1, name, collector=True))
+    print(f"{'shape':32s}{'before ms':>12s}{'after ms':>12s}{'after / worst':>15s}")
+    for name in cases:
+        print(f"{name:32s}{before[name] * 1e3:12.1f}{after[name] * 1e3:12.1f}{after[name] / after[worst]:15.2f}")
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 
 def degenerate_assignment(repeat: int = 3) -> None:
@@ -188,6 +272,9 @@ def degenerate_assignment(repeat: int = 3) -> None:
         x, y = rng.uniform(0, 1000), rng.uniform(0, 740)
         boxes.append([x, y, x + rng.uniform(2, 120), y + rng.uniform(2, 90)])
     whole = [0, 0, 1024, 768]
+    grid = [[20.0 + 50 * (k % 20), 20.0 + 37 * (k // 20)] for k in range(400)]
+    honest = [[x + rng.uniform(-1, 1), y + rng.uniform(-1, 1)] for x, y in grid]
+    honest[1] = [honest[0][0] + 0.3, honest[0][1] + 0.2]
     cases = {
         "500 x [512,384] vs 2,000 points": ("point_set", [[512, 384]] * 500, points),
         "1,000 whole-image boxes vs 1,000": ("bbox_set", [whole] * 1000, boxes),
@@ -196,17 +283,29 @@ def degenerate_assignment(repeat: int = 3) -> None:
             {f"k{i}": [whole] * 1000 for i in range(5)},
             {f"k{i}": boxes for i in range(5)},
         ),
-        "368 jittered points vs 368 (at the budget)": ("point_set", [[512 + k * 1e-3, 384] for k in range(368)], points[:368]),
-        "400 jittered points vs 400 (past budget)": ("point_set", [[512 + k * 1e-3, 384] for k in range(400)], points[:400]),
-        "bbox_set_map 4,000 keys x 3 (past budget)": (
+        "368 jittered points vs 368": ("point_set", [[512 + k * 1e-3, 384] for k in range(368)], points[:368]),
+        "400 jittered points vs 400": ("point_set", [[512 + k * 1e-3, 384] for k in range(400)], points[:400]),
+        # Issue 24: an honest answer with one near-duplicate (it failed on the old fixed budget).
+        "400 honest grid points, 1 near-duplicate": ("point_set", honest, grid),
+        "562 jittered vs 562 (largest valid set)": ("point_set", [[512 + k * 1e-3, 384] for k in range(562)], points[:562]),
+        "633 jittered vs 562 (largest plausible)": ("point_set", [[512 + k * 1e-3, 384] for k in range(633)], points[:562]),
+        "bbox_set_map 4,000 keys x 3 (past the cap)": (
             "bbox_set_map",
             {f"k{i}": [[*b[:2], b[2] + 1, b[3]] for b in boxes[3 * (i % 300) : 3 * (i % 300) + 3]] for i in range(4000)},
             {f"k{i}": boxes[3 * (i % 300) : 3 * (i % 300) + 3] for i in range(4000)},
         ),
     }
 
-    def unbounded() -> assignment.AssignmentBudget:
-        return assignment.AssignmentBudget(cells=10**18, work=10**18)
+    class Unbounded(assignment.AssignmentBudget):
+        def __init__(self, cells: int = 10**18, work: int = 10**18) -> None:
+            super().__init__(10**18, 10**18)
+
+        @classmethod
+        def for_target(cls, set_sizes: object) -> assignment.AssignmentBudget:
+            return cls()
+
+    def fixed(cls: type[assignment.AssignmentBudget], set_sizes: object) -> assignment.AssignmentBudget:
+        return cls()  # the budget before issue 24: the same for every target
 
     def call(annotation_type: str, prediction: object, target: object) -> tuple[float, dict[str, float]]:
         response = '{"answer": 7, "annotation": ' + json.dumps(prediction) + "}"
@@ -235,13 +334,17 @@ def degenerate_assignment(repeat: int = 3) -> None:
     def before(*case: object) -> tuple[float, dict[str, float]]:
         with (
             mock.patch.object(matching, "REDUCE_MIN_CELLS", 10**18),
-            mock.patch.object(matching, "AssignmentBudget", unbounded),
-            mock.patch.object(shape_scoring, "AssignmentBudget", unbounded),
+            mock.patch.object(matching, "AssignmentBudget", Unbounded),
+            mock.patch.object(shape_scoring, "AssignmentBudget", Unbounded),
         ):
             return call(*case)  # type: ignore[arg-type]
 
+    def fixed_budget(*case: object) -> dict[str, float]:
+        with mock.patch.object(assignment.AssignmentBudget, "for_target", classmethod(fixed)):
+            return call(*case)[1]  # type: ignore[arg-type]
+
     print(f"\nDegenerate assignment: median of {repeat} alternating rounds, load average {os.getloadavg()[0]:.2f} at start")
-    print(f"{'case':42s}{'before ms':>12s}{'after ms':>12s}{'ratio':>9s}  same reward")
+    print(f"{'case':42s}{'before ms':>12s}{'after ms':>12s}{'ratio':>9s}  same reward; on the fixed budget (before issue 24)")
     for name, case in cases.items():
         old, new = [], []
         for _ in range(repeat):
@@ -255,7 +358,8 @@ def degenerate_assignment(repeat: int = 3) -> None:
         else:
             same_text = "yes" if same else f"NO ({old_result['annotation_reward']!r} vs {new_result['annotation_reward']!r})"
         t_old, t_new = statistics.median(old), statistics.median(new)
-        print(f"{name:42s}{t_old * 1e3:12.1f}{t_new * 1e3:12.1f}{t_old / t_new:9.1f}  {same_text}")
+        was = "scored" if fixed_budget(*case)["annotation_parse_ok"] == 1.0 else "parse failure"
+        print(f"{name:42s}{t_old * 1e3:12.1f}{t_new * 1e3:12.1f}{t_old / t_new:9.1f}  {same_text}; {was}")
         sys.stdout.flush()
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 
@@ -280,18 +384,19 @@ def main(argv: list[str] | None = None) -> None:
         cells = []
         for size in sizes:
             response = build(size)
-            seconds = best_time(response, args.repeat)
+            seconds = best_time(response, args.repeat, name, collector=name in COLLECTOR_ON)
             per_mib = seconds * MIB / len(response)
             if size >= MIB:
                 worst = max(worst, per_mib)
             cells.append(f"{seconds * 1e3:14.2f} {per_mib * 1e3:11.1f}")
-        peak = peak_memory(response)  # at the largest size
+        peak = peak_memory(response, name)  # at the largest size
         print(f"{name:28s}" + "".join(f"{c:>28s}" for c in cells) + f"{peak:9.1f}")
         sys.stdout.flush()
     if worst:
         print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms (load average {os.getloadavg()[0]:.2f} at end)")
     caller_side(args.repeat)
     degenerate_assignment()
+    parse_volume(args.repeat)
 
 
 if __name__ == "__main__":

@@ -208,7 +208,17 @@ def test_many_small_keys_share_the_response_budget() -> None:
     within = score("bbox_set_map", dict.fromkeys(keys(fits), shifted), keys(fits))
     assert within["annotation_parse_ok"] == 1.0
     assert within["annotation_reward"] == pytest.approx(9 / 11)
-    past = score("bbox_set_map", dict.fromkeys(keys(fits + 1), shifted), keys(fits + 1))
+    # Issue 24: the budget grows with the target, so the same answer for one key more is
+    # still scored (it used to fail, while leaving a key out was scored)...
+    more = score("bbox_set_map", dict.fromkeys(keys(fits + 1), shifted), keys(fits + 1))
+    assert more["annotation_parse_ok"] == 1.0
+    assert more["annotation_reward"] == pytest.approx(9 / 11)
+    # ...but the keys still share one budget: five far boxes more per key (eight, past the
+    # plausible four) spend it.
+    padded = shifted + [[500 + 20 * k, 500, 510 + 20 * k, 510] for k in range(5)]
+    budget = max(MAX_ASSIGNMENT_CELLS, fits * (SET_COST + 3 * 4 * LIST_CELL_COST))  # four plausible boxes per key
+    assert fits * (SET_COST + 3 * len(padded) * LIST_CELL_COST) > budget
+    past = score("bbox_set_map", dict.fromkeys(keys(fits), padded), keys(fits))
     assert past["annotation_parse_ok"] == 0.0
     assert past["answer_reward"] == 1.0
 

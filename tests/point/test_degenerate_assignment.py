@@ -19,9 +19,9 @@ import trace_tasks.family._assignment as assignment
 from trace_plugins_point.geometry import similarity
 from trace_plugins_point.plugin import POINT
 from trace_tasks import ScoringContext
-from trace_tasks.family._assignment import SET_COST, assign_pairs
+from trace_tasks.family._assignment import SET_COST, AssignmentBudget, assign_pairs
 from trace_tasks.family._matching import REDUCE_MIN_CELLS, match_set
-from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK, MAX_MATRIX_CELLS
+from trace_tasks.limits import MAX_ASSIGNMENT_WORK, MAX_MATRIX_CELLS, MAX_TARGET_ASSIGNMENT_CELLS
 
 from .helpers import score
 
@@ -95,16 +95,22 @@ def test_repeated_targets_collapse_too() -> None:
 
 
 def test_set_map_keys_share_one_cell_budget() -> None:
-    side = 1000  # a million cells per key: at the per-key cap, half the response's budget
-    assert side * side == MAX_MATRIX_CELLS and 2 * side * side <= MAX_ASSIGNMENT_CELLS < 2 * (side * side + SET_COST)
+    side = 1000  # a million cells per key: at the per-key cap
+    assert side * side == MAX_MATRIX_CELLS
+    # Keys this large make the budget as large as a target may (issue 24): the cap.
+    assert AssignmentBudget.for_target([side] * 2).cells == MAX_TARGET_ASSIGNMENT_CELLS
+    fit = MAX_TARGET_ASSIGNMENT_CELLS // (side * side + SET_COST)
+    assert fit >= 2
     points = [[float(k % 40) * 25, float(k // 40) * 30] for k in range(side)]
-    one = score("point_set_map", {"a": points}, {"a": points}, **OPTS)
-    assert one["annotation_parse_ok"] == 1.0
-    assert one["annotation_reward"] == 1.0  # every point's best target is its own: no solver needed
-    two = score("point_set_map", {"a": points, "b": points}, {"a": points, "b": points}, **OPTS)
-    assert two["annotation_parse_ok"] == 0.0
-    assert two["annotation_reward"] == 0.0
-    assert two["answer_reward"] == 1.0
+    within = score("point_set_map", dict.fromkeys("abcdefgh"[:fit], points), dict.fromkeys("abcdefgh"[:fit], points), **OPTS)
+    assert within["annotation_parse_ok"] == 1.0
+    assert within["annotation_reward"] == 1.0  # every point's best target is its own: no solver needed
+    past = score(
+        "point_set_map", dict.fromkeys("abcdefgh"[: fit + 1], points), dict.fromkeys("abcdefgh"[: fit + 1], points), **OPTS
+    )
+    assert past["annotation_parse_ok"] == 0.0
+    assert past["annotation_reward"] == 0.0
+    assert past["answer_reward"] == 1.0
 
 
 def test_near_identical_points_past_the_solver_budget_fail() -> None:
@@ -120,6 +126,16 @@ def test_near_identical_points_past_the_solver_budget_fail() -> None:
     assert within["annotation_parse_ok"] == 1.0
     preds = [tuple(p) for p in jittered(small)]
     assert within["annotation_reward"] == _full_solve(preds, [tuple(t) for t in targets]) / small
-    past = score("point_set", jittered(400), _targets(400), **OPTS)
+    # Issue 24: the budget grows with the target, so 400 of them against 400 targets (past
+    # the fixed budget) are scored exactly too: a plausible prediction always is...
+    targets = _targets(400)
+    at_400 = score("point_set", jittered(400), targets, **OPTS)
+    assert MAX_ASSIGNMENT_WORK < 400**3
+    assert at_400["annotation_parse_ok"] == 1.0
+    preds = [tuple(p) for p in jittered(400)]
+    assert at_400["annotation_reward"] == _full_solve(preds, [tuple(t) for t in targets]) / 400
+    # ...and 500 (past the plausible 400 + 400 // 8 + 1) still exceed it.
+    assert AssignmentBudget.for_target([400]).work < 400 * 400 * 500
+    past = score("point_set", jittered(500), targets, **OPTS)
     assert past["annotation_parse_ok"] == 0.0
     assert past["answer_reward"] == 1.0

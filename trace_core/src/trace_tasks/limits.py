@@ -50,6 +50,12 @@ MAX_ANSWER_DEPTH = 256
 #: Most items in one annotation collection (set, sequence, map keys).
 MAX_COLLECTION_ITEMS = 10_000
 
+#: Most items parsed from one annotation value, summed over every key of a set-map
+#: (a map's keys are its items). ``MAX_COLLECTION_ITEMS`` bounds each key only:
+#: 10,000 keys of 15 points (1 MiB) parsed 150,000 points, ~0.17 s. Twice
+#: ``MAX_COLLECTION_ITEMS``, so one collection at its cap and more keys still fit.
+MAX_ANNOTATION_ITEMS = 20_000
+
 #: Most cells of one assignment matrix (predicted x target items).
 MAX_MATRIX_CELLS = 1_000_000
 
@@ -57,10 +63,34 @@ MAX_MATRIX_CELLS = 1_000_000
 #: key of a set-map: distinct predicted x distinct target items (identical items are
 #: collapsed first, so a repetition loop costs one row), plus ``assignment.SET_COST``
 #: per set, a Python-computed cell counting ``assignment.LIST_CELL_COST``. Twice
-#: ``MAX_MATRIX_CELLS``, so one set at that cap fits; ~0.1 s at most.
+#: ``MAX_MATRIX_CELLS``, so one set at that cap fits; ~0.1 s at most. A large target
+#: raises it (up to ``MAX_TARGET_ASSIGNMENT_CELLS``).
 MAX_ASSIGNMENT_CELLS = 2_000_000
 
 #: Most solver work for the assignments of one response, across every key: the sum
 #: of rows^2 x columns over the matrices handed to scipy after the reductions of
-#: ``assignment.py`` (its worst case, ~2-3 ns per unit: ~0.1-0.15 s).
+#: ``assignment.py`` (its worst case, near-identical rows, 0.3-0.85 ns per unit at
+#: load 3.6-4.9, 2-3 ns at load 5-6: ~15 ms to 0.15 s). A large target raises it (up
+#: to ``MAX_TARGET_ASSIGNMENT_WORK``).
 MAX_ASSIGNMENT_WORK = 50_000_000
+
+#: A prediction of up to ``n + n // MARGIN_DIVISOR + 1`` items against a target set of
+#: ``n`` (an honest answer with a few extra or repeated items) is a *plausible* one:
+#: the assignment budget of a response grows with the target so that every plausible
+#: prediction, however degenerate, is scored exactly (``assignment.target_allowance``);
+#: otherwise a complete answer could fail where one cut short is scored.
+MARGIN_DIVISOR = 8
+
+#: Most similarity cells (in the units of ``MAX_ASSIGNMENT_CELLS``) a target may make
+#: a response's budget hold so that every plausible prediction fits. Validation refuses
+#: a target that needs more (it could not score every honest prediction), naming this
+#: limit; the lenient scorer grants at most this. Twice ``MAX_ASSIGNMENT_CELLS``: a set
+#: of 562 items (562 x 633 cells at Python cost) or a set-map of 3,649 keys of 3.
+MAX_TARGET_ASSIGNMENT_CELLS = 4_000_000
+
+#: Most solver work (units of ``MAX_ASSIGNMENT_WORK``) a target may make a response's
+#: budget hold so that every plausible prediction fits; validation refuses a target
+#: that needs more, naming this limit. Four times ``MAX_ASSIGNMENT_WORK``: a set of up
+#: to 562 items (562^2 x 633 units; 562 near-identical points against it took 48 ms
+#: at load 3.6, 0.15 s at load 4.9).
+MAX_TARGET_ASSIGNMENT_WORK = 200_000_000

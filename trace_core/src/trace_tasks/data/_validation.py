@@ -21,6 +21,10 @@ scored honestly against the installed families:
 * the target annotation parsing with its owner's parse hook, under the
   lenient scorer's literal budget (zero-area boxes, non-numeric or
   non-finite coordinates fail);
+* a set or set-map target small enough that every plausible prediction (each
+  set's items plus a margin) is scored exactly within the assignment limits
+  (``AssignmentBudget.target_problem``): past them a complete answer could fail
+  where one cut short is scored;
 * the image size, when given (``image_size``, or size keys in ``metadata``),
   usable: two finite numbers > 0.
 
@@ -40,6 +44,7 @@ import cattrs
 from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
 from trace_tasks.errors import Problem, shown, suggest
+from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import from_numpy, is_mapping, literal_budget
@@ -423,6 +428,26 @@ def _check_target(data: Mapping[str, Any], parts: Parts, problems: list[Problem]
         problems.append(
             Problem("$.annotation_gt.value", f"does not parse as {name}: {detail}; every response would get annotation reward 0")
         )
+        return
+    too_large = _assignment_problem(entry, parts.target)
+    if too_large is not None:
+        problems.append(
+            Problem(
+                "$.annotation_gt.value",
+                f"too large to score every honest {name} prediction exactly: {too_large}; a complete answer could "
+                "then fail where one cut short is scored (a reward for leaving items out): split it into smaller sets",
+            )
+        )
+
+
+def _assignment_problem(entry: AnnotationTypeEntry, target: Any) -> str | None:
+    """What keeps a set or set-map target from scoring every plausible prediction exactly, or None."""
+    shape = entry.spec.shape if entry.spec is not None else ""
+    if shape == "set" and isinstance(target, list):
+        return AssignmentBudget.target_problem([len(target)])
+    if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
+        return AssignmentBudget.target_problem([len(v) for v in target.values()])
+    return None
 
 
 def _parses_without_budget(entry: AnnotationTypeEntry, value: Any) -> bool:

@@ -25,17 +25,32 @@ Why the reductions are exact (rows are the smaller side, all of them assigned):
 
 The optimum's value is unique, so summing the chosen cells with ``math.fsum``
 (exact before its one rounding) gives the same reward as the full solve.
+
+The budget of a response is sized by its target (:meth:`AssignmentBudget.for_target`):
+at least the fixed ``MAX_ASSIGNMENT_CELLS`` / ``MAX_ASSIGNMENT_WORK``, and enough
+for the worst plausible prediction (up to ``n + n // MARGIN_DIVISOR + 1`` items per
+target set of ``n``) to reach scipy whatever its items, up to
+``MAX_TARGET_ASSIGNMENT_CELLS`` / ``MAX_TARGET_ASSIGNMENT_WORK``; validation refuses
+a target that needs more. So an honest complete answer is never a parse failure
+where the same answer cut short is scored.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from trace_tasks.errors import AnnotationParseError
-from trace_tasks.limits import MAX_ASSIGNMENT_CELLS, MAX_ASSIGNMENT_WORK
+from trace_tasks.limits import (
+    MARGIN_DIVISOR,
+    MAX_ASSIGNMENT_CELLS,
+    MAX_ASSIGNMENT_WORK,
+    MAX_MATRIX_CELLS,
+    MAX_TARGET_ASSIGNMENT_CELLS,
+    MAX_TARGET_ASSIGNMENT_WORK,
+)
 
 #: ``(row group, column group, how many pairs)`` of a grouped assignment.
 GroupPairs = list[tuple[int, int, int]]
@@ -50,6 +65,29 @@ SET_COST = 1000
 LIST_CELL_COST = 8
 
 
+def plausible_items(target_items: int) -> int:
+    """The most predicted items a target set of ``target_items`` is guaranteed to score exactly against."""
+    return target_items + target_items // MARGIN_DIVISOR + 1
+
+
+def target_allowance(set_sizes: Iterable[int]) -> tuple[int, int]:
+    """``(cells, work)`` the worst plausible prediction costs against target sets of these sizes.
+
+    Per target set of ``n`` items, a prediction of up to ``p = plausible_items(n)``
+    items costs at most :data:`SET_COST` + ``p`` x ``n`` cells at Python cost
+    (:data:`LIST_CELL_COST`: whatever the primitive's matrix) and ``n``² x ``p``
+    units of solver work (rows² x columns with rows the smaller side, the most
+    :func:`assign_groups` charges), whatever the items: nothing collapsed, no
+    shortcut taken. Summed over the sets (the keys of a set-map).
+    """
+    cells = work = 0
+    for n in set_sizes:
+        p = plausible_items(n)
+        cells += SET_COST + LIST_CELL_COST * p * n
+        work += n * n * p
+    return cells, work
+
+
 class AssignmentBudget:
     """What one response may spend on assignments, across every key of a set-map.
 
@@ -60,18 +98,60 @@ class AssignmentBudget:
     to scipy (its shortest-augmenting-path search can visit every assigned row
     for each new one). Charging past either raises
     :class:`AnnotationParseError`: the annotation is a parse failure.
+    :meth:`for_target` sizes both for the target being scored.
     """
 
-    __slots__ = ("cells", "work")
+    __slots__ = ("cells", "cells_limit", "work", "work_limit")
 
     def __init__(self, cells: int = MAX_ASSIGNMENT_CELLS, work: int = MAX_ASSIGNMENT_WORK) -> None:
-        self.cells = cells
-        self.work = work
+        self.cells = self.cells_limit = cells
+        self.work = self.work_limit = work
+
+    @classmethod
+    def for_target(cls, set_sizes: Iterable[int]) -> AssignmentBudget:
+        """The budget of a response scored against target sets of these sizes (one per set-map key).
+
+        At least the fixed ``MAX_ASSIGNMENT_CELLS`` and ``MAX_ASSIGNMENT_WORK``; more
+        when the target needs it for its plausible predictions (:func:`target_allowance`),
+        up to ``MAX_TARGET_ASSIGNMENT_CELLS`` and ``MAX_TARGET_ASSIGNMENT_WORK``.
+        """
+        cells, work = target_allowance(set_sizes)
+        return cls(
+            max(MAX_ASSIGNMENT_CELLS, min(cells, MAX_TARGET_ASSIGNMENT_CELLS)),
+            max(MAX_ASSIGNMENT_WORK, min(work, MAX_TARGET_ASSIGNMENT_WORK)),
+        )
+
+    @staticmethod
+    def target_problem(set_sizes: Sequence[int]) -> str | None:
+        """Why some plausible prediction against target sets of these sizes could fail on a limit, or None.
+
+        A target for which this is None scores every prediction of up to
+        :func:`plausible_items` items per set exactly, however degenerate; validation
+        refuses one for which it is not, since a complete answer could then fail
+        where the same answer cut short is scored.
+        """
+        for n in set_sizes:
+            p = plausible_items(n)
+            if p * n > MAX_MATRIX_CELLS:
+                return f"a set of {n:,} items: a prediction of {p:,} would need more than MAX_MATRIX_CELLS ({MAX_MATRIX_CELLS:,}) cells"
+        cells, work = target_allowance(set_sizes)
+        sets = f"{len(set_sizes):,} set{'s' * (len(set_sizes) != 1)} of up to {max(set_sizes, default=0):,} items"
+        if cells > MAX_TARGET_ASSIGNMENT_CELLS:
+            return (
+                f"{sets}: plausible predictions (each set's items plus 1/{MARGIN_DIVISOR} and one) may need "
+                f"{cells:,} similarity cells, more than MAX_TARGET_ASSIGNMENT_CELLS ({MAX_TARGET_ASSIGNMENT_CELLS:,})"
+            )
+        if work > MAX_TARGET_ASSIGNMENT_WORK:
+            return (
+                f"{sets}: plausible predictions (each set's items plus 1/{MARGIN_DIVISOR} and one) may need "
+                f"{work:,} units of solver work, more than MAX_TARGET_ASSIGNMENT_WORK ({MAX_TARGET_ASSIGNMENT_WORK:,})"
+            )
+        return None
 
     def charge_cells(self, cells: int) -> None:
         self.cells -= cells
         if self.cells < 0:
-            raise AnnotationParseError(f"assignments of this response exceed {MAX_ASSIGNMENT_CELLS} similarity cells")
+            raise AnnotationParseError(f"assignments of this response exceed {self.cells_limit} similarity cells")
 
     def charge_set(self, cells: int) -> None:
         """Before a matrix of ``cells`` is computed: the set and its cells at numpy cost."""
@@ -87,7 +167,7 @@ class AssignmentBudget:
             return
         self.work -= small * small * large
         if self.work < 0:
-            raise AnnotationParseError(f"assignments of this response exceed the solver budget {MAX_ASSIGNMENT_WORK}")
+            raise AnnotationParseError(f"assignments of this response exceed the solver budget {self.work_limit}")
 
 
 def assign_pairs(matrix: Sequence[Sequence[float]] | np.ndarray) -> list[tuple[int, int]]:

@@ -52,7 +52,8 @@ def match_set(
     """One-to-one assignment maximizing total similarity; divided by max(pred, gt, 1).
 
     ``budget`` is the response's assignment budget, shared by every key of a
-    set-map (a fresh one when None); spending past it, or a matrix of more
+    set-map (when None, a fresh one sized for ``gts``:
+    :meth:`AssignmentBudget.for_target`); spending past it, or a matrix of more
     than ``MAX_MATRIX_CELLS``, raises :class:`AnnotationParseError`.
     """
     n, m = len(preds), len(gts)
@@ -64,7 +65,7 @@ def match_set(
     if n == 1 and m == 1:
         return Matched(sim(preds[0], gts[0], ctx), 1, 1, _ONE_PAIR)
     if n * m >= REDUCE_MIN_CELLS:
-        return _match_grouped(preds, gts, prim, ctx, AssignmentBudget() if budget is None else budget)
+        return _match_grouped(preds, gts, prim, ctx, AssignmentBudget.for_target((m,)) if budget is None else budget)
     if budget is not None:  # alone, a set this small is far within the budget
         budget.charge_set(n * m)
         budget.charge_solver(n, m)

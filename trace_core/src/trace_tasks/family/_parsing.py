@@ -3,7 +3,9 @@
 A string value is read once (JSON, else the bounded literal reader); a set or
 sequence may be given as a wrapper mapping (``{"bboxes": [...]}``) or, when the
 primitive allows it, as one flat item; map keys are stripped, non-empty and
-unique after stripping.
+unique after stripping. A collection holds at most ``MAX_COLLECTION_ITEMS``
+items, and a set-map at most ``MAX_ANNOTATION_ITEMS`` over all its keys (checked
+before each key's items are parsed, so no more than that many are).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._primitives import Primitive
-from trace_tasks.limits import MAX_COLLECTION_ITEMS
+from trace_tasks.limits import MAX_ANNOTATION_ITEMS, MAX_COLLECTION_ITEMS
 from trace_tasks.plugins import SHAPES
 from trace_tasks.reading import from_numpy, is_mapping, read_annotation_string
 
@@ -27,13 +29,19 @@ def _read(value: Any) -> Any:
     return from_numpy(value)
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: Any, max_items: int = MAX_COLLECTION_ITEMS) -> list[Any]:
     value = from_numpy(value)
     if isinstance(value, (list, tuple)):
-        if len(value) > MAX_COLLECTION_ITEMS:
-            raise AnnotationParseError(f"more than {MAX_COLLECTION_ITEMS} items")
+        if len(value) > max_items:
+            raise _too_many(max_items)
         return list(value)
     raise AnnotationParseError("expected a list")
+
+
+def _too_many(max_items: int) -> AnnotationParseError:
+    if max_items < MAX_COLLECTION_ITEMS:  # what was left of a set-map's allowance
+        return AnnotationParseError(f"more than MAX_ANNOTATION_ITEMS ({MAX_ANNOTATION_ITEMS}) items over all keys")
+    return AnnotationParseError(f"more than {MAX_COLLECTION_ITEMS} items")
 
 
 def _item_parser(prim: Primitive) -> Callable[[Any], Any]:
@@ -44,13 +52,33 @@ def _item_parser(prim: Primitive) -> Callable[[Any], Any]:
 
 def parse_collection(value: Any, prim: Primitive) -> list[Any]:
     """Parse a set or sequence of ``prim`` items (string, wrapper and single-item forms)."""
+    return _collection(value, prim, MAX_COLLECTION_ITEMS)
+
+
+def _collection(value: Any, prim: Primitive, max_items: int) -> list[Any]:
+    """:func:`parse_collection` of at most ``max_items`` items, refused before any item is parsed."""
     parse_item = _item_parser(prim)
     value = _read(value)
     if prim.wrapper_key is not None and is_mapping(value) and prim.wrapper_key in value:
         value = value[prim.wrapper_key]
     if prim.promote_single and prim.is_item is not None and prim.is_item(value):
+        if max_items < 1:
+            raise _too_many(max_items)
         return [parse_item(value)]
-    return [parse_item(item) for item in _as_list(value)]
+    return [parse_item(item) for item in _as_list(value, max_items)]
+
+
+def parse_set_map(value: Any, prim: Primitive) -> dict[str, list[Any]]:
+    """Parse a set-map: :func:`parse_map` of collections, at most ``MAX_ANNOTATION_ITEMS`` items over all keys."""
+    left = MAX_ANNOTATION_ITEMS
+
+    def one_key(raw: Any) -> list[Any]:
+        nonlocal left
+        items = _collection(raw, prim, min(left, MAX_COLLECTION_ITEMS))
+        left -= len(items)
+        return items
+
+    return parse_map(value, one_key)
 
 
 def parse_map(value: Any, parse_value: Callable[[Any], Any]) -> dict[str, Any]:
@@ -82,5 +110,5 @@ def make_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
         # Map values are scalar items taken as they are: a string value is rejected.
         return lambda value: parse_map(value, parse_item)
     if shape == "set_map":
-        return lambda value: parse_map(value, lambda v: parse_collection(v, prim))
+        return lambda value: parse_set_map(value, prim)
     raise FamilyDefinitionError(f"unknown shape {shape!r}; expected one of {SHAPES}")

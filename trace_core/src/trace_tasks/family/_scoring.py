@@ -58,7 +58,8 @@ def _keyed_totals(
     mean_sum = 0.0
     mean_keys = 0
     # One budget for every key: a set-map cannot multiply the per-response bound by its keys.
-    budget = AssignmentBudget() if per_key else None
+    # It is sized by the target, so that any plausible prediction of every key fits.
+    budget = AssignmentBudget.for_target(len(v) for v in gt.values()) if per_key else None
     for key in shared:
         if per_key:
             p, g = pred[key], gt[key]
