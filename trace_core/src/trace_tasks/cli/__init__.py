@@ -10,7 +10,7 @@ reported by :func:`main` as one line, ``trace-tasks: error: <message>``, with
 exit code 1 and no traceback, whatever the subcommand.
 
 So are the ordinary events of any run (:mod:`trace_tasks.cli._errors`):
-Ctrl-C (130), a closed pipe on standard output (141, quietly), a failed read
+Ctrl-C (130), SIGTERM (143, undone as Ctrl-C is), a closed pipe on standard output (141, quietly), a failed read
 or write part-way (74: a full disk says "writing output failed"), an input
 that cannot be opened or an output that cannot be created (2), and an output
 that is the same file as an input or another output (2, checked before the
@@ -24,9 +24,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import IO
+from types import FrameType
+from typing import IO, Any
 
 from trace_tasks import __version__
 from trace_tasks.cli._errors import (
@@ -34,11 +37,13 @@ from trace_tasks.cli._errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_IO,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     CannotOpen,
     InputFailed,
     OutputClosed,
     OutputFailed,
+    Terminated,
     UsageError,
 )
 from trace_tasks.cli._output import check_distinct_files, guard
@@ -66,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; every ordinary event ends in one line on stderr and its exit code (``docs/cli.md``)."""
     real_stdout = sys.stdout
     command = "trace-tasks"
+    previous = _answer_sigterm()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -79,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Flushed here, not at exit: a full disk or a closed pipe on the last write is reported like any other.
         sys.stdout.flush()
         return code
+    except Terminated:  # SIGTERM, undone as Ctrl-C is (a KeyboardInterrupt, hence first)
+        _say(f"{command}: terminated")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         _say(f"{command}: interrupted")
         return EXIT_INTERRUPTED
@@ -100,6 +109,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     finally:
         sys.stdout = real_stdout
+        _restore_sigterm(previous)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as Ctrl-C: raise :class:`Terminated` where the main thread is; a second SIGTERM is ignored
+    (it would interrupt the clean-up the first one started)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
+def _answer_sigterm() -> tuple[bool, Any]:
+    """Install :func:`_on_sigterm` for the run (main thread only): ``(installed, the handler to put back)``."""
+    if threading.current_thread() is not threading.main_thread():
+        return False, None
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # no signals here (an embedded interpreter)
+        return False, None
+    return True, signal.SIG_DFL if previous is None else previous  # None: a handler not set from Python
+
+
+def _restore_sigterm(saved: tuple[bool, Any]) -> None:
+    installed, previous = saved
+    if installed:
+        with contextlib.suppress(ValueError, OSError, TypeError):
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _say(line: str) -> None:

@@ -16,9 +16,10 @@ frame. Targets are green, predictions red; each matched pair is joined by a
 thin blue line between the :func:`~trace_tasks.family.anchor` of its two
 drawings; for a metric other than IoU every target point and segment end gets
 a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
-``P[key] extra key``) are placed by :mod:`trace_tasks.cli._layout`. At the bottom, the legend and the notes:
+``P[key] extra key``) are placed by :mod:`trace_tasks.cli._layout`, at most
+``MAX_LABELS`` of them (the first targets and predictions). At the bottom, the legend and the notes:
 items outside the frame (with a hint when coordinates look normalised, see
-:mod:`trace_tasks.cli._frames`), an image resized to the instance's size, a family
+:mod:`trace_tasks.cli._frames`), items left without a label, an image resized to the instance's size, a family
 that gave something undrawable.
 
 The file type follows the name: ``.png`` is PNG, ``.jpg``/``.jpeg`` JPEG;
@@ -41,7 +42,7 @@ import attrs
 
 from trace_tasks.cli._extraction_view import item_name, plain, show_number
 from trace_tasks.cli._frames import PlacedItem, frame_notes
-from trace_tasks.cli._layout import LABEL_GAP, POINT_RADIUS, Rect, place_label
+from trace_tasks.cli._layout import LABEL_GAP, MAX_LABELS, POINT_RADIUS, Layout, Rect, label_quota
 from trace_tasks.errors import OptionError
 from trace_tasks.plugins import (
     DRAWABLES,
@@ -361,23 +362,32 @@ def _bbox(figure: Figure, scale: int) -> Rect | None:
     return (min(x for x, _ in pts), min(y for _, y in pts), max(x for x, _ in pts), max(y for _, y in pts))
 
 
-def _captions(draw: Any, everything: list[Figure], font: Any, scale: int, size: tuple[int, int]) -> list[tuple[str, Rect]]:
-    """Place and draw every caption inside the image area; returns them with their rectangles (area pixels)."""
+def _captions(
+    draw: Any, targets: list[Figure], predictions: list[Figure], font: Any, scale: int, size: tuple[int, int]
+) -> tuple[list[tuple[str, Rect]], list[tuple[str, str]]]:
+    """Place and draw the captions inside the image area (at most MAX_LABELS, the first of each side):
+    ``(the captions with their rectangles in area pixels, a note when some items went without one)``."""
     area: Rect = (0.0, 0.0, float(size[0]), float(size[1]))
-    boxes = [b for b in (_bbox(f, scale) for f in everything) if b is not None]
+    boxed = [[(f, b) for f in side if f.caption and (b := _bbox(f, scale)) is not None] for side in (targets, predictions)]
+    layout = Layout(area, (b for side in boxed for _, b in side))
+    quota = label_quota(len(boxed[0]), len(boxed[1]))
     placed: list[tuple[str, Rect]] = []
-    for figure in everything:
-        bbox = _bbox(figure, scale)
-        if bbox is None or not figure.caption:
-            continue
+    for figure, bbox in boxed[0][: quota[0]] + boxed[1][: quota[1]]:
         text = plain(figure.caption, 80)
         near = [(float(x) * scale, float(y) * scale) for s in figure.shapes for x, y in extent_points(s)]
-        extent = _text_size(draw, text, font)
-        rect = place_label(bbox, extent, figure.below, [r for _, r in placed], boxes, area, near)
+        rect = layout.place(bbox, _text_size(draw, text, font), figure.below, near)
         draw.rectangle(rect, fill=WHITE)  # legible over any background
         _text(draw, (rect[0], rect[1]), text, figure.colour, font)
         placed.append((text, rect))
-    return placed
+    if quota == (len(boxed[0]), len(boxed[1])):
+        return placed, []
+    (t, p), (all_t, all_p) = quota, (len(boxed[0]), len(boxed[1]))
+    note = (
+        f"labels on the first {t} of {all_t} targets and {p} of {all_p} predictions",
+        f"only the first {t} of {all_t} targets and the first {p} of {all_p} predictions are labelled "
+        f"(at most {MAX_LABELS} labels a picture); every item is drawn",
+    )
+    return placed, [note]
 
 
 def _wrap(draw: Any, text: str, font: Any, width: int) -> list[str]:
@@ -455,7 +465,7 @@ def _font(ImageFont: Any) -> Any:
 def _draw_area(
     area: Any, draw: Any, font: Any, scale: int, scene: tuple[list[Figure], list[Figure], list[tuple[Figure, Figure]]],
     half_life: float | None,
-) -> list[tuple[str, Rect]]:  # fmt: skip
+) -> tuple[list[tuple[str, Rect]], list[tuple[str, str]]]:  # fmt: skip
     targets, predictions, links = scene
     for target, prediction in links:  # under the shapes, so an outline always shows its colour
         a, b = anchor(target.shapes), anchor(prediction.shapes)
@@ -468,7 +478,7 @@ def _draw_area(
     for figure in targets + predictions:
         for shape in figure.shapes:
             _draw_shape(draw, shape, figure.colour, font, scale)
-    return _captions(draw, targets + predictions, font, scale, area.size)
+    return _captions(draw, targets, predictions, font, scale, area.size)
 
 
 def render_image(
@@ -497,10 +507,10 @@ def render_image(
     scale = area_scale(*source.size)
     area = source.resize((source.width * scale, source.height * scale), Image.NEAREST) if scale > 1 else source
     font = _font(ImageFont)
-    labels = _draw_area(area, ImageDraw.Draw(area), font, scale, scene, half_life)
+    labels, label_notes = _draw_area(area, ImageDraw.Draw(area), font, scale, scene, half_life)
     everything = targets + predictions
     short_notes = frame_notes([f.placed() for f in everything], frame)
-    notes += short_notes
+    notes += short_notes + label_notes
     if not everything:
         notes.append(("nothing to draw", "the explanation lists no items on either side: nothing to draw"))
     width = max(area.width, MIN_WIDTH)

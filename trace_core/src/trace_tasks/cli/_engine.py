@@ -8,16 +8,28 @@ parsed once); a process pool or Ray gets the items as keyword arguments of
 ``score_trace_response`` through :func:`trace_tasks.score_trace_batch` (same
 scores: the instances were validated before). Either way a failing item
 becomes ``{"error": ...}`` instead of stopping the run.
+
+A pool worker that dies (SIGKILL, the out-of-memory killer) costs time, never
+output: the chunk being waited for is scored in this process (the very
+``score_trace_batch`` call the worker would have made, so the same results), a
+fresh pool replaces the broken one and the chunks in flight are handed to it,
+in order. After :data:`POOL_RESTARTS` replacements the rest of the run is
+scored in this process. The workers exit when this process dies.
 """
 
 from __future__ import annotations
 
 import collections
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Protocol, TypeVar
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, score_trace_batch
@@ -45,6 +57,11 @@ LOCAL_CHUNK = 1024
 POOL_CHUNK = 2048
 #: Items per chunk handed to Ray: each call builds a Ray Dataset, which has a fixed cost.
 RAY_CHUNK = 20_000
+
+#: How many times one run replaces a pool whose worker died; after that it scores in this process.
+POOL_RESTARTS = 3
+#: How often a pool worker checks that the command that started it is still alive (seconds).
+PARENT_CHECK_SECONDS = 1.0
 
 RAY_MISSING = "--engine ray needs Ray: pip install 'trace-core[ray]'"
 
@@ -114,33 +131,117 @@ def _on_ray(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], 
             ray.shutdown()
 
 
-def ignore_interrupts() -> None:
+def ignore_interrupts(parent: int | None = None) -> None:
     """Pool worker initializer: Ctrl-C reaches the whole process group, and only the parent answers it.
 
     The parent stops, reports one line and exits 130; a worker that took the
-    interrupt too would print its own ``KeyboardInterrupt`` traceback.
+    interrupt too would print its own ``KeyboardInterrupt`` traceback. SIGTERM
+    keeps its default (the pool itself stops a broken pool's workers with it).
+    Given the ``parent``'s pid, the worker also exits when that process is gone
+    (killed with SIGKILL, it could not stop its pool): a daemon thread checks
+    every :data:`PARENT_CHECK_SECONDS` whether the worker was handed to another parent.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="trace-tasks-parent-watch", daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)  # nobody is left to read what this worker would score
+
+
+@dataclass
+class _Chunk(Generic[T]):
+    """One chunk of the run: its context, its items, and the pool's future (None: scored in this process)."""
+
+    context: T
+    items: list[Item]
+    future: Future[list[Result]] | None = None
+
+
+class _Pool(Generic[T]):
+    """The command's process pool; a dead worker costs time, never output (see the module's docstring)."""
+
+    def __init__(self, options: Mapping[str, Any], workers: int) -> None:
+        self.options = options
+        self.workers = workers
+        self.restarts = 0
+        self.pending: collections.deque[_Chunk[T]] = collections.deque()
+        self.executor: ProcessPoolExecutor | None = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        # spawn, not fork: forking a process that runs threads can deadlock (as in data/_batch.py).
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=ignore_interrupts, initargs=(os.getpid(),)
+        )
+
+    def submit(self, context: T, items: list[Item]) -> None:
+        chunk = _Chunk(context, items)
+        self.pending.append(chunk)
+        self._hand_out(chunk)
+
+    def _hand_out(self, chunk: _Chunk[T]) -> None:
+        chunk.future = None
+        if not chunk.items:
+            return
+        while self.executor is not None and chunk.future is None:
+            try:
+                chunk.future = self.executor.submit(score_trace_batch, chunk.items, **self.options)
+            except BrokenProcessPool:  # a worker died since the last result: the replacement hands this chunk out too
+                self._replace()
+
+    def finish(self) -> tuple[T, list[Result]]:
+        """The oldest chunk's results; scored in this process when its worker died."""
+        chunk = self.pending.popleft()
+        if chunk.future is not None:
+            try:
+                return chunk.context, chunk.future.result()
+            except BrokenProcessPool:
+                self._replace()
+        if not chunk.items:
+            return chunk.context, []
+        return chunk.context, score_trace_batch(chunk.items, **self.options)
+
+    def _replace(self) -> None:
+        """Drop the broken pool; start a fresh one (up to POOL_RESTARTS) and hand it the chunks it lost."""
+        broken, self.executor = self.executor, None
+        if broken is not None:
+            broken.shutdown(wait=True, cancel_futures=True)  # its processes are stopped already
+        if self.restarts >= POOL_RESTARTS:
+            for chunk in self.pending:
+                if not _succeeded(chunk.future):
+                    chunk.future = None
+            return
+        self.restarts += 1
+        generation = self.restarts
+        self.executor = self._start()
+        for chunk in self.pending:
+            if not _succeeded(chunk.future):
+                self._hand_out(chunk)
+                if self.restarts != generation:  # the fresh pool broke at once: that replacement saw to the rest
+                    break
+
+    def shutdown(self) -> None:
+        # Stopped early (interrupt, closed pipe, failed write): drop the chunks not started yet.
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _succeeded(future: Future[list[Result]] | None) -> bool:
+    return future is not None and future.done() and not future.cancelled() and future.exception() is None
 
 
 def _pooled(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
-    # spawn, not fork: forking a process that runs threads can deadlock (as in batch.py).
-    context_mp = multiprocessing.get_context("spawn")
-    pending: collections.deque[tuple[T, Future[list[Result]] | None]] = collections.deque()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context_mp, initializer=ignore_interrupts)
+    pool: _Pool[T] = _Pool(options, workers)
     try:
         for context, items in chunks:
-            future = pool.submit(score_trace_batch, items, **options) if items else None
-            pending.append((context, future))
-            while len(pending) >= 2 * workers:
-                yield _finish(pending.popleft())
-        while pending:
-            yield _finish(pending.popleft())
+            pool.submit(context, items)
+            while len(pool.pending) >= 2 * workers:
+                yield pool.finish()
+        while pool.pending:
+            yield pool.finish()
     finally:
-        # Stopped early (interrupt, closed pipe, failed write): drop the chunks not started yet.
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _finish(entry: tuple[T, Future[list[Result]] | None]) -> tuple[T, list[Result]]:
-    context, future = entry
-    return context, future.result() if future is not None else []
+        pool.shutdown()

@@ -19,8 +19,18 @@ EXIT_USAGE = 2
 EXIT_IO = 74
 #: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
 EXIT_INTERRUPTED = 130
+#: Stopped by SIGTERM (``kill``, a job scheduler, ``docker stop``), handled as Ctrl-C: 128 + SIGTERM.
+EXIT_TERMINATED = 143
 #: The reader of standard output went away (``| head``): 128 + SIGPIPE, as a shell reports it.
 EXIT_CLOSED_PIPE = 141
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised by ``main``'s signal handler, and undone as Ctrl-C is (exit 143).
+
+    A ``KeyboardInterrupt``, so every clean-up that answers Ctrl-C (temporary
+    output files removed, the worker pool stopped) answers SIGTERM the same way.
+    """
 
 
 class UsageError(Exception):

@@ -55,6 +55,18 @@ the unfinished chunks are scored in-process and the pool's processes are
 killed and dropped. No ``signal`` is used, so this is safe inside threads
 and Ray workers.
 
+A caller that dies without cleaning up (SIGKILL, the out-of-memory killer)
+leaves nothing running and nothing for long: each child checks every
+:data:`PARENT_CHECK_SECONDS` that the process that started it is still its
+parent and exits when it is not (a thread polling ``os.getppid()``, which
+works wherever Python runs; Linux's ``PR_SET_PDEATHSIG`` would fire when the
+*thread* that started the pool ends, and a trainer may call from a short-lived
+thread). The chunk files are named ``trace_tasks_batch_<caller pid>_*`` in the
+temporary directory; whenever a pool starts, the files of callers that are no
+longer running and that are older than :data:`STALE_AFTER_SECONDS` are removed
+(the age spares a live caller in another PID namespace sharing ``/tmp``: were
+its files removed, its chunks would only be scored in-process).
+
 Speed (``benchmarks/bench_batch.py``: 20,000 mixed responses, pool kept,
 alternating rounds; figures and load in ``benchmarks/README.md``): with two
 workers the caller and the child each used about 57% of one worker's CPU
@@ -76,6 +88,7 @@ import multiprocessing.context
 import multiprocessing.spawn
 import os
 import pickle
+import stat
 import tempfile
 import threading
 import time
@@ -99,6 +112,13 @@ CHUNKS_PER_CHILD = 2
 TIMEOUT_BASE_SECONDS = 60.0
 #: ... plus this many per item of the busiest child (a mixed item takes ~0.05-0.3 ms).
 TIMEOUT_SECONDS_PER_ITEM = 0.02
+
+#: How often a child checks that its caller is alive (seconds); it exits within about this long of the caller's death.
+PARENT_CHECK_SECONDS = 1.0
+#: The chunk and result files: ``trace_tasks_batch_<caller pid>_<random>.pickle`` (and ``.pickle.out``).
+CHUNK_PREFIX = "trace_tasks_batch_"
+#: A dead caller's chunk files are removed when a pool starts, once they are this old (seconds).
+STALE_AFTER_SECONDS = 60.0
 
 BatchResult = dict[str, Union[float, str]]
 
@@ -177,12 +197,21 @@ class _MainFreeSpawnContext(multiprocessing.context.SpawnContext):
     Process = _MainFreeSpawnProcess
 
 
-def _warm_up() -> None:
-    """Child initializer: pay the imports and the registry build once, not in the first chunk."""
+def _warm_up(parent: int | None = None) -> None:
+    """Child initializer: exit with the ``parent``; pay the imports and the registry build once, not in the first chunk."""
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), name="trace-tasks-parent-watch", daemon=True).start()
     from trace_tasks.plugins import get_registry
 
     get_registry()
     import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
+
+
+def _exit_with(parent: int) -> None:
+    """Child watchdog: return never while ``parent`` is this process's parent; exit once it is gone."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)  # the caller is dead: nobody will read this child's results
 
 
 # --- the kept pools ----------------------------------------------------------------------------
@@ -192,10 +221,55 @@ def _pool(children: int) -> ProcessPoolExecutor:
     with _pools_lock:
         pool = _pools.get(children)
         if pool is None:
+            remove_stale_files()
             _install_main_free_filter()
-            pool = ProcessPoolExecutor(max_workers=children, mp_context=_MainFreeSpawnContext(), initializer=_warm_up)
+            pool = ProcessPoolExecutor(
+                max_workers=children, mp_context=_MainFreeSpawnContext(), initializer=_warm_up, initargs=(os.getpid(),)
+            )
             _pools[children] = pool
         return pool
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (PermissionError): alive
+        return True
+    return True
+
+
+def remove_stale_files(directory: str | None = None, *, now: float | None = None) -> list[str]:
+    """Remove the chunk files of callers no longer running, older than :data:`STALE_AFTER_SECONDS`; returns their paths.
+
+    Only this user's regular files named ``trace_tasks_batch_<pid>_*`` in ``directory``
+    (the temporary directory) are looked at; nothing here raises.
+    """
+    directory = directory or tempfile.gettempdir()
+    cutoff = (time.time() if now is None else now) - STALE_AFTER_SECONDS
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for entry in entries:
+        pid_text, sep, _ = entry.name[len(CHUNK_PREFIX) :].partition("_")
+        if not entry.name.startswith(CHUNK_PREFIX) or not sep or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        mine = uid is None or st.st_uid == uid
+        if not stat.S_ISREG(st.st_mode) or not mine or st.st_mtime > cutoff or pid == os.getpid() or _running(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.remove(entry.path)
+            removed.append(entry.path)
+    return removed
 
 
 def _drop_pool(children: int, pool: ProcessPoolExecutor, *, kill: bool = False) -> None:
@@ -327,7 +401,7 @@ def _hand_out(
     except Exception:  # an item holds something unpicklable (a lambda): scored here instead
         return None
     try:
-        fd, path = tempfile.mkstemp(prefix="trace_tasks_batch_", suffix=".pickle")
+        fd, path = tempfile.mkstemp(prefix=f"{CHUNK_PREFIX}{os.getpid()}_", suffix=".pickle")
     except OSError:
         return None
     handout = _Handout(path)

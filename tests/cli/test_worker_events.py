@@ -1,0 +1,291 @@
+"""``score --workers N`` when a worker dies, and SIGTERM handled as Ctrl-C (exit 143).
+
+A pool worker killed with SIGKILL (as the out-of-memory killer does) costs
+time, never output: its chunk is scored in the command's process, a fresh pool
+takes the chunks in flight, order is kept. The in-process tests drive the
+pool logic of :mod:`trace_tasks.cli._engine` with a stand-in executor that
+breaks on cue; the slow ones kill real workers and send a real SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from tests.batch.test_score_trace_batch import make_items
+from tests.cli.helpers import COMBINED, ROOT, read_jsonl, write_lines
+from trace_tasks import cli
+from trace_tasks.cli import _engine, main
+from trace_tasks.cli._errors import EXIT_TERMINATED
+from trace_tasks.data import score_trace_batch
+
+MODULE = [sys.executable, "-m", "trace_tasks.cli"]
+TIMEOUT_S = 120.0
+
+# --- the pool's bookkeeping, with a stand-in executor ------------------------------------------------
+
+
+class FakeExecutor:
+    """Runs each chunk at once; the submissions numbered in ``breaks`` (counted over every fake) fail as a dead worker's do."""
+
+    submitted = 0
+    breaks: ClassVar[set[int]] = set()
+    broken_submits: ClassVar[set[int]] = set()
+    started = 0
+
+    def __init__(self) -> None:
+        FakeExecutor.started += 1
+        self.broken = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+        number = FakeExecutor.submitted
+        FakeExecutor.submitted += 1
+        if self.broken or number in FakeExecutor.broken_submits:
+            self.broken = True
+            raise BrokenProcessPool("a worker died before this submission")
+        future: Future[Any] = Future()
+        if number in FakeExecutor.breaks:
+            self.broken = True
+            future.set_exception(BrokenProcessPool("a worker died while the future was running or pending"))
+        else:
+            future.set_result(fn(*args, **kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_pool(monkeypatch: pytest.MonkeyPatch) -> type[FakeExecutor]:
+    FakeExecutor.submitted = FakeExecutor.started = 0
+    FakeExecutor.breaks, FakeExecutor.broken_submits = set(), set()
+    monkeypatch.setattr(_engine._Pool, "_start", lambda self: FakeExecutor())
+    return FakeExecutor
+
+
+def _chunks(count: int, size: int) -> Iterator[tuple[int, list[Mapping[str, Any]]]]:
+    items: list[Mapping[str, Any]] = list(make_items(count * size))
+    for n in range(count):
+        yield n, items[n * size : (n + 1) * size]
+
+
+def _expected(count: int, size: int) -> list[tuple[int, list[Any]]]:
+    return [(n, score_trace_batch(items)) for n, items in _chunks(count, size)]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "broken_submits"),
+    [
+        ({0}, set()),  # the first chunk's worker dies
+        ({2, 3}, set()),  # two chunks in flight lost at once
+        (set(), {4}),  # the pool broke between two results: the next submission notices
+        ({0, 5, 9}, {12}),  # again and again
+    ],
+)
+def test_a_dead_worker_loses_no_chunk_and_keeps_the_order(
+    fake_pool: type[FakeExecutor], breaks: set[int], broken_submits: set[int]
+) -> None:
+    fake_pool.breaks, fake_pool.broken_submits = breaks, broken_submits
+    assert list(_engine._pooled(_chunks(10, 3), {}, 2)) == _expected(10, 3)
+    assert fake_pool.started > 1  # the broken pool was replaced
+
+
+def test_past_the_restarts_the_rest_is_scored_in_this_process(fake_pool: type[FakeExecutor]) -> None:
+    fake_pool.breaks = set(range(1000))  # every pool dies at once
+    assert list(_engine._pooled(_chunks(12, 2), {}, 2)) == _expected(12, 2)
+    assert fake_pool.started == 1 + _engine.POOL_RESTARTS
+
+
+def test_empty_chunks_need_no_worker(fake_pool: type[FakeExecutor]) -> None:
+    fake_pool.breaks = {0}
+    chunks: list[tuple[int, list[Mapping[str, Any]]]] = [(0, []), (1, [*make_items(2)]), (2, []), (3, [*make_items(3)])]
+    assert list(_engine._pooled(iter(chunks), {}, 2)) == [(n, score_trace_batch(items)) for n, items in chunks]
+
+
+def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = signal.getsignal(signal.SIGINT)
+    started: list[tuple[Any, ...]] = []
+
+    class Thread:
+        def __init__(self, target: Any, args: tuple[Any, ...], name: str, daemon: bool) -> None:
+            started.append((target, args, daemon))
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(threading, "Thread", Thread)
+    try:
+        _engine.ignore_interrupts(1234)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert started == [(_engine._exit_with, (1234,), True)]
+
+
+# --- SIGTERM, in-process: the handler main() installs ------------------------------------------------
+
+
+def test_sigterm_is_answered_like_ctrl_c(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[Any] = []
+
+    def terminate(args: Any) -> None:  # what the signal would do in the middle of the run
+        handler = signal.getsignal(signal.SIGTERM)
+        seen.append(handler)
+        assert callable(handler)
+        handler(signal.SIGTERM, None)
+
+    monkeypatch.setattr(cli, "check_distinct_files", terminate)
+    assert main(["plugins"]) == 143 == EXIT_TERMINATED
+    assert capsys.readouterr().err == "trace-tasks plugins: terminated\n"
+    assert seen and seen[0] is not before
+    assert signal.getsignal(signal.SIGTERM) is before  # put back after the run
+
+
+# --- real processes ------------------------------------------------------------------------------------
+
+
+def _workers(pid: int) -> list[int]:
+    """The pool workers of ``pid`` (spawned interpreters; the resource tracker is not one), through /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(condition: Callable[[], bool], proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        assert proc.poll() is None, f"the command ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {TIMEOUT_S} s"
+        time.sleep(0.05)
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    """The exit status and what the command wrote on stderr, read without waiting for an orphaned worker to close it."""
+    code = proc.wait(timeout=TIMEOUT_S)
+    assert proc.stderr is not None
+    os.set_blocking(proc.stderr.fileno(), False)
+    return code, proc.stderr.read() or b""
+
+
+def _send(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write to the command's stdin; a command that died already (the failure under test) is reported by its status."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.flush()
+    except BrokenPipeError:
+        pass
+
+
+def _lines(path: Path, copies: int) -> list[bytes]:
+    rows = read_jsonl(COMBINED)
+    many = [dict(row, id=f"{row['id']}#{k}") for k in range(copies) for row in rows]
+    return write_lines(path, many).read_bytes().splitlines(keepends=True)
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the pool's workers through /proc")
+
+
+@pytest.mark.slow  # starts the command and its pool, kills workers
+@needs_proc
+def test_score_survives_killed_workers_and_writes_every_line_in_order(tmp_path: Path) -> None:
+    lines = _lines(tmp_path / "in.jsonl", 40)  # 4,320 lines: three pool chunks of 2,048
+    reference = subprocess.run(
+        [*MODULE, "score", str(tmp_path / "in.jsonl"), "-q", "--workers", "1"], capture_output=True, cwd=ROOT, timeout=TIMEOUT_S
+    )
+    assert reference.returncode == 0, reference.stderr.decode()
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        [*MODULE, "score", "-", "-q", "--workers", "2", "-o", str(out)], stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        # Standard input stays open between the phases: the command waits for more lines while its workers are killed.
+        _send(proc, b"".join(lines[:3000]))  # the first chunk goes to the pool, the second waits for lines
+        # The pool starts a worker per chunk handed out, up to two: one chunk so far, one worker.
+        _wait_for(lambda: bool(_workers(proc.pid)), proc, "pool worker")
+        first = _workers(proc.pid)
+        os.kill(first[0], signal.SIGKILL)  # while the first chunk is scored (or about to be)
+        # Reaped by the pool's manager thread once it has marked the pool broken.
+        _wait_for(lambda: not Path(f"/proc/{first[0]}").exists(), proc, "reaped worker")
+        _send(proc, b"".join(lines[3000:4200]))  # completes the second chunk: its submission meets the broken pool
+        _wait_for(lambda: any(pid not in first for pid in _workers(proc.pid)), proc, "fresh pool")
+        os.kill(next(pid for pid in _workers(proc.pid) if pid not in first), signal.SIGKILL)  # the fresh pool too
+        _send(proc, b"".join(lines[4200:]))
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        code, err = _ended(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (code, err) == (0, b"")
+    assert out.read_bytes() == reference.stdout  # every line, in order, the same scores as one worker's
+    assert len(out.read_bytes().splitlines()) == len(lines)
+
+
+@pytest.mark.slow  # starts the command and its pool, sends SIGTERM
+@needs_proc
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_during_score_is_one_line_and_143(tmp_path: Path, workers: str) -> None:
+    lines = _lines(tmp_path / "in.jsonl", 30)
+    out = tmp_path / "scores.jsonl"
+    out.write_text("old\n")
+    proc = subprocess.Popen(
+        [*MODULE, "score", "-", "-o", str(out), "--workers", workers], stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    pool: list[int] = []
+    try:
+        _send(proc, b"".join(lines[:3000]))  # stdin stays open: the command is waiting for more lines when the signal comes
+        _wait_for(lambda: any(p.name.endswith(".tmp") for p in tmp_path.iterdir()), proc, "temporary output file")
+        if workers == "2":
+            _wait_for(lambda: bool(_workers(proc.pid)), proc, "pool worker")
+        pool = _workers(proc.pid)
+        os.kill(proc.pid, signal.SIGTERM)  # the command only, as kill(1) and job schedulers send it
+        code, err = _ended(proc)
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        deadline = time.monotonic() + TIMEOUT_S
+        while any(_alive(pid) for pid in pool) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [pid for pid in pool if _alive(pid)]
+        for pid in left:  # leave no process behind, whatever the outcome
+            os.kill(pid, signal.SIGKILL)
+    assert (code, err) == (143, b"trace-tasks score: terminated\n")
+    assert out.read_text() == "old\n"
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+    assert not left, "a pool worker outlived the command"
