@@ -77,8 +77,8 @@ class Target:
     (its ``annotation_type_<name>`` indicator is set); ``reward`` the current
     reward id's entry when the contract lets the annotation be scored, else
     ``None`` and ``problem`` says why. The parsed target and the image size are
-    computed on first use (a lenient call whose response predicts nothing never
-    parses its target).
+    computed on first use by :func:`run` (a lenient call whose response predicts
+    nothing never parses its target).
     """
 
     # Class-level defaults and no ``__init__``: the lenient scorer builds one target per call,
@@ -121,17 +121,6 @@ class Target:
         other.type_name, other.entry, other.reward, other.problem = self.type_name, self.entry, self.reward, self.problem
         other._parsed, other._size = self._parsed, size
         return other
-
-    def parsed(self) -> Any:
-        """The owner's parse of the target annotation (:data:`UNPARSED` when it does not parse)."""
-        parsed = self._parsed
-        if parsed is _PENDING:
-            assert self.entry is not None
-            # The caller's literal strings are read on every lenient call: bounded like the model's.
-            parsed = self._parsed = parse_value(self.entry.parse, self.entry.name, self._value, [MAX_TARGET_LITERAL_BUDGET])
-            if parsed is UNPARSED:
-                self.problem = f"the target does not parse as {self.entry.name}"
-        return parsed
 
     def image_size(self) -> Size | None:
         """The image size of the target's size sources (``None`` when none gives one)."""
@@ -250,15 +239,18 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if trail is not None:
         trail.extraction, trail.predicted_answer, trail.prediction = ext, predicted, prediction
     if reward is not None and (prediction is not None or trail is not None):
+        entry = target.entry
+        assert entry is not None
         parsed_target = target._parsed
-        if parsed_target is _PENDING:
-            parsed_target = target.parsed()
+        if parsed_target is _PENDING:  # a lenient target, parsed on first use under its own literal budget
+            parsed_target = target._parsed = parse_value(entry.parse, entry.name, target._value, [MAX_TARGET_LITERAL_BUDGET])
+            if parsed_target is UNPARSED:
+                target.problem = f"the target does not parse as {entry.name}"
         if parsed_target is not UNPARSED:
-            assert target.entry is not None
             parsed = UNPARSED
             if prediction is not None:
                 why = trail.parse_errors if trail is not None else None
-                parsed = parse_value(target.entry.parse, target.entry.name, prediction, literal_left, why)
+                parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
             context = target._context  # a compiled target's, when no half-life option overrides it
             if context is None or opts.point_half_life_px is not None:
                 size = target._size
