@@ -105,7 +105,7 @@ def make_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
     if shape == "scalar":
         return lambda value: parse_item(_read(value))
     if shape in ("set", "sequence"):
-        return lambda value: parse_collection(value, prim)
+        return lambda value: _collection(value, prim, MAX_COLLECTION_ITEMS)  # one call less per response
     if shape == "map":
         # Map values are scalar items taken as they are: a string value is rejected.
         return lambda value: parse_map(value, parse_item)
