@@ -178,7 +178,9 @@ def test_pinned_v0_contracts_are_refused_and_score_annotation_0(pinned: Any) -> 
     refused = pinned["valid"][V0]
     assert refused is not None and V1 in refused
     why = pinned["not_current"][V0]
-    assert why.startswith(f"reward id '{V0}' is not current: rebuild the contracts with resolve_reward_contract")  # what to do first
+    assert why.startswith(
+        f"reward id '{V0}' is not current: rebuild the contracts with resolve_reward_contract"
+    )  # what to do first
     assert f"whose current id is '{V1}' (pinned by TRACE_TASKS_REWARD_IDS)" in why
     assert f"TRACE_TASKS_REWARD_IDS=bbox={V0}" in why
 
