@@ -163,8 +163,8 @@ def _digest(results: list[dict[str, float]]) -> str:
     return hashlib.sha256(repr([list(r.items()) for r in results]).encode()).hexdigest()[:16]
 
 
-def once(shape: str, count: int, seed: int) -> None:
-    """Warm up on every shape, then score ``shape`` once more (nothing more for ``setup``), GC paused."""
+def once(shape: str, count: int, seed: int, repeat: int = 1) -> None:
+    """Warm up on every shape, then score ``shape`` ``repeat`` more times (nothing more for ``setup``), GC paused."""
     workloads = make_workloads(count, seed)
     runners = {name: _runner(name, workloads[name]) for name in SHAPES}
     for run in runners.values():
@@ -172,7 +172,8 @@ def once(shape: str, count: int, seed: int) -> None:
     gc.collect()
     gc.disable()  # counts that do not depend on when collections happen
     if shape != "setup":
-        runners[shape]()
+        for _ in range(repeat):
+            runners[shape]()
 
 
 def serve(path: str) -> None:
@@ -338,6 +339,13 @@ def _parser() -> argparse.ArgumentParser:
         help="build the workloads, score every shape once (warm-up), then score SHAPE once more, untimed, and exit: "
         "for instruction counters such as callgrind ('setup' scores nothing more, to subtract)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with --once: score SHAPE K times after the warm-up; (K=3 minus K=1) / 2 is one pass without the start-up noise",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     return parser
 
@@ -407,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve(args.serve)
         return
     if args.once:
-        once(args.once, args.count, args.seed)
+        once(args.once, args.count, args.seed, args.repeat)
         return
 
     from bench_scoring import machine
