@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import alive, pool_children
 from trace_tasks import score_trace_batch
 from trace_tasks.data import _batch as batch_module
 
@@ -111,30 +112,6 @@ CALLER = textwrap.dedent(
 )
 
 
-def _children(pid: int) -> list[int]:
-    """The pool children of ``pid`` (spawned interpreters; the resource tracker is not one)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and b"spawn_main" in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.slow  # starts an interpreter and a pool, kills them
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the pool's child through /proc")
 def test_a_killed_callers_child_exits_and_its_files_are_swept_next_time(
@@ -150,11 +127,11 @@ def test_a_killed_callers_child_exits_and_its_files_are_swept_next_time(
     caller = subprocess.Popen([sys.executable, str(script), "40000"], env=env, cwd=root, stdout=subprocess.PIPE)
     try:
         deadline = time.monotonic() + START_WAIT_S
-        while not (_chunk_files(temp) and _children(caller.pid)):
+        while not (_chunk_files(temp) and pool_children(caller.pid)):
             assert caller.poll() is None, "the caller ended before it was killed"
             assert time.monotonic() < deadline, "the caller never handed out its chunks"
             time.sleep(0.05)
-        (child,) = _children(caller.pid)
+        (child,) = pool_children(caller.pid)
         os.kill(caller.pid, signal.SIGKILL)
         caller.wait()
     finally:
@@ -164,9 +141,9 @@ def test_a_killed_callers_child_exits_and_its_files_are_swept_next_time(
     assert caller.stdout is not None and caller.stdout.read() == b"scoring\n"
 
     deadline = time.monotonic() + CHILD_EXIT_WAIT_S
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(child):
+    if alive(child):
         os.kill(child, signal.SIGKILL)
         pytest.fail(f"the pool's child {child} outlived its killed caller by {CHILD_EXIT_WAIT_S} s")
 

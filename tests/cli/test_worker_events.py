@@ -26,6 +26,7 @@ import pytest
 
 from tests.batch.test_score_trace_batch import make_items
 from tests.cli.helpers import COMBINED, ROOT, read_jsonl, write_lines
+from tests.support.processes import alive, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import _engine, main
 from trace_tasks.cli._errors import EXIT_TERMINATED
@@ -156,30 +157,6 @@ def test_sigterm_is_answered_like_ctrl_c(monkeypatch: pytest.MonkeyPatch, capsys
 # --- real processes ------------------------------------------------------------------------------------
 
 
-def _workers(pid: int) -> list[int]:
-    """The pool workers of ``pid`` (spawned interpreters; the resource tracker is not one), through /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == pid and b"spawn_main" in cmdline:
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def _wait_for(condition: Callable[[], bool], proc: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while not condition():
@@ -232,14 +209,14 @@ def test_score_survives_killed_workers_and_writes_every_line_in_order(tmp_path: 
         # Standard input stays open between the phases: the command waits for more lines while its workers are killed.
         _send(proc, b"".join(lines[:3000]))  # the first chunk goes to the pool, the second waits for lines
         # The pool starts a worker per chunk handed out, up to two: one chunk so far, one worker.
-        _wait_for(lambda: bool(_workers(proc.pid)), proc, "pool worker")
-        first = _workers(proc.pid)
+        _wait_for(lambda: bool(pool_children(proc.pid)), proc, "pool worker")
+        first = pool_children(proc.pid)
         os.kill(first[0], signal.SIGKILL)  # while the first chunk is scored (or about to be)
         # Reaped by the pool's manager thread once it has marked the pool broken.
         _wait_for(lambda: not Path(f"/proc/{first[0]}").exists(), proc, "reaped worker")
         _send(proc, b"".join(lines[3000:4200]))  # completes the second chunk: its submission meets the broken pool
-        _wait_for(lambda: any(pid not in first for pid in _workers(proc.pid)), proc, "fresh pool")
-        os.kill(next(pid for pid in _workers(proc.pid) if pid not in first), signal.SIGKILL)  # the fresh pool too
+        _wait_for(lambda: any(pid not in first for pid in pool_children(proc.pid)), proc, "fresh pool")
+        os.kill(next(pid for pid in pool_children(proc.pid) if pid not in first), signal.SIGKILL)  # the fresh pool too
         _send(proc, b"".join(lines[4200:]))
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
@@ -269,8 +246,8 @@ def test_sigterm_during_score_is_one_line_and_143(tmp_path: Path, workers: str) 
         _send(proc, b"".join(lines[:3000]))  # stdin stays open: the command is waiting for more lines when the signal comes
         _wait_for(lambda: any(p.name.endswith(".tmp") for p in tmp_path.iterdir()), proc, "temporary output file")
         if workers == "2":
-            _wait_for(lambda: bool(_workers(proc.pid)), proc, "pool worker")
-        pool = _workers(proc.pid)
+            _wait_for(lambda: bool(pool_children(proc.pid)), proc, "pool worker")
+        pool = pool_children(proc.pid)
         os.kill(proc.pid, signal.SIGTERM)  # the command only, as kill(1) and job schedulers send it
         code, err = _ended(proc)
     finally:
@@ -280,9 +257,9 @@ def test_sigterm_during_score_is_one_line_and_143(tmp_path: Path, workers: str) 
             proc.kill()
             proc.wait()
         deadline = time.monotonic() + TIMEOUT_S
-        while any(_alive(pid) for pid in pool) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = [pid for pid in pool if _alive(pid)]
+        left = [pid for pid in pool if alive(pid)]
         for pid in left:  # leave no process behind, whatever the outcome
             os.kill(pid, signal.SIGKILL)
     assert (code, err) == (143, b"trace-tasks score: terminated\n")
