@@ -30,6 +30,7 @@ from tests.support.processes import alive, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import _engine, main
 from trace_tasks.cli._errors import EXIT_TERMINATED
+from trace_tasks.data import _batch as batch_module
 from trace_tasks.data import score_trace_batch
 
 MODULE = [sys.executable, "-m", "trace_tasks.cli"]
@@ -131,7 +132,7 @@ def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> Non
         _engine.ignore_interrupts(1234)
     finally:
         signal.signal(signal.SIGINT, before)
-    assert started == [(_engine._exit_with, (1234,), True)]
+    assert started == [(batch_module._exit_with, (1234,), True)]
 
 
 # --- SIGTERM, in-process: the handler main() installs ------------------------------------------------

@@ -17,6 +17,12 @@ from trace_tasks.scoring import _answers as answers
 from .helpers import answer_matches, score
 
 
+def _answers_match(prediction: Any, target: Any, *, reads_json_strings: bool = True) -> bool:
+    """``answer_exact_match_v0`` of two raw values, as the pipeline computes it (the target prepared first)."""
+    prepared = answers.answer_target(target, reads_json_strings=reads_json_strings)
+    return answers.matches_answer_target(prediction, prepared, reads_json_strings=reads_json_strings)
+
+
 def literal_matches(response: str, target: Any, answer_type: str = "index_list") -> bool:
     """Whether a (possibly Python-literal) response earns the answer reward."""
     result = score(response, answer=target, answer_type=answer_type, trace_reward_mode="answer")
@@ -309,10 +315,10 @@ def _old_match(prediction: Any, target: Any) -> bool:
 @given(prediction=_value, target=_value)
 def test_early_exit_comparison_equals_the_full_canonical_comparison(prediction: Any, target: Any) -> None:
     expected = _old_match(prediction, target)
-    assert answers.answers_match(prediction, target, reads_json_strings=False) is expected
+    assert _answers_match(prediction, target, reads_json_strings=False) is expected
     prepared = answers.answer_target(target, reads_json_strings=False)
     assert answers.matches_answer_target(prediction, prepared, reads_json_strings=False) is expected
-    assert answers.answers_match(target, target, reads_json_strings=False) is _old_match(target, target)
+    assert _answers_match(target, target, reads_json_strings=False) is _old_match(target, target)
 
 
 def test_overwritten_values_still_count_for_depth() -> None:
@@ -320,11 +326,11 @@ def test_overwritten_values_still_count_for_depth() -> None:
     deep: Any = 1
     for _ in range(MAX_ANSWER_DEPTH + 2):
         deep = [deep]
-    assert not answers.answers_match({"a": deep, "A": 1}, {"a": 1})
-    assert answers.answers_match({"a": [2], "A": 1}, {"a": 1})
+    assert not _answers_match({"a": deep, "A": 1}, {"a": 1})
+    assert _answers_match({"a": [2], "A": 1}, {"a": 1})
 
 
 def test_a_long_prediction_of_the_wrong_length_is_not_built() -> None:
     # A megabyte-long list against a short target differs on its length alone.
-    assert not answers.answers_match(list(range(300_000)), [1, 2])
-    assert not answers.answers_match({str(i): i for i in range(100_000)}, {"0": 0})
+    assert not _answers_match(list(range(300_000)), [1, 2])
+    assert not _answers_match({str(i): i for i in range(100_000)}, {"0": 0})

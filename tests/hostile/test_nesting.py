@@ -20,8 +20,7 @@ import pytest
 
 from trace_tasks.limits import MAX_JSON_DEPTH
 from trace_tasks.reading import _literals as literals
-from trace_tasks.scoring import find_image_size
-from trace_tasks.scoring._answers import answers_match
+from trace_tasks.scoring import answer_target, find_image_size, matches_answer_target
 
 from .helpers import BAD_ANNOTATION, UNPARSED_BLOCK, WELL_FORMED, expect, flags, score
 
@@ -103,8 +102,8 @@ def test_deep_strings_the_model_wrote_are_not_decoded() -> None:
     assert flags(result) == BAD_ANNOTATION
     assert result["answer_reward"] == 1.0
     # An answer string stays a string: equal to the same string, not to a list.
-    assert answers_match(deep, deep)
-    assert not answers_match(deep, [[[]]])
+    assert matches_answer_target(deep, answer_target(deep))
+    assert not matches_answer_target(deep, answer_target([[[]]]))
 
 
 @pytest.mark.usefixtures("raised_recursion_limit")

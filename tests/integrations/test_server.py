@@ -13,14 +13,13 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
+from tests.support.live_server import serving
 from trace_tasks.cli import main
 from trace_tasks.integrations._common import CHARTED_KEYS
 from trace_tasks.integrations.server import create_app
@@ -32,21 +31,8 @@ MAX_BYTES = 256 * 1024
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(max_request_bytes=MAX_BYTES, format_weight=0.1), log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serving(create_app(max_request_bytes=MAX_BYTES, format_weight=0.1)) as (url, _):
+        yield url
 
 
 def test_health(base_url: str) -> None:

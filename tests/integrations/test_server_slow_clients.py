@@ -17,16 +17,14 @@ from __future__ import annotations
 import json
 import select
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from tests.support import live_server
 from trace_tasks.integrations.server import DEFAULT_MAX_REQUEST_BYTES, BodyLimit, RequestHeadTimeout, create_app
 
 from .helpers import pairs, reference
@@ -37,23 +35,9 @@ pytestmark = pytest.mark.slow  # real servers, and waits for their timeouts
 PATIENCE = 30.0
 
 
-@contextmanager
-def serving(app: Any, header_timeout: int = 30) -> Iterator[tuple[str, int]]:
+def serving(app: Any, header_timeout: int = 30) -> Any:
     """Run ``app`` under uvicorn, as ``trace-tasks serve`` does (``RequestHeadTimeout``), on a free loopback port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, http=RequestHeadTimeout, timeout_keep_alive=header_timeout, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: server.started, "the server did not start", thread.is_alive)
-        yield f"http://127.0.0.1:{port}", port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=PATIENCE)
-        sock.close()
+    return live_server.serving(app, http=RequestHeadTimeout, timeout_keep_alive=header_timeout)
 
 
 def wait_for(condition: Callable[[], bool], what: str, alive: Callable[[], bool] = lambda: True) -> None:

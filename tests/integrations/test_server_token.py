@@ -30,7 +30,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -40,6 +39,7 @@ import pytest
 import requests
 import uvicorn
 
+from tests.support.live_server import serving
 from trace_tasks.cli import main
 from trace_tasks.cli.serve import is_loopback
 from trace_tasks.integrations import server as server_module
@@ -160,21 +160,8 @@ def test_an_unusable_token_is_refused_at_start(token: Any) -> None:
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(token=TOKEN), http=RequestHeadTimeout, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serving(create_app(token=TOKEN), http=RequestHeadTimeout) as (url, _):
+        yield url
 
 
 async def _post_request_0_11(url: str, data: dict[str, Any], try_max_times: int = 5) -> Any:

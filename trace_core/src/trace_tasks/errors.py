@@ -221,3 +221,13 @@ def shown(value: object, limit: int = 60) -> str:
     except Exception:  # a hostile __repr__ must not hide the message it belongs to
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception a plugin raised, on one capped line: its message alone for an :class:`AnnotationParseError`."""
+    try:
+        text = str(exc) if isinstance(exc, AnnotationParseError) else f"{type(exc).__name__}: {exc}"
+    except Exception:  # a hostile __str__ must not hide the message it belongs to
+        text = type(exc).__name__
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + "..."

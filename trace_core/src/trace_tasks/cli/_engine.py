@@ -23,8 +23,6 @@ import collections
 import multiprocessing
 import os
 import signal
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
-from trace_tasks.data import CompiledInstance, score_trace_batch
+from trace_tasks.data import CompiledInstance, score_trace_batch, watch_parent
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
@@ -60,9 +58,6 @@ RAY_CHUNK = 20_000
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
-#: How often a pool worker checks that the command that started it is still alive (seconds).
-PARENT_CHECK_SECONDS = 1.0
-
 RAY_MISSING = "--engine ray needs Ray: pip install 'trace-core[ray]'"
 
 
@@ -139,17 +134,11 @@ def ignore_interrupts(parent: int | None = None) -> None:
     keeps its default (the pool itself stops a broken pool's workers with it).
     Given the ``parent``'s pid, the worker also exits when that process is gone
     (killed with SIGKILL, it could not stop its pool): a daemon thread checks
-    every :data:`PARENT_CHECK_SECONDS` whether the worker was handed to another parent.
+    every second whether the worker was handed to another parent (:func:`trace_tasks.data.watch_parent`).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent,), name="trace-tasks-parent-watch", daemon=True).start()
-
-
-def _exit_with(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK_SECONDS)
-    os._exit(1)  # nobody is left to read what this worker would score
+        watch_parent(parent)
 
 
 @dataclass

@@ -53,13 +53,12 @@ from trace_tasks.cli._extraction_view import (
 from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
 from trace_tasks.data import CompiledInstance, compile_instance
-from trace_tasks.errors import AnnotationParseError, InstanceError
+from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
 from trace_tasks.scoring import UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
 SHOW_CHARS = 300
-SHOW_ERROR_CHARS = 200
 SHOW_KEYS = 20
 SHOW_KEY_CHARS = 40
 #: Where ``score_trace_response`` looks for the image size, in its order.
@@ -291,7 +290,7 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
     if trail.prediction is None:
         lines.append("  no annotation predicted: every target is unmatched")
     elif trail.parsed_prediction is UNPARSED:
-        why = _error(trail.parse_errors[0]) if trail.parse_errors else "no value"
+        why = one_line(trail.parse_errors[0]) if trail.parse_errors else "no value"
         lines.append(f"  the prediction does not parse as {name}: {why} ({show_value(trail.prediction)})")
     explanation = trail.explanation
     if explanation is None:
@@ -301,7 +300,7 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
         assert trail.context is not None  # set by the run before the family is asked
         lines += _table(explanation, trail.context)
     except Exception as exc:  # never reached with the safe formatters; a report must not crash
-        lines.append(f"  the explanation could not be shown: {_error(exc)}")
+        lines.append(f"  the explanation could not be shown: {one_line(exc)}")
     reward = getattr(explanation.score, "reward", None)
     if not (isinstance(reward, (int, float)) and float(reward) == result["annotation_reward"]):
         lines.append(
@@ -309,16 +308,6 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
             f"gives {show_number(reward)}: the family's explain and score capabilities disagree"
         )
     return lines
-
-
-def _error(exc: BaseException) -> str:
-    """One line naming an exception a family raised (its message alone for a parse error)."""
-    try:
-        text = str(exc) if isinstance(exc, AnnotationParseError) else f"{type(exc).__name__}: {exc}"
-    except Exception:
-        text = type(exc).__name__
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= SHOW_ERROR_CHARS else text[:SHOW_ERROR_CHARS] + "..."
 
 
 def metric_name(metric: Any) -> str:
@@ -486,7 +475,7 @@ def explanation_json(explained: Explained) -> dict[str, Any]:
         "reward_id": explained.reward_id,
         "predicted": _json_value(trail.prediction),
         "parsed": trail.prediction is not None and trail.parsed_prediction is not UNPARSED,
-        "parse_error": _error(trail.parse_errors[0]) if trail.parse_errors else None,
+        "parse_error": one_line(trail.parse_errors[0]) if trail.parse_errors else None,
         "image_size": _json_value(trail.context.image_size) if trail.context else None,
         "half_life_px": trail.context.half_life_px if trail.context else None,
         "problem": trail.problem or None,

@@ -7,7 +7,14 @@ whose target the scoring pipeline prepared once), :class:`InstanceCache`, and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
 
-from trace_tasks.data._batch import INSTANCE_FIELDS, MIN_ITEMS_PER_WORKER, BatchResult, score_trace_batch, shutdown_batch_pools
+from trace_tasks.data._batch import (
+    INSTANCE_FIELDS,
+    MIN_ITEMS_PER_WORKER,
+    BatchResult,
+    score_trace_batch,
+    shutdown_batch_pools,
+    watch_parent,
+)
 from trace_tasks.data._cache import InstanceCache
 from trace_tasks.data._compiled import CompiledInstance, compile_instance
 from trace_tasks.data._records import (
@@ -51,4 +58,5 @@ __all__ = [
     "open_text",
     "score_trace_batch",
     "shutdown_batch_pools",
+    "watch_parent",
 ]

@@ -200,11 +200,20 @@ class _MainFreeSpawnContext(multiprocessing.context.SpawnContext):
 def _warm_up(parent: int | None = None) -> None:
     """Child initializer: exit with the ``parent``; pay the imports and the registry build once, not in the first chunk."""
     if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent,), name="trace-tasks-parent-watch", daemon=True).start()
+        watch_parent(parent)
     from trace_tasks.plugins import get_registry
 
     get_registry()
     import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
+
+
+def watch_parent(parent: int) -> None:
+    """In a pool child: end this process once ``parent`` is no longer its parent (checked every second, from a daemon thread).
+
+    Used by ``score_trace_batch``'s children and the CLI's pool workers alike:
+    a caller killed with SIGKILL cannot stop its pool.
+    """
+    threading.Thread(target=_exit_with, args=(parent,), name="trace-tasks-parent-watch", daemon=True).start()
 
 
 def _exit_with(parent: int) -> None:

@@ -28,7 +28,6 @@ from trace_tasks.scoring import (
     Size,
     Target,
     Trail,
-    answer_target,
     half_life_px,
     prepare_target,
     resolve_options,
@@ -77,12 +76,13 @@ class CompiledInstance:
 
     @classmethod
     def _build(cls, data: Mapping[str, Any], parts: Parts, registry: Registry) -> CompiledInstance:
-        assert parts.answer_spec is not None and parts.entry is not None and parts.target is not UNPARSED
+        assert parts.answer_spec is not None and parts.entry is not None
+        assert parts.target is not UNPARSED and parts.answer is not UNPARSED
         spec, entry = parts.answer_spec, parts.entry
         reward = registry.reward_ids[entry.current_reward_id]
         size = parts.size_image or parts.size_meta
         context = scoring_context(size, None)
-        answer = answer_target(data["answer_gt"]["value"], reads_json_strings=spec.reads_json_strings)
+        answer = parts.answer  # prepared by validation, as the scorer prepares it
         prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
         return cls(
             data,

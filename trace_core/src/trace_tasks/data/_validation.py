@@ -154,11 +154,12 @@ def _close_names(name: str, known: Mapping[str, Any]) -> str:
 class Parts:
     """What validation found on the way, for :func:`compile_instance`."""
 
-    __slots__ = ("annotation_type", "answer_spec", "answer_type", "entry", "size_image", "size_meta", "target")
+    __slots__ = ("annotation_type", "answer", "answer_spec", "answer_type", "entry", "size_image", "size_meta", "target")
 
     def __init__(self) -> None:
         self.answer_type: str | None = None
         self.answer_spec: AnswerTypeSpec | None = None
+        self.answer: Any = UNPARSED  # the answer target in canonical form, as the scorer prepares it
         self.annotation_type: str | None = None
         self.entry: AnnotationTypeEntry | None = None
         self.target: Any = UNPARSED
@@ -254,13 +255,13 @@ def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Pr
         problems.append(Problem(_VALUE, message))
         return
     try:
-        found = _scored_value_problems(spec, value)
+        found = _scored_value_problems(spec, value, parts)
     except Exception as exc:  # a value odd enough to break the reading is no target either
         found = [(_VALUE, f"cannot be read and normalised as the scorer does ({type(exc).__name__}); write a plain JSON value")]
     problems.extend(Problem(path, text) for path, text in found)
 
 
-def _scored_value_problems(spec: AnswerTypeSpec, value: Any) -> list[tuple[str, str]]:
+def _scored_value_problems(spec: AnswerTypeSpec, value: Any, parts: Parts) -> list[tuple[str, str]]:
     """Problems of the target the scorer actually uses: ``value`` after its JSON-literal reading and canonical form.
 
     The type's check looks at the value as written; the scorer first reads a
@@ -275,7 +276,7 @@ def _scored_value_problems(spec: AnswerTypeSpec, value: Any) -> list[tuple[str, 
         message = _type_check(spec, used)
         if message:
             return [(_VALUE, _decoded_problem(spec, value, used, message))]
-    prepared = answer_target(value, reads_json_strings=reads)
+    prepared = parts.answer = answer_target(value, reads_json_strings=reads)  # kept: compiling does not prepare it again
     if not matches_answer_target(value, prepared, reads_json_strings=reads):
         return [(_VALUE, _unmatchable(prepared))]
     if matches_answer_target("", prepared, reads_json_strings=reads):

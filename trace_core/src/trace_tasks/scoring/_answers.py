@@ -228,18 +228,3 @@ def matches_answer_target(prediction: Any, prepared: Any, *, reads_json_strings:
         return _same(prediction, prepared)
     except _UNCOMPARABLE:
         return False
-
-
-def answers_match(prediction: Any, target: Any, *, reads_json_strings: bool = True) -> bool:
-    """``answer_exact_match_v0`` on two raw values.
-
-    Equal to ``matches_answer_target(prediction, answer_target(target))`` (the
-    canonical forms compared are the same), written out for the per-call scorer.
-    """
-    if reads_json_strings:
-        prediction = read_string_literal(prediction)
-        target = read_string_literal(target)
-    try:
-        return _same(prediction, canonical(target))
-    except _UNCOMPARABLE:
-        return False

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_tasks.errors import AnnotationParseError
+from trace_tasks.errors import AnnotationParseError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
     AnnotationExplanation,
@@ -302,7 +302,7 @@ def _explain(reward: RewardEntry, parsed: Any, target: Any, context: ScoringCont
     try:
         explanation = reward.explain(reward_id=reward_id, prediction=parsed, target=target, context=context)
     except Exception as exc:  # a limit hit while matching, or a bug in the family
-        trail.problem = f"the plugin {plugin!r} could not explain {reward_id!r}: {_one_line(exc)}"
+        trail.problem = f"the plugin {plugin!r} could not explain {reward_id!r}: {one_line(exc)}"
         return
     if isinstance(explanation, AnnotationExplanation):
         trail.explanation = explanation
@@ -311,13 +311,3 @@ def _explain(reward: RewardEntry, parsed: Any, target: Any, context: ScoringCont
             f"the plugin {plugin!r} returned {type(explanation).__name__} instead of an "
             f"AnnotationExplanation for {reward_id!r}; no assignment table"
         )
-
-
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    """An exception a family raised, on one capped line (its message alone for a parse error)."""
-    try:
-        text = str(exc) if isinstance(exc, AnnotationParseError) else f"{type(exc).__name__}: {exc}"
-    except Exception:  # a hostile __str__
-        text = type(exc).__name__
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[:limit] + "..."
