@@ -373,19 +373,19 @@ def test_openrlhf_score_queries_raises_for_the_server() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_ray_batch_function_reports_the_problems_in_the_error_column(kind: str) -> None:
-    pd = pytest.importorskip("pandas")
-    from trace_tasks.integrations.ray import _score_pandas_batch
+    pa = pytest.importorskip("pyarrow")
+    from trace_tasks.integrations.ray import _score_arrow_batch
 
     inst, path, word, response = BROKEN[kind]
-    # The function score_dataset hands to Ray Data's map_batches(batch_format="pandas"), called as Ray calls it.
-    batch = pd.DataFrame(
+    # The function score_dataset hands to Ray Data's map_batches(batch_format="pyarrow"), called as Ray calls it.
+    batch = pa.Table.from_pylist(
         [
             {"response": GOOD_RESPONSE, "instance": as_json(GOOD)},
             {"response": response, "instance": as_json(inst)},
             {"response": GOOD_RESPONSE, "instance": as_json(GOOD)},
         ]
     )
-    out = _score_pandas_batch(
+    out = _score_arrow_batch(
         batch, response_column="response", instance_columns="instance", options={}, prefix="trace_", error_column="error"
     )
     rows = out.to_pylist()
@@ -458,11 +458,11 @@ def test_openrlhf_group_compiles_once(compile_spy: list[Any]) -> None:
 
 
 def test_ray_batch_group_compiles_once(compile_spy: list[Any]) -> None:
-    pd = pytest.importorskip("pandas")
-    from trace_tasks.integrations.ray import _score_pandas_batch
+    pa = pytest.importorskip("pyarrow")
+    from trace_tasks.integrations.ray import _score_arrow_batch
 
-    batch = pd.DataFrame([{"response": r, "instance": as_json(GOOD)} for r in GROUP_RESPONSES])
-    out = _score_pandas_batch(
+    batch = pa.Table.from_pylist([{"response": r, "instance": as_json(GOOD)} for r in GROUP_RESPONSES])
+    out = _score_arrow_batch(
         batch, response_column="response", instance_columns="instance", options={}, prefix="", error_column="error"
     )
     assert len(compile_spy) == 1

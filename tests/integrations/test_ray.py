@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from trace_tasks import score_trace_batch
-from trace_tasks.integrations._common import stable_keys
+from trace_tasks.integrations._common import stable_keys, to_plain
 from trace_tasks.integrations.ray import score_dataset, score_rows_with_ray  # imports Ray only when called
 
 from .helpers import INSTANCES, RESPONSES, pairs
@@ -61,7 +63,7 @@ def test_score_dataset_equals_score_trace_batch(ray: ModuleType) -> None:
 
 
 def test_whole_instance_column_with_native_nesting_and_a_bad_row(ray: ModuleType) -> None:
-    # One column holding instance structs: Arrow turns their lists into numpy arrays.
+    # One column holding instance structs (nested Arrow structs and lists).
     inst = INSTANCES[0]
     records = [{"response": RESPONSES[0], "instance": inst} for _ in range(50)]
     ds = ray.data.from_items(records)
@@ -146,3 +148,65 @@ def test_error_column_has_one_null_kind(ray: ModuleType) -> None:
     nulls = frame["error"][frame["error"].isna()]
     assert len(nulls) == 199 and len({type(v) for v in nulls}) == 1
     assert frame["error"].notna().sum() == 1
+
+
+def test_scored_dataset_keeps_the_input_order(ray: ModuleType, tmp_path: Path) -> None:
+    # One block is slow, so a run in completion order (Ray's default) would hand the blocks after it on first.
+    import pandas
+    import pyarrow.parquet
+
+    def slow_third_block(batch: dict) -> dict:
+        if 1000 in batch["id"]:
+            time.sleep(2)
+        return batch
+
+    records = [
+        {"id": n, "response": RESPONSES[n % len(RESPONSES)], "instance": json.dumps(INSTANCES[n % len(INSTANCES)])}
+        for n in range(5000)
+    ]
+    context = ray.data.DataContext.get_current()
+    before = context.execution_options.preserve_order
+    context.execution_options.preserve_order = False  # the dataset is created under Ray's default
+    try:
+        ds = ray.data.from_items(records, override_num_blocks=10).map_batches(slow_third_block, batch_size=None)
+    finally:
+        context.execution_options.preserve_order = before
+    scored = score_dataset(ds, instance_columns="instance")
+    ids = list(range(5000))
+    assert [row["id"] for row in scored.take_all()] == ids
+    scored.write_parquet(str(tmp_path))
+    assert pyarrow.parquet.read_table(tmp_path).column("id").to_pylist() == ids
+    assert pandas.read_parquet(tmp_path)["id"].tolist() == ids
+    assert ds.context.execution_options.preserve_order is False  # the flag is on the result's own context
+    assert score_dataset(ds, instance_columns="instance", preserve_order=False).context is ds.context
+
+
+def test_parquet_reads_back_in_pandas_and_pyarrow(ray: ModuleType, tmp_path: Path) -> None:
+    # A struct instance column and a list column, one row that cannot be scored: both readers get every row back.
+    import pandas
+    import pyarrow.parquet
+
+    inst = INSTANCES[0]
+    broken = {**inst, "answer_gt": {"type": "option_letter", "value": 7}}  # same Arrow type, a contract that disagrees
+    records = [
+        {"id": n, "response": RESPONSES[n % 3], "instance": broken if n == 150 else inst, "tags": [n, n + 1]} for n in range(300)
+    ]
+    scored = score_dataset(ray.data.from_items(records, override_num_blocks=3), instance_columns="instance")
+    rows = scored.take_all()
+    assert [row["id"] for row in rows] == list(range(300))
+    assert [row["error"] is None for row in rows] == [n != 150 for n in range(300)]
+    assert "option_letter" in rows[150]["error"]
+    scored.write_parquet(str(tmp_path))
+
+    assert pyarrow.parquet.read_table(tmp_path).to_pylist() == rows  # None where a row scored
+
+    frame = pandas.read_parquet(tmp_path)
+    assert len(frame) == 300
+    assert frame["id"].tolist() == [row["id"] for row in rows]
+    assert [to_plain(value) for value in frame["instance"]] == [row["instance"] for row in rows]
+    assert [to_plain(value) for value in frame["tags"]] == [row["tags"] for row in rows]
+    for key in stable_keys():
+        assert frame[key].tolist() == [row[key] for row in rows], key
+    for errors in (frame["error"], scored.to_pandas()["error"]):  # pandas' own missing value where a row scored
+        assert errors.isna().tolist() == [row["error"] is None for row in rows]
+        assert errors[150] == rows[150]["error"]

@@ -1,7 +1,8 @@
 """Scoring at scale on Ray (needs ``pip install 'trace-core[ray]'``).
 
 * :func:`score_dataset` adds score columns to a Ray Dataset with ``map_batches``
-  over pandas batches.
+  over Arrow batches: one output row per input row, in the input's order
+  (``preserve_order``), readable back by pandas and pyarrow.
 * :func:`score_rows_with_ray` is the Ray engine of ``trace-tasks score``: the
   same input and output as :func:`trace_tasks.score_trace_batch`, spread over
   Ray tasks.
@@ -13,8 +14,9 @@ malformed instance, or one that cannot be scored honestly: a zero-area target
 box, an unknown type, a contract that disagrees, ...) does not stop the job: it
 gets zeros in the score columns and its message, listing every problem, in the
 ``error`` column (``score_trace_batch`` does the same with ``{"error": ...}``).
-Filter on ``error`` before using the scores; it is a string column whose
-value is ``None`` on every row that scored (one null kind, whatever the block).
+Filter on ``error`` before using the scores; it is a string column, null on
+every row that scored (``None`` in rows and Arrow; in pandas, the dtype's
+missing value: test with ``isna()``).
 Invalid options still raise before anything runs.
 
 Per-row options: like :func:`trace_tasks.score_trace_batch`, where a row's own
@@ -56,8 +58,7 @@ from trace_tasks.integrations._common import (
     to_plain,
 )
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; ray, pandas and pyarrow stay optional
-    import pandas
+if TYPE_CHECKING:  # pragma: no cover - typing only; ray and pyarrow stay optional
     import pyarrow
     import ray.data
 
@@ -148,16 +149,8 @@ def _disable_uv_hook() -> None:
 
 
 def _is_null(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    try:  # pandas' NA and NaT
-        import pandas
-
-        return value is pandas.NA or value is pandas.NaT
-    except ImportError:  # pragma: no cover - pandas comes with the [ray] extra
-        return False
+    """A cell that means "not set": Arrow's null (``None``) or a float NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _row_overrides(values: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
@@ -170,8 +163,8 @@ def _row_overrides(values: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
     return overrides
 
 
-def _score_pandas_batch(
-    batch: pandas.DataFrame,
+def _score_arrow_batch(
+    batch: pyarrow.Table,
     *,
     response_column: str,
     instance_columns: str | tuple[str, ...],
@@ -179,19 +172,27 @@ def _score_pandas_batch(
     prefix: str,
     error_column: str,
 ) -> pyarrow.Table:
+    """``batch`` with the score columns and the error column added: same rows, same order.
+
+    The input's columns pass through as Arrow data (never through pandas).
+    The result carries no pandas metadata, so pandas reads each column from
+    its Arrow type (metadata naming an Arrow-backed dtype such as
+    ``struct<...>[pyarrow]`` makes ``pandas.read_parquet`` fail).
+    """
     import pyarrow
 
     keys = stable_keys()
     columns: dict[str, list[float]] = {key: [] for key in keys}
     errors: list[str | None] = []
-    responses = batch[response_column].tolist()
+    responses = batch.column(response_column).to_pylist()
     if isinstance(instance_columns, str):
-        instances = batch[instance_columns].tolist()
+        instances = batch.column(instance_columns).to_pylist()
     else:
-        values = {name: batch[name].tolist() for name in instance_columns}
-        instances = [{name: values[name][i] for name in instance_columns} for i in range(len(batch))]
+        values = {name: batch.column(name).to_pylist() for name in instance_columns}
+        instances = [{name: values[name][i] for name in instance_columns} for i in range(batch.num_rows)]
     taken = {instance_columns} if isinstance(instance_columns, str) else set(instance_columns)
-    own = {name: batch[name].tolist() for name in ROW_OPTION_COLUMNS if name in batch.columns and name not in taken}
+    present = set(batch.column_names)
+    own = {name: batch.column(name).to_pylist() for name in ROW_OPTION_COLUMNS if name in present and name not in taken}
     for i, (response, instance) in enumerate(zip(responses, instances, strict=True)):
         try:
             compiled, inputs = compile_ground_truth(instance, where="instance")  # InstanceError for a broken one
@@ -205,12 +206,17 @@ def _score_pandas_batch(
         for key in keys:
             columns[key].append(result[key])
         errors.append(error)
-    # An Arrow table with a typed error column: pandas would leave the type to inference,
-    # giving a null-typed block where every row scored, and None next to pd.NA once blocks meet.
-    table = pyarrow.Table.from_pandas(batch, preserve_index=False)
+    table = batch.replace_schema_metadata(_without_pandas_metadata(batch.schema.metadata))
     for key in keys:
         table = _set_column(table, prefix + key, pyarrow.array(columns[key], type=pyarrow.float64()))
+    # Typed string, also in a batch where every row scored (inference would give a null-typed column).
     return _set_column(table, prefix + error_column, pyarrow.array(errors, type=pyarrow.string()))
+
+
+def _without_pandas_metadata(metadata: Mapping[bytes, bytes] | None) -> dict[bytes, bytes] | None:
+    """Schema metadata minus pandas' key (it describes the columns as some pandas frame held them)."""
+    kept = {key: value for key, value in (metadata or {}).items() if key != b"pandas"}
+    return kept or None
 
 
 def _set_column(table: pyarrow.Table, name: str, values: pyarrow.Array) -> pyarrow.Table:
@@ -228,6 +234,7 @@ def score_dataset(
     prefix: str = "",
     error_column: str = "error",
     batch_size: int | None = 1024,
+    preserve_order: bool = True,
     **options: Any,
 ) -> ray.data.Dataset:
     """Add a column per always-present score key (``overall``, ``format``, ...) and an error column.
@@ -239,9 +246,33 @@ def score_dataset(
     type to annotation values that differ in shape from row to row.
     ``prefix`` is prepended to every added column name. ``options`` are scorer
     options, checked now. Lazy like every Ray Data transform.
+
+    Rows: one output row per input row, with the input's columns unchanged
+    (as Arrow data, never through pandas) and the new columns added (an input
+    column of the same name is replaced); within a batch the rows keep their
+    order. ``preserve_order=True`` (the default) keeps the input's order
+    across blocks too: the result runs with Ray Data's
+    ``execution_options.preserve_order`` on, in a ``DataContext`` of its own
+    (``ds``, ``DataContext.get_current()`` and other datasets keep theirs).
+    That covers the whole plan that produces the result, reads included, and
+    every dataset derived from it, so ``take_all()``, ``iter_batches()``,
+    ``to_pandas()`` and ``write_parquet()`` (files named in order) give the
+    rows in ``ds``'s order. Its cost: Ray passes a block on only after every
+    block before it, so a slow block holds back the finished ones behind it
+    (they wait in the object store, and new tasks wait once its budget is
+    spent). ``preserve_order=False`` leaves the order to ``ds``'s own context
+    (Ray's default: blocks in the order they finish); keep an id column and
+    sort on it where the order matters.
+
+    The score columns are float64. ``error`` (after ``prefix``) is a string
+    column, null on every row that scored: ``None`` in rows (``take_all()``,
+    ``iter_rows()``) and in Arrow; pandas shows that null as its dtype's missing
+    value, so test it with ``isna()``. The output carries no pandas metadata,
+    so ``pandas.read_parquet`` and ``pyarrow.parquet.read_table`` both read what
+    ``write_parquet`` wrote (struct and list columns included).
     """
     ray = require("ray", "ray")
-    require("pandas", "ray")
+    require("pyarrow", "ray")
     picked = scorer_options(options, strict=True)
     problem = uv_run_problem()
     if problem is not None:
@@ -249,9 +280,9 @@ def score_dataset(
             raise UvRunError(f"score_dataset: {problem}")
         _disable_uv_hook()  # Ray Data would start Ray now: start it with workers on this interpreter
     columns = instance_columns if isinstance(instance_columns, str) else tuple(instance_columns)
-    return ds.map_batches(
-        _score_pandas_batch,  # type: ignore[arg-type]  # Ray's stubs do not model fn_kwargs
-        batch_format="pandas",
+    scored = ds.map_batches(
+        _score_arrow_batch,  # type: ignore[arg-type]  # Ray's stubs do not model fn_kwargs
+        batch_format="pyarrow",
         batch_size=batch_size,
         fn_kwargs={
             "response_column": response_column,
@@ -261,6 +292,23 @@ def score_dataset(
             "error_column": error_column,
         },
     )
+    return _in_order(scored) if preserve_order else scored
+
+
+def _in_order(ds: ray.data.Dataset) -> ray.data.Dataset:
+    """``ds`` run with Ray Data's ``preserve_order`` on, in a copy of its ``DataContext``.
+
+    A dataset shares its context object with the dataset it was derived from
+    (and keeps the context current when its source was created), so the flag
+    goes on a copy: ``Dataset.copy(..., _deep_copy=True)`` copies the context.
+    """
+    from ray.data import Dataset
+
+    if ds.context.execution_options.preserve_order:
+        return ds
+    ordered = Dataset.copy(ds, _deep_copy=True)
+    ordered.context.execution_options.preserve_order = True
+    return ordered
 
 
 def _score_chunk(rows: list[Mapping[str, Any]], options: dict[str, Any]) -> list[BatchResult]:
