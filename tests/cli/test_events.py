@@ -92,19 +92,29 @@ def test_a_truncated_gzip_input_says_reading_failed_and_keeps_the_output(tmp_pat
 # --- inputs and outputs that cannot be opened: exit 2 ----------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["score", "validate"])
-def test_a_directory_as_input_is_a_usage_error_like_a_missing_file(command: str, tmp_path: Path) -> None:
+def test_a_directory_as_input_is_a_usage_error_like_a_missing_file_for_validate(tmp_path: Path) -> None:
     for path in (tmp_path, tmp_path / "missing.jsonl"):
-        proc = run_cli(command, str(path))
+        proc = run_cli("validate", str(path))
         assert proc.returncode == 2
         reason = "Is a directory" if path == tmp_path else "No such file or directory"
-        assert _one_line(proc.stderr) == f"trace-tasks {command}: error: cannot open {path}: {reason}"
+        assert _one_line(proc.stderr) == f"trace-tasks validate: error: cannot open {path}: {reason}"
+
+
+def test_score_reads_a_directory_and_refuses_an_empty_one_or_a_missing_file(tmp_path: Path) -> None:
+    # score takes a directory of shards (tests/cli/test_shards.py); one holding none is a usage error.
+    (tmp_path / "notes.txt").write_text("not a shard\n")
+    proc = run_cli("score", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr).startswith(f"trace-tasks score: error: directory {tmp_path} holds no input files (looked for ")
+    missing = tmp_path / "missing.jsonl"
+    proc = run_cli("score", str(missing))
+    assert (proc.returncode, _one_line(proc.stderr)) == (2, f"trace-tasks score: error: cannot open {missing}: No such file or directory")
 
 
 def test_a_directory_as_output_names_the_output(tmp_path: Path) -> None:
+    # `score -o DIR` writes one output per shard there (tests/cli/test_shards.py); other outputs must be files.
     proc = run_cli("score", str(COMBINED), "-o", str(tmp_path), "-q")
-    assert proc.returncode == 2
-    assert _one_line(proc.stderr) == f"trace-tasks score: error: cannot write {tmp_path}: it is a directory; give a file name"
+    assert proc.returncode == 0 and (tmp_path / "combined.jsonl").is_file()
     proc = run_cli("score", str(COMBINED), "--summary-json", str(tmp_path), "-q")
     assert proc.returncode == 2 and f"cannot write {tmp_path}" in _one_line(proc.stderr)
     proc = run_cli("score", str(COMBINED), "-o", str(tmp_path / "missing" / "out.jsonl"), "-q")

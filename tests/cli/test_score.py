@@ -238,7 +238,7 @@ def test_output_is_streamed_before_the_input_ends() -> None:
     Standard input is a stream that notes how much output exists when the
     command first reaches its end. (Through real pipes: ``test_subprocess_smoke``.)
     """
-    chunk = chunk_size("local", 1)  # lines scored and written together
+    chunk = chunk_size(1)  # lines scored and written together
     rows = read_jsonl(COMBINED)
     count = chunk + chunk // 2
     data = b"".join(json.dumps(rows[i % len(rows)]).encode() + b"\n" for i in range(count))

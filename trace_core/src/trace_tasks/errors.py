@@ -18,6 +18,7 @@ import attrs
 
 __all__ = [
     "AnnotationParseError",
+    "ClusterMismatchError",
     "ContractError",
     "FamilyDefinitionError",
     "InstanceError",
@@ -28,6 +29,7 @@ __all__ = [
     "PluginLoadError",
     "PluginValidationError",
     "Problem",
+    "RayJobError",
     "RecordError",
     "ResponseTypeError",
     "RewardPinError",
@@ -178,6 +180,14 @@ class PluginValidationError(PluginError):
 
 class FamilyDefinitionError(TraceTasksError, ValueError):
     """A family or record built wrong by its author (an unknown shape, a type without reward ids...)."""
+
+
+class ClusterMismatchError(TraceTasksError, RuntimeError):
+    """A Ray node cannot score as this process would: the project missing there, or other families, versions or pins."""
+
+
+class RayJobError(TraceTasksError, RuntimeError):
+    """A Ray job of ``trace-tasks score --engine ray`` failed; the message is the root error, on one line."""
 
 
 class AnnotationParseError(ValueError):

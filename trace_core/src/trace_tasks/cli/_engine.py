@@ -1,10 +1,10 @@
-"""Scoring a stream of chunks in order, in-process, in a process pool, or with Ray.
+"""Scoring a stream of chunks in order, in-process or in a process pool (Ray: :mod:`trace_tasks.cli._ray_engine`).
 
 Chunks are pulled from the input lazily and at most ``2 * workers`` are in
 flight, so memory stays flat however long the input is. Results come back in
 input order. In-process, each response is scored by its compiled instance
 (:class:`trace_tasks.CompiledInstance`: the ground truth was validated and
-parsed once); a process pool or Ray gets the items as keyword arguments of
+parsed once); a process pool gets the items as keyword arguments of
 ``score_trace_response`` through :func:`trace_tasks.score_trace_batch` (same
 scores: the instances were validated before). Either way a failing item
 becomes ``{"error": ...}`` instead of stopping the run.
@@ -23,7 +23,7 @@ import collections
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -53,33 +53,17 @@ ENGINES = ("local", "ray")
 LOCAL_CHUNK = 1024
 #: Items per chunk sent to a pool worker: big enough that pickling is amortized.
 POOL_CHUNK = 2048
-#: Items per chunk handed to Ray: each call builds a Ray Dataset, which has a fixed cost.
-RAY_CHUNK = 20_000
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
-RAY_MISSING = "--engine ray needs Ray: pip install 'trace-core[ray]'"
 
 
 class EngineError(RuntimeError):
     """The selected engine cannot run (for example Ray is not installed)."""
 
 
-def chunk_size(engine: str, workers: int) -> int:
-    if engine == "ray":
-        return RAY_CHUNK
+def chunk_size(workers: int) -> int:
     return POOL_CHUNK if workers > 1 else LOCAL_CHUNK
-
-
-def load_ray_scorer() -> Callable[..., list[Result]]:
-    """``score_rows_with_ray``, imported only when asked for (Ray is heavy and optional)."""
-    try:
-        import ray  # noqa: F401  (checked here so the error comes before any input is read)
-
-        from trace_tasks.integrations.ray import score_rows_with_ray
-    except ImportError as exc:
-        raise EngineError(f"{RAY_MISSING} ({exc})") from exc
-    return score_rows_with_ray
 
 
 def score_compiled(work: Work, opts: ScoringOptions) -> Result:
@@ -92,12 +76,10 @@ def score_compiled(work: Work, opts: ScoringOptions) -> Result:
 
 
 def score_chunks(
-    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1, engine: str = "local"
+    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1
 ) -> Iterator[tuple[T, list[Result]]]:
     """For each ``(context, works)`` yield ``(context, results)``, in input order."""
-    if engine == "ray":
-        yield from _on_ray(((context, _items(works)) for context, works in chunks), options, workers)
-    elif workers <= 1:
+    if workers <= 1:
         opts = options_from(options)
         for context, works in chunks:
             yield context, [score_compiled(work, opts) for work in works]
@@ -107,23 +89,6 @@ def score_chunks(
 
 def _items(works: list[Work]) -> list[Item]:
     return [work.item for work in works if work.item is not None]
-
-
-def _on_ray(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
-    ray_score = load_ray_scorer()
-    import ray
-
-    # Start Ray once for the whole stream: score_rows_with_ray would otherwise
-    # start and stop a local Ray for every chunk. A running Ray is left alone.
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=workers if workers > 1 else None, include_dashboard=False, log_to_driver=False)
-    try:
-        for context, items in chunks:
-            yield context, list(ray_score(items, **options)) if items else []
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def ignore_interrupts(parent: int | None = None) -> None:

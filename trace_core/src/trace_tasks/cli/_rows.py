@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.cli._jsonl import Line
+from trace_tasks.cli._summary import Summary
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError
 
 
@@ -104,38 +105,60 @@ class InstanceIndex:
     """
 
     source: str
-    by_id: dict[str, tuple[int, CompiledInstance | str]] = attrs.field(factory=dict)
+    #: id -> (source, line of its first instance, the compiled instance or why it cannot be used)
+    by_id: dict[str, tuple[str, int, CompiledInstance | str]] = attrs.field(factory=dict)
     problems: list[str] = attrs.field(factory=list)
     cache: InstanceCache = attrs.field(factory=InstanceCache)
 
     @classmethod
     def load(cls, lines: Iterable[Line], source: str) -> InstanceIndex:
         index = cls(source)
-        for line in lines:
-            index._add(line)
+        index.add_all(lines, source)
         return index
 
-    def _add(self, line: Line) -> None:
-        where = f"{self.source} line {line.number}"
-        if line.error is not None:
-            self.problems.append(f"{self.source}: {line.error}")
+    def add_all(self, lines: Iterable[Line], source: str) -> None:
+        """Index the instances of one file (``source`` names it in problems: several files may go into one index)."""
+        for line in lines:
+            self._add(line, source)
+
+    def _add(self, line: Line, source: str) -> None:
+        row_id = self.check_line(line, source)
+        if row_id is None or self.is_duplicate(row_id, source, line.number):
             return
+        self.enter(row_id, source, line.number, build(line.value, self.cache))
+
+    def check_line(self, line: Line, source: str) -> str | None:
+        """The id of a line that can be an instance; else ``None``, its problem recorded."""
+        if line.error is not None:
+            self.problems.append(f"{source}: {line.error}")
+            return None
         row_id = _row_id(line.value)
         if not isinstance(row_id, str):
-            self.problems.append(f"{where}: $.id: an instance needs a string id to be joined with responses")
-            return
-        if row_id in self.by_id:
-            first = self.by_id[row_id][0]
-            message = f"duplicate id {row_id!r} in {self.source} (lines {first} and {line.number})"
-            self.problems.append(f"{where}: {message}")
-            self.by_id[row_id] = (first, message)
-            return
-        instance = build(line.value, self.cache)
+            self.problems.append(f"{source} line {line.number}: $.id: an instance needs a string id to be joined with responses")
+            return None
+        return row_id
+
+    def is_duplicate(self, row_id: str, source: str, number: int) -> bool:
+        """True (and recorded: the id then names the duplication) when ``row_id`` was indexed before."""
+        if row_id not in self.by_id:
+            return False
+        first_source, first, _ = self.by_id[row_id]
+        where = f"{source} line {number}"
+        if first_source == source:
+            message = f"duplicate id {row_id!r} in {source} (lines {first} and {number})"
+        else:
+            message = f"duplicate id {row_id!r} ({first_source} line {first} and {where})"
+        self.problems.append(f"{where}: {message}")
+        self.by_id[row_id] = (first_source, first, message)
+        return True
+
+    def enter(self, row_id: str, source: str, number: int, instance: CompiledInstance | InstanceError | str) -> None:
+        """Index one instance (an invalid one as the problems its responses will name); a string is such a reason already."""
         if isinstance(instance, InstanceError):
+            where = f"{source} line {number}"
             self.problems.extend(f"{where}: {problem}" for problem in instance.problems)
-            self.by_id[row_id] = (line.number, "; ".join(str(p) for p in instance.problems))
-            return
-        self.by_id[row_id] = (line.number, instance)
+            instance = "; ".join(str(p) for p in instance.problems)
+        self.by_id[row_id] = (source, number, instance)
 
 
 def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
@@ -158,10 +181,26 @@ def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
         elif row_id not in index.by_id:
             yield Slot(n, row_id, error=f"line {n}: no instance with id {row_id!r} in {index.source}")
         else:
-            instance_line, instance = index.by_id[row_id]
+            instance_source, instance_line, instance = index.by_id[row_id]
             if isinstance(instance, str):
                 yield Slot(
-                    n, row_id, error=f"line {n}: instance {row_id!r} ({index.source} line {instance_line}) is invalid: {instance}"
+                    n,
+                    row_id,
+                    error=f"line {n}: instance {row_id!r} ({instance_source} line {instance_line}) is invalid: {instance}",
                 )
             else:
                 yield _slot(n, instance, response, row_id)
+
+
+def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -> dict[str, Any]:
+    """The output row of one slot (``{"id", "line", **scores}`` or ``{"id", "line", "error"}``), counted in ``summary``."""
+    head = {"id": slot.id, "line": slot.line}
+    if slot.error is not None:
+        summary.add_error()
+        return {**head, "error": slot.error}
+    assert scores is not None
+    if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
+        summary.add_error()
+        return {**head, "error": f"line {slot.line}: {scores['error']}"}
+    summary.add_scores(slot.annotation_type, scores)
+    return {**head, **scores}

@@ -31,6 +31,14 @@ class _Totals:
         self.annotation_parse_failures += scores.get("annotation_parse_ok") == 0.0
         self.format_failures += scores.get("format") == 0.0
 
+    def merge(self, other: _Totals) -> None:
+        self.count += other.count
+        for key in self.sums:
+            self.sums[key] += other.sums[key]
+        self.no_json += other.no_json
+        self.annotation_parse_failures += other.annotation_parse_failures
+        self.format_failures += other.format_failures
+
     def to_dict(self) -> dict[str, Any]:
         n = self.count
         return {
@@ -59,6 +67,14 @@ class Summary:
     def add_error(self) -> None:
         self.lines += 1
         self.errors += 1
+
+    def merge(self, other: Summary) -> None:
+        """Add another run's totals (a Ray block's, a worker's): sums add, so the means stay exact."""
+        self.lines += other.lines
+        self.errors += other.errors
+        self.overall.merge(other.overall)
+        for name, totals in other.by_type.items():
+            self.by_type.setdefault(name, _Totals()).merge(totals)
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable summary (``--summary-json``)."""

@@ -3,8 +3,8 @@
 Every instance is validated and compiled once (:func:`trace_tasks.compile_instance`,
 cached by content), so an invalid instance is an error line naming its
 problems, never a silent zero reward. Input is streamed in chunks (scored
-in-process, in a process pool, or with Ray), so memory stays flat on inputs of
-any length; in the two-file layout only the instances index is held, and the
+in-process or in a process pool), so memory stays flat on inputs of any
+length; in the two-file layout only the instances index is held, and the
 problems of the instances file are printed before scoring (exit code 1).
 Output keeps input order, and a line that cannot be scored becomes a line with
 an ``error`` field: the input and output line counts are always equal. A
@@ -14,23 +14,47 @@ read and replace an existing file only when the run completes
 Every output line is strict JSON that can be written as UTF-8, whatever the
 input held (:func:`trace_tasks.cli._jsonl.dumps`): an id with a lone surrogate
 makes its line ASCII-escaped, a non-finite id (``1e999``) is written as a string.
+
+A directory or a glob as INPUT (or ``-o DIR``) makes a sharded run: one
+output per input shard (:mod:`trace_tasks.cli._shards`), each complete under
+its name or absent, so ``--resume`` skips the complete ones. ``--engine ray``
+runs the same jobs as a Ray Data pipeline (:mod:`trace_tasks.cli._ray_engine`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, load_ray_scorer, score_chunks
-from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from trace_tasks.cli._jsonl import Source, dumps, open_source, read_lines
+import attrs
+
+from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks
+from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, open_outputs
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
 from trace_tasks.cli._progress import make_progress
-from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots
+from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
+from trace_tasks.cli._shards import (
+    JSONL,
+    PARQUET,
+    JsonlOutput,
+    ParquetOutput,
+    Shard,
+    find_shards,
+    is_sharded_input,
+    names_directory,
+    open_lines,
+    open_shard_output,
+    plan_outputs,
+    prepare_directory,
+    remove_stale_temporaries,
+)
 from trace_tasks.cli._summary import Summary
 
 EXIT_LINE_ERRORS = EXIT_FAILED
@@ -39,24 +63,42 @@ EXIT_LINE_ERRORS = EXIT_FAILED
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "score",
-        help="score stored responses (JSON Lines in, JSON Lines of scores out)",
+        help="score stored responses (JSON Lines or Parquet in, scores out)",
         description=(
             "Score stored responses. INPUT holds instances with a 'response' field, or, with --responses, "
-            'instances joined by \'id\' to a file of {"id", "response"} lines. Files may be .jsonl or '
-            ".jsonl.gz; '-' is standard input. Every instance is validated first. One output line per input "
-            "line, in order; a line that cannot be scored (an invalid instance among them) gets an 'error' field "
-            "naming every problem, and the exit code is 1; so do problems of an instances file (--responses "
-            "layout), which are printed before scoring. An output may not be an input or another output (exit 2)."
+            'instances joined by \'id\' to responses ({"id", "response"} rows). INPUT and --responses may each be '
+            "a file (.jsonl, .jsonl.gz, .parquet; '-' is standard input), a directory of such files or a quoted "
+            "glob; several files make a sharded run: one output per input shard under -o DIR, named after the "
+            "input in its format. Every instance is validated first. One output row per input row, in order; a "
+            "row that cannot be scored (an invalid instance among them) gets an 'error' field naming every "
+            "problem, and the exit code is 1; so do problems of an instances file (--responses layout), which are "
+            "printed before scoring. An output may not be an input or another output (exit 2)."
         ),
     )
-    parser.add_argument("input", metavar="INPUT", help="instances (with 'response' unless --responses is given), or '-'")
-    parser.add_argument("--responses", metavar="FILE", help="responses joined to INPUT by id (several per instance allowed)")
+    parser.add_argument(
+        "input",
+        metavar="INPUT",
+        help="instances (with 'response' unless --responses is given): a file, a directory, a glob, or '-'",
+    )
+    parser.add_argument(
+        "--responses",
+        metavar="FILE",
+        help="responses joined to INPUT by id (several per instance allowed): a file, a directory or a glob",
+    )
     parser.add_argument(
         "-o",
         "--output",
-        metavar="FILE",
+        metavar="FILE|DIR",
         default=None,
-        help=f"where to write scores (default: stdout; .gz compresses); {REPLACED_WHEN_DONE}",
+        help=(
+            f"where to write scores (default: stdout; .gz compresses, .parquet writes Parquet); a directory (existing, "
+            f"or a name ending in /) takes one output per input shard; {REPLACED_WHEN_DONE}"
+        ),
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip shards whose output is already complete (every output is renamed into place only when complete)",
     )
     parser.add_argument(
         "--summary-json", metavar="FILE", help=f"also write the summary as JSON to FILE ('-': stdout); {REPLACED_WHEN_DONE}"
@@ -64,14 +106,43 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--workers",
         type=int_at_least(1),
-        default=1,
+        default=None,
         metavar="N",
-        help="scoring processes, or Ray CPUs with --engine ray (default %(default)s)",
+        help="scoring processes (default 1), or with --engine ray scoring actors (default: one per CPU of the cluster)",
     )
     parser.add_argument("--engine", choices=ENGINES, default="local", help="local (default) or ray (needs trace-core[ray])")
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        default=None,
+        help="with --engine ray: the Ray cluster to join (default: $RAY_ADDRESS, else a Ray started for this run)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
     add_scoring_options(parser)
     parser.set_defaults(func=run)
+
+
+@attrs.frozen(slots=True)
+class Job:
+    """One output of the run: the shard it scores (``None``: standard input), where it goes, in what format."""
+
+    shard: Shard | None
+    output: str
+    format: str = JSONL
+
+    @property
+    def name(self) -> str:
+        return "<stdin>" if self.shard is None else self.shard.path
+
+
+@attrs.frozen(slots=True)
+class Plan:
+    """The jobs of a run, in order; ``sharded``: one output per input shard under a directory."""
+
+    jobs: tuple[Job, ...]
+    sharded: bool
+    instances: tuple[Shard, ...] | None = None  # the instances file(s) of the --responses layout
+    skipped: int = 0  # complete outputs left alone by --resume
 
 
 def _fail(message: str) -> int:
@@ -89,39 +160,135 @@ def run(args: argparse.Namespace) -> int:
         return _fail("only one of INPUT and --responses can be standard input")
     if args.summary_json == STDIO and args.output in (None, STDIO):
         return _fail("--summary-json - and the scores would both go to standard output: give -o FILE for the scores")
+    if args.address is not None and args.engine != "ray":
+        return _fail("--address joins a Ray cluster: add --engine ray")
     if args.engine == "ray":
+        from trace_tasks.cli import _ray_engine
+
         try:
-            load_ray_scorer()
+            _ray_engine.check_available()
         except EngineError as exc:
             return _fail(str(exc))
-    return _score(args, options)
+    plan = make_plan(args)
+    if args.engine == "ray":
+        from trace_tasks.cli import _ray_engine
+
+        return _ray_engine.score(plan, args, options)
+    return _score(plan, args, options)
 
 
-def _score(args: argparse.Namespace, options: dict[str, Any]) -> int:
+def make_plan(args: argparse.Namespace) -> Plan:
+    """The run's jobs: one per input shard (sharded), or the one input and its output; a bad layout is a :class:`UsageError`."""
+    source = args.input if args.responses is None else args.responses
+    instances = None
+    if args.responses is not None:
+        instances = None if args.input == STDIO else tuple(find_shards(args.input))
+    if source == STDIO:
+        if names_directory(args.output):
+            raise UsageError("standard input is one shard: give -o FILE, not a directory")
+        return Plan((Job(None, args.output or STDIO, _output_format(args.output)),), False, instances)
+    sharded = is_sharded_input(source) or names_directory(args.output)
+    shards = find_shards(source)
+    if not sharded:
+        job = Job(shards[0], args.output or STDIO, _output_format(args.output))
+        return _resumed(Plan((job,), False, instances), args.resume)
+    if args.output in (None, STDIO):
+        raise UsageError(f"{source} names {len(shards)} shard(s), written one output each: give -o DIR")
+    prepare_directory(args.output)
+    outputs = plan_outputs(shards, args.output)
+    jobs = tuple(Job(shard, output, shard.format) for shard, output in zip(shards, outputs, strict=True))
+    return _resumed(Plan(jobs, True, instances), args.resume)
+
+
+def _output_format(output: str | None) -> str:
+    return PARQUET if output is not None and output.lower().endswith(".parquet") else JSONL
+
+
+def _resumed(plan: Plan, resume: bool) -> Plan:
+    """The plan without the jobs whose output is complete (``--resume``); a killed run's temporaries are removed."""
+    files = [job.output for job in plan.jobs if job.output != STDIO]
+    remove_stale_temporaries(files)
+    if not resume:
+        return plan
+    left = tuple(job for job in plan.jobs if job.output == STDIO or not os.path.exists(job.output))
+    return attrs.evolve(plan, jobs=left, skipped=len(plan.jobs) - len(left))
+
+
+def report_resumed(plan: Plan, quiet: bool) -> None:
+    if plan.skipped and not quiet:
+        total = plan.skipped + len(plan.jobs)
+        print(
+            f"trace-tasks score: resume: {plan.skipped} of {total} output(s) already complete, skipped; "
+            "the summary counts the rest",
+            file=sys.stderr,
+        )
+
+
+def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
     summary = Summary()
     instance_problems: list[str] = []
-    # Outputs first: one that cannot be written fails before any input is read.
-    with open_outputs(args.output or STDIO, args.summary_json) as (out, summary_out):
-        assert out is not None
-        if args.responses is None:
-            with open_source(args.input) as source:
-                _write_all(combined_slots(read_lines(source.stream, source.name)), source, out, summary, args, options)
-        else:
-            with open_source(args.input) as source:
-                index = InstanceIndex.load(read_lines(source.stream, source.name), source.name)
-            instance_problems = index.problems
-            _report_instance_problems(instance_problems, index.source)
-            with open_source(args.responses) as source:
-                _write_all(joined_slots(read_lines(source.stream, source.name), index), source, out, summary, args, options)
+    report_resumed(plan, args.quiet)
+    with open_outputs(args.summary_json) as (summary_out,):
+        index = None
+        for number, job in enumerate(plan.jobs):
+            # Each output is created before its input is read (the first before the instances too),
+            # and is complete under its name as soon as its shard is scored.
+            with _open_job_output(job) as out:
+                if number == 0 and args.responses is not None:
+                    index = _load_index(args.input, plan.instances)
+                    instance_problems = index.problems
+                    report_instance_problems(instance_problems, index.source)
+                with _open_job_input(job) as (lines, source):
+                    slots = combined_slots(lines) if index is None else joined_slots(lines, index)
+                    _write_all(slots, job, source, out, summary, args, options)
         if not args.quiet:
             print(summary.table(), file=sys.stderr)
         if summary_out is not None:
-            data = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
-            summary_out.write(dumps(data, indent=2) + "\n")
+            write_summary(summary_out, summary, instance_problems, options, plan)
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
 
 
-def _report_instance_problems(problems: list[str], source: str) -> None:
+def write_summary(out: IO[str], summary: Summary, instance_problems: list[str], options: dict[str, Any], plan: Plan) -> None:
+    """``--summary-json``: the summary, the instances' problems and the options; a sharded run also lists its outputs."""
+    data: dict[str, Any] = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
+    if plan.sharded or plan.skipped:
+        data["outputs"] = [job.output for job in plan.jobs]
+        data["skipped_complete"] = plan.skipped
+    out.write(dumps(data, indent=2) + "\n")
+
+
+def _load_index(spec: str, shards: tuple[Shard, ...] | None) -> InstanceIndex:
+    """The instances of the --responses layout, from standard input or every instances shard."""
+    if shards is None:
+        with open_source(spec) as source:
+            return InstanceIndex.load(read_lines(source.stream, source.name), source.name)
+    index = InstanceIndex(shards[0].path if len(shards) == 1 else spec)
+    for shard in shards:
+        with open_lines(shard) as (lines, _):
+            index.add_all(lines, shard.path)
+    return index
+
+
+@contextlib.contextmanager
+def _open_job_output(job: Job) -> Iterator[JsonlOutput | ParquetOutput]:
+    if job.output == STDIO:
+        yield JsonlOutput(guard(sys.stdout, "standard output"))
+        return
+    with open_shard_output(job.output, job.format) as out:
+        yield out
+
+
+@contextlib.contextmanager
+def _open_job_input(job: Job) -> Iterator[tuple[Iterator[Line], Any]]:
+    if job.shard is None:
+        with open_source(STDIO) as source:
+            yield read_lines(source.stream, source.name), source
+        return
+    with open_lines(job.shard) as opened:
+        yield opened
+
+
+def report_instance_problems(problems: list[str], source: str) -> None:
     """Up front, before any scoring: a broken instances file is the first thing to know."""
     for problem in problems:
         print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
@@ -144,31 +311,25 @@ def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list
 
 
 def _write_all(
-    slots: Iterator[Slot], source: Source, out: IO[str], summary: Summary, args: argparse.Namespace, options: dict[str, Any]
+    slots: Iterator[Slot],
+    job: Job,
+    source: Any,
+    out: JsonlOutput | ParquetOutput,
+    summary: Summary,
+    args: argparse.Namespace,
+    options: dict[str, Any],
 ) -> None:
-    progress = make_progress("scoring", quiet=args.quiet, total=source.size())
-    chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(args.engine, args.workers))
+    label = "scoring" if job.shard is None or len(job.name) > 40 else f"scoring {os.path.basename(job.name)}"
+    progress = make_progress(label, quiet=args.quiet, total=source.size())
+    workers = args.workers or 1
+    chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
     try:
-        for group, results in score_chunks(chunks, options=options, workers=args.workers, engine=args.engine):
+        for group, results in score_chunks(chunks, options=options, workers=workers):
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
                 # One write per line: the output stream is guarded (a Python-level call per write).
-                out.write(dumps(_record(slot, next(scored) if slot.item is not None else None, summary)) + "\n")
+                out.write(output_record(slot, next(scored) if slot.item is not None else None, summary))
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()
-
-
-def _record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -> dict[str, Any]:
-    """The output line of one slot, counted in the summary."""
-    head = {"id": slot.id, "line": slot.line}
-    if slot.error is not None:
-        summary.add_error()
-        return {**head, "error": slot.error}
-    assert scores is not None
-    if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
-        summary.add_error()
-        return {**head, "error": f"line {slot.line}: {scores['error']}"}
-    summary.add_scores(slot.annotation_type, scores)
-    return {**head, **scores}

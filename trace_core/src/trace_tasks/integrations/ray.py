@@ -67,6 +67,7 @@ __all__ = [
     "ROW_OPTION_COLUMNS",
     "UV_RUN_ENV",
     "UvRunError",
+    "disable_uv_hook",
     "score_dataset",
     "score_rows_with_ray",
     "uv_run_problem",
@@ -136,7 +137,7 @@ def uv_run_problem(environ: Mapping[str, str] | None = None, cmdline: Sequence[s
     )
 
 
-def _disable_uv_hook() -> None:
+def disable_uv_hook() -> None:
     """Start our own Ray with its workers on this interpreter (``RAY_ENABLE_UV_RUN_RUNTIME_ENV=0``).
 
     Ray reads the variable when ``ray`` is imported; if it already was, its
@@ -278,7 +279,7 @@ def score_dataset(
     if problem is not None:
         if ray.is_initialized():  # someone else's Ray: its workers are already set up that way
             raise UvRunError(f"score_dataset: {problem}")
-        _disable_uv_hook()  # Ray Data would start Ray now: start it with workers on this interpreter
+        disable_uv_hook()  # Ray Data would start Ray now: start it with workers on this interpreter
     columns = instance_columns if isinstance(instance_columns, str) else tuple(instance_columns)
     scored = ds.map_batches(
         _score_arrow_batch,  # type: ignore[arg-type]  # Ray's stubs do not model fn_kwargs
@@ -332,7 +333,7 @@ def score_rows_with_ray(
     a Ray started here is shut down before returning.
     """
     if "ray" not in sys.modules and uv_run_problem() is not None:
-        _disable_uv_hook()  # before Ray reads the variable at import
+        disable_uv_hook()  # before Ray reads the variable at import
     ray = require("ray", "ray")
     scorer_options(options, strict=True)  # fail before starting anything
     items = list(rows)
@@ -341,7 +342,7 @@ def score_rows_with_ray(
     started = False
     if not ray.is_initialized():
         if uv_run_problem() is not None:
-            _disable_uv_hook()  # our own Ray: workers on this interpreter, not through `uv run`
+            disable_uv_hook()  # our own Ray: workers on this interpreter, not through `uv run`
         ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         started = True
     try:
