@@ -40,6 +40,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
@@ -433,10 +434,15 @@ def ray_session(address: str | None, workers: int | None, quiet: bool) -> Iterat
             kwargs.update(include_dashboard=False, num_cpus=workers)
         else:
             kwargs["address"] = address
+        ours = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(**kwargs)
         except ConnectionError as exc:
             raise UsageError(f"cannot connect to the Ray cluster at {address}: {exc}") from exc
+        finally:
+            # ray.init answers SIGTERM with sys.exit(15); the command's own answer (exit 143, clean-up) stays.
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGTERM, ours)
         started = True
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     context = ray.data.DataContext.get_current()

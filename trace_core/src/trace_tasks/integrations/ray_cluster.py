@@ -46,7 +46,9 @@ def fingerprint() -> dict[str, Any]:
     return {
         "trace-core": __version__,
         "python": ".".join(platform.python_version_tuple()[:2]),
-        "plugins": {info.name: f"{info.distribution or '?'} {info.version or '?'}" for info in registry.plugins},
+        "plugins": {
+            info.name: f"{info.distribution} {info.version}" if info.distribution else "built in" for info in registry.plugins
+        },
         "current_reward_ids": {name: entry.current_reward_id for name, entry in sorted(registry.annotation_types.items())},
     }
 
