@@ -44,7 +44,8 @@ def ray_session() -> Iterator[ModuleType]:
     if ray.is_initialized():  # started by someone else (a plugin, an earlier test): use it as it is
         yield ray
         return
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # address="local": a Ray of our own even while another runs on this machine (a cluster test, a benchmark).
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         yield ray
     finally:
