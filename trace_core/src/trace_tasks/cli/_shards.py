@@ -114,8 +114,11 @@ def find_shards(spec: str) -> list[Shard]:
     return shards
 
 
-def plan_outputs(shards: list[Shard], directory: str) -> list[str]:
-    """The output path of each shard under ``directory``; two shards with one output name are refused."""
+def plan_outputs(shards: list[Shard], directory: str, instances: tuple[Shard, ...] = ()) -> list[str]:
+    """The output path of each shard under ``directory``; two shards with one output name are refused.
+
+    So is an output that is an input: one of ``shards``, or of ``instances`` (the --responses layout).
+    """
     outputs = [shard.output_in(directory) for shard in shards]
     seen: dict[str, Shard] = {}
     for shard, output in zip(shards, outputs, strict=True):
@@ -127,7 +130,18 @@ def plan_outputs(shards: list[Shard], directory: str) -> list[str]:
     for shard, output in zip(shards, outputs, strict=True):
         if os.path.exists(output) and _identity(output) in inputs:
             raise UsageError(f"the output {output} of {shard.path} is an input: give -o another directory")
+        check_not_instances(output, instances)
     return outputs
+
+
+def check_not_instances(output: str, instances: tuple[Shard, ...]) -> None:
+    """Refuse an output that is one of the instances files (compared by device and inode, as inputs are)."""
+    if not instances or not os.path.exists(output):
+        return
+    identity = _identity(output)
+    for shard in instances:
+        if _identity(shard.path) == identity:
+            raise UsageError(f"the output {output} is the instances file {shard.path}: refusing to overwrite an input")
 
 
 def _identity(path: str) -> tuple[int, int]:

@@ -46,7 +46,9 @@ from trace_tasks.cli._shards import (
     JsonlOutput,
     ParquetOutput,
     Shard,
+    check_not_instances,
     find_shards,
+    format_of,
     is_sharded_input,
     names_directory,
     open_lines,
@@ -191,13 +193,29 @@ def make_plan(args: argparse.Namespace) -> Plan:
     shards = find_shards(source)
     if not sharded:
         job = Job(shards[0], args.output or STDIO, _output_format(args.output))
+        if instances is not None and job.output != STDIO:
+            check_not_instances(job.output, instances)
         return _resumed(Plan((job,), False, instances), args.resume)
     if args.output in (None, STDIO):
         raise UsageError(f"{source} names {len(shards)} shard(s), written one output each: give -o DIR")
+    _check_output_directory(args)
+    outputs = plan_outputs(shards, args.output, instances or ())
     prepare_directory(args.output)
-    outputs = plan_outputs(shards, args.output)
     jobs = tuple(Job(shard, output, shard.format) for shard, output in zip(shards, outputs, strict=True))
     return _resumed(Plan(jobs, True, instances), args.resume)
+
+
+def _check_output_directory(args: argparse.Namespace) -> None:
+    """Refuse ``-o`` of a sharded run when it names a data file, or is an input directory (its outputs would be inputs)."""
+    output = args.output
+    if not os.path.exists(output) and not names_directory(output) and format_of(output) is not None:
+        raise UsageError(
+            f"{args.responses or args.input} is a sharded input, written one output per shard: "
+            f"-o {output} names a file; give a directory ({output}/ makes one)"
+        )
+    for spec in (args.input, args.responses):
+        if spec is not None and os.path.isdir(spec) and os.path.isdir(output) and os.path.samefile(spec, output):
+            raise UsageError(f"-o {output} is the input directory {spec}: give -o another directory")
 
 
 def _output_format(output: str | None) -> str:
