@@ -108,7 +108,10 @@ def test_score_reads_a_directory_and_refuses_an_empty_one_or_a_missing_file(tmp_
     assert _one_line(proc.stderr).startswith(f"trace-tasks score: error: directory {tmp_path} holds no input files (looked for ")
     missing = tmp_path / "missing.jsonl"
     proc = run_cli("score", str(missing))
-    assert (proc.returncode, _one_line(proc.stderr)) == (2, f"trace-tasks score: error: cannot open {missing}: No such file or directory")
+    assert (proc.returncode, _one_line(proc.stderr)) == (
+        2,
+        f"trace-tasks score: error: cannot open {missing}: No such file or directory",
+    )
 
 
 def test_a_directory_as_output_names_the_output(tmp_path: Path) -> None:

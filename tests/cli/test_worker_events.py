@@ -69,6 +69,13 @@ class FakeExecutor:
         pass
 
 
+def _pooled(chunks: Any, options: dict[str, Any], workers: int) -> list[Any]:
+    """Every chunk through the run's pool, as ``trace-tasks score`` drives it."""
+    with _engine.worker_pool(options, workers) as pool:
+        assert pool is not None
+        return list(_engine._pooled(chunks, pool))
+
+
 @pytest.fixture
 def fake_pool(monkeypatch: pytest.MonkeyPatch) -> type[FakeExecutor]:
     FakeExecutor.submitted = FakeExecutor.started = 0
@@ -100,20 +107,20 @@ def test_a_dead_worker_loses_no_chunk_and_keeps_the_order(
     fake_pool: type[FakeExecutor], breaks: set[int], broken_submits: set[int]
 ) -> None:
     fake_pool.breaks, fake_pool.broken_submits = breaks, broken_submits
-    assert list(_engine._pooled(_chunks(10, 3), {}, 2)) == _expected(10, 3)
+    assert _pooled(_chunks(10, 3), {}, 2) == _expected(10, 3)
     assert fake_pool.started > 1  # the broken pool was replaced
 
 
 def test_past_the_restarts_the_rest_is_scored_in_this_process(fake_pool: type[FakeExecutor]) -> None:
     fake_pool.breaks = set(range(1000))  # every pool dies at once
-    assert list(_engine._pooled(_chunks(12, 2), {}, 2)) == _expected(12, 2)
+    assert _pooled(_chunks(12, 2), {}, 2) == _expected(12, 2)
     assert fake_pool.started == 1 + _engine.POOL_RESTARTS
 
 
 def test_empty_chunks_need_no_worker(fake_pool: type[FakeExecutor]) -> None:
     fake_pool.breaks = {0}
     chunks: list[tuple[int, list[Mapping[str, Any]]]] = [(0, []), (1, [*make_items(2)]), (2, []), (3, [*make_items(3)])]
-    assert list(_engine._pooled(iter(chunks), {}, 2)) == [(n, score_trace_batch(items)) for n, items in chunks]
+    assert _pooled(iter(chunks), {}, 2) == [(n, score_trace_batch(items)) for n, items in chunks]
 
 
 def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ scored in this process. The workers exit when this process dies.
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -76,15 +77,21 @@ def score_compiled(work: Work, opts: ScoringOptions) -> Result:
 
 
 def score_chunks(
-    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1
+    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1, pool: _Pool[T] | None = None
 ) -> Iterator[tuple[T, list[Result]]]:
-    """For each ``(context, works)`` yield ``(context, results)``, in input order."""
+    """For each ``(context, works)`` yield ``(context, results)``, in input order (``pool``: the run's, from :func:`worker_pool`)."""
     if workers <= 1:
         opts = options_from(options)
         for context, works in chunks:
             yield context, [score_compiled(work, opts) for work in works]
-    else:
-        yield from _pooled(((context, _items(works)) for context, works in chunks), options, workers)
+        return
+    items = ((context, _items(works)) for context, works in chunks)
+    if pool is not None:
+        yield from _pooled(items, pool)
+        return
+    with worker_pool(options, workers) as own:
+        assert own is not None
+        yield from _pooled(items, own)
 
 
 def _items(works: list[Work]) -> list[Item]:
@@ -188,14 +195,26 @@ def _succeeded(future: Future[list[Result]] | None) -> bool:
     return future is not None and future.done() and not future.cancelled() and future.exception() is None
 
 
-def _pooled(chunks: Iterable[tuple[T, list[Item]]], options: Mapping[str, Any], workers: int) -> Iterator[tuple[T, list[Result]]]:
-    pool: _Pool[T] = _Pool(options, workers)
+@contextlib.contextmanager
+def worker_pool(options: Mapping[str, Any], workers: int) -> Iterator[_Pool[Any] | None]:
+    """One process pool for a whole run (``None`` for one worker): shards scored one after another share it."""
+    if workers <= 1:
+        yield None
+        return
+    pool: _Pool[Any] = _Pool(options, workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown()
+
+
+def _pooled(chunks: Iterable[tuple[T, list[Item]]], pool: _Pool[T]) -> Iterator[tuple[T, list[Result]]]:
     try:
         for context, items in chunks:
             pool.submit(context, items)
-            while len(pool.pending) >= 2 * workers:
+            while len(pool.pending) >= 2 * pool.workers:
                 yield pool.finish()
         while pool.pending:
             yield pool.finish()
     finally:
-        pool.shutdown()
+        pool.pending.clear()  # stopped early: what is left belongs to no one

@@ -521,6 +521,8 @@ def _run_combined(
         assert job.shard is not None
         count_file = None
         if files:
+            if not os.path.isdir(os.path.dirname(os.path.abspath(job.output))):
+                raise UsageError(f"cannot write {job.output}: No such file or directory")
             parts = parts_directory(job.output)
             shutil.rmtree(parts, ignore_errors=True)  # a killed run's parts: its shard is redone
             os.makedirs(parts)

@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import attrs
 
-from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks
+from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
@@ -246,7 +246,7 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
     summary = Summary()
     instance_problems: list[str] = []
     report_resumed(plan, args.quiet)
-    with open_outputs(args.summary_json) as (summary_out,):
+    with open_outputs(args.summary_json) as (summary_out,), worker_pool(options, args.workers or 1) as pool:
         index = None
         for number, job in enumerate(plan.jobs):
             # Each output is created before its input is read (the first before the instances too),
@@ -258,7 +258,7 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
                     report_instance_problems(instance_problems, index.source)
                 with _open_job_input(job) as (lines, source):
                     slots = combined_slots(lines) if index is None else joined_slots(lines, index)
-                    _write_all(slots, job, source, out, summary, args, options)
+                    _write_all(slots, job, source, out, summary, args, options, pool)
         if not args.quiet:
             print(summary.table(), file=sys.stderr)
         if summary_out is not None:
@@ -336,13 +336,14 @@ def _write_all(
     summary: Summary,
     args: argparse.Namespace,
     options: dict[str, Any],
+    pool: Any = None,
 ) -> None:
     label = "scoring" if job.shard is None or len(job.name) > 40 else f"scoring {os.path.basename(job.name)}"
     progress = make_progress(label, quiet=args.quiet, total=source.size())
     workers = args.workers or 1
     chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
     try:
-        for group, results in score_chunks(chunks, options=options, workers=workers):
+        for group, results in score_chunks(chunks, options=options, workers=workers, pool=pool):
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
