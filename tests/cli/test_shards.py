@@ -379,6 +379,7 @@ def test_summary_json_of_a_sharded_run_lists_outputs_and_skipped(tmp_path: Path)
     data = json.loads(summary.read_text())
     assert data["outputs"] == [f"{out}/c.jsonl"]  # written by this run; the complete ones are counted
     assert data["skipped_complete"] == 2 and data["lines"] == 108 - 70
+    assert data["skipped_outputs"] == [f"{out}/a.jsonl", f"{out}/b.jsonl.gz"]
     # A run of one file to one file does not have these keys.
     _ok(run_cli("score", str(COMBINED), "-o", str(tmp_path / "one.jsonl"), "-q", "--summary-json", str(summary)))
     assert "outputs" not in json.loads(summary.read_text())

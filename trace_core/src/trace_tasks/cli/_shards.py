@@ -27,6 +27,7 @@ import glob
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
@@ -302,8 +303,18 @@ class ParquetOutput:
         self.path = path
         self.schema = parquet_schema()
         directory, base = os.path.split(os.path.abspath(path))
-        self.temporary = os.path.join(directory, f".{base}.{os.urandom(4).hex()}.tmp")
         try:
+            existing = os.stat(path).st_mode if os.path.isfile(path) else None
+            while True:  # created exclusively, as the JSON Lines outputs are; an existing output keeps its mode
+                self.temporary = os.path.join(directory, f".{base}.{os.urandom(4).hex()}.tmp")
+                try:
+                    fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                    break
+                except FileExistsError:
+                    continue
+            if existing is not None:
+                os.chmod(fd, stat.S_IMODE(existing))
+            os.close(fd)
             self._writer = self.pa.parquet.ParquetWriter(self.temporary, self.schema)
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {describe(exc)}") from exc

@@ -144,7 +144,7 @@ class Plan:
     jobs: tuple[Job, ...]
     sharded: bool
     instances: tuple[Shard, ...] | None = None  # the instances file(s) of the --responses layout
-    skipped: int = 0  # complete outputs left alone by --resume
+    skipped: tuple[str, ...] = ()  # complete outputs left alone by --resume
 
 
 def _fail(message: str) -> int:
@@ -229,14 +229,15 @@ def _resumed(plan: Plan, resume: bool) -> Plan:
     if not resume:
         return plan
     left = tuple(job for job in plan.jobs if job.output == STDIO or not os.path.exists(job.output))
-    return attrs.evolve(plan, jobs=left, skipped=len(plan.jobs) - len(left))
+    skipped = tuple(job.output for job in plan.jobs if job not in left)
+    return attrs.evolve(plan, jobs=left, skipped=skipped)
 
 
 def report_resumed(plan: Plan, quiet: bool) -> None:
     if plan.skipped and not quiet:
-        total = plan.skipped + len(plan.jobs)
+        total = len(plan.skipped) + len(plan.jobs)
         print(
-            f"trace-tasks score: resume: {plan.skipped} of {total} output(s) already complete, skipped; "
+            f"trace-tasks score: resume: {len(plan.skipped)} of {total} output(s) already complete, skipped; "
             "the summary counts the rest",
             file=sys.stderr,
         )
@@ -271,7 +272,8 @@ def write_summary(out: IO[str], summary: Summary, instance_problems: list[str], 
     data: dict[str, Any] = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
     if plan.sharded or plan.skipped:
         data["outputs"] = [job.output for job in plan.jobs]
-        data["skipped_complete"] = plan.skipped
+        data["skipped_complete"] = len(plan.skipped)
+        data["skipped_outputs"] = list(plan.skipped)
     out.write(dumps(data, indent=2) + "\n")
 
 
