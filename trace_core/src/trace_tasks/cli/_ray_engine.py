@@ -1,7 +1,6 @@
 """``trace-tasks score --engine ray``: the run's jobs as a Ray Data pipeline, on a local Ray or a cluster.
 
-The driver (this process) plans the jobs (:mod:`trace_tasks.cli._score`'s
-``Plan``), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
+The driver (this process) plans the jobs (:class:`trace_tasks.cli.score.Plan`), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
 and starts the pipeline; it never reads, parses or writes a row:
 
 1. **read** (:class:`ShardSource`): one read task per input shard streams it
@@ -49,7 +48,7 @@ from trace_tasks.cli._engine import EngineError, score_compiled
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed, UsageError
 from trace_tasks.cli._jsonl import BOM, Line, dumps, open_source, parse_line
 from trace_tasks.cli._output import STDIO, guard
-from trace_tasks.cli._rows import Slot, combined_slots, output_record
+from trace_tasks.cli._rows import combined_slots, output_record
 from trace_tasks.cli._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema, remove_stale_temporaries
 from trace_tasks.cli._summary import Summary
 from trace_tasks.data import InstanceCache
@@ -228,13 +227,9 @@ class ShardScorer:
         summary = Summary()
         records = [
             output_record(slot, score_compiled(slot, self.opts) if slot.item is not None else None, summary)
-            for slot in _slots(decoded_lines(table, self.formats), self.cache)
+            for slot in combined_slots(decoded_lines(table, self.formats), self.cache)
         ]
         return scored_block(table.column("shard").to_pylist(), table.column("line").to_pylist(), records, summary)
-
-
-def _slots(lines: Iterable[Line], cache: InstanceCache) -> Iterator[Slot]:
-    return combined_slots(lines, cache)
 
 
 # --- 3. write --------------------------------------------------------------------------------------
@@ -590,7 +585,7 @@ def finish_outputs(ray: Any, outputs: list[tuple[str, str]]) -> None:
     merge = ray.remote(num_cpus=0)(_finish_shard)
     missing = [path for (path, _), done in zip(left, ray.get([merge.remote(p, f) for p, f in left]), strict=True) if not done]
     if missing:
-        raise EngineError(f"Ray finished without every row of {', '.join(missing)}: rerun with --resume")
+        raise RayJobError(f"Ray finished without every row of {', '.join(missing)}: rerun with --resume")
 
 
 def _finish_shard(path: str, fmt: str) -> bool:
