@@ -3,12 +3,15 @@
 * :func:`score_dataset` adds score columns to a Ray Dataset with ``map_batches``
   over Arrow batches: one output row per input row, in the input's order
   (``preserve_order``), readable back by pandas and pyarrow.
-* :func:`score_rows_with_ray` is the Ray engine of ``trace-tasks score``: the
-  same input and output as :func:`trace_tasks.score_trace_batch`, spread over
-  Ray tasks.
+* :func:`score_rows_with_ray`: the same input and output as
+  :func:`trace_tasks.score_trace_batch`, spread over Ray tasks (rows held by
+  the caller; ``trace-tasks score --engine ray`` reads and writes on the
+  cluster instead, see ``trace_tasks.cli._ray_engine``).
+* :mod:`trace_tasks.integrations.ray_cluster` checks that every node scores as
+  the driver would; call ``check_cluster()`` before scoring on a cluster.
 
 Every row's instance goes through the strict path
-(:func:`trace_tasks.instances.compile_instance`, cached by content in each
+(:func:`trace_tasks.data.compile_instance`, cached by content in each
 worker process). Unlike the trainer adapters, a row that cannot be scored (a
 malformed instance, or one that cannot be scored honestly: a zero-area target
 box, an unknown type, a contract that disagrees, ...) does not stop the job: it
