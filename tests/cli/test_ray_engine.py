@@ -202,3 +202,28 @@ def test_scores_stream_keeps_descriptor_1_for_the_scores_alone() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b'{"score": 1}\nafter\n'
     assert proc.stderr == b"(raylet) noise\nmore noise\n"
+
+
+def test_a_worker_that_would_score_otherwise_refuses_before_its_first_row() -> None:
+    from trace_tasks.integrations.ray import _score_arrow_batch
+    from trace_tasks.integrations.ray_cluster import check_worker
+
+    here = fingerprint()
+    check_worker(here)  # the same process: silent
+    elsewhere = {**here, "plugins": {k: v for k, v in here["plugins"].items() if k != "segment"}}
+    with pytest.raises(
+        ClusterMismatchError,
+        match=r"differs from the driver: plugin segment \(trace-plugins-segment .*\) is registered there only",
+    ):
+        check_worker(elsewhere)
+    batch = pa.table({"response": ["{}"], "instance": ["{}"]})
+    with pytest.raises(ClusterMismatchError):  # score_dataset's batches: the job fails, no row gets a silent error
+        _score_arrow_batch(
+            batch,
+            response_column="response",
+            instance_columns="instance",
+            options={},
+            prefix="",
+            error_column="error",
+            expected=elsewhere,
+        )

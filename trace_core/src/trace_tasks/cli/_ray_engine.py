@@ -207,11 +207,9 @@ def scored_block(shards: list[int], numbers: list[int], records: list[dict[str, 
 
 def check_node(expected: Mapping[str, Any]) -> None:
     """In an actor: refuse to score where the families, versions or pins differ from the driver's."""
-    from trace_tasks.integrations.ray_cluster import fingerprint, node_differences
+    from trace_tasks.integrations.ray_cluster import check_worker
 
-    differences = node_differences(expected, fingerprint())
-    if differences:
-        raise ClusterMismatchError(f"a Ray worker on {os.uname().nodename} differs from the driver: {'; '.join(differences)}")
+    check_worker(expected)
 
 
 class ShardScorer:
@@ -386,20 +384,34 @@ def _runs(block: pyarrow.Table) -> Iterator[tuple[int, int, int, list[bytes]]]:
 
 @contextlib.contextmanager
 def scores_stream(to_stdout: bool) -> Iterator[IO[str] | None]:
-    """Standard output for the scores alone: file descriptor 1 points at stderr meanwhile (Ray's log lines go there)."""
+    """Standard output for the scores alone: meanwhile descriptor 1 and ``sys.stdout`` point at stderr.
+
+    Ray's processes inherit descriptor 1 and its driver prints to
+    ``sys.stdout``; both go to standard error while the scores are written to
+    the stream standard output was (a new one on the saved descriptor when it
+    was descriptor 1).
+    """
     if not to_stdout:
         yield None
         return
-    sys.stdout.flush()
+    given = sys.stdout
+    given.flush()
+    try:
+        on_descriptor_1 = given.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (an embedding, a test)
+        on_descriptor_1 = False
     saved = os.dup(1)
     os.dup2(2, 1)
-    stream = os.fdopen(os.dup(saved), "w", encoding="utf-8", newline="\n")
+    sys.stdout = sys.stderr
+    stream = os.fdopen(os.dup(saved), "w", encoding="utf-8", newline="\n") if on_descriptor_1 else given
     try:
         yield guard(stream, "standard output")
         stream.flush()
     finally:
-        with contextlib.suppress(OSError):
-            stream.close()
+        if stream is not given:
+            with contextlib.suppress(OSError):
+                stream.close()
+        sys.stdout = given
         os.dup2(saved, 1)
         os.close(saved)
 

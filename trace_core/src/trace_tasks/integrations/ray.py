@@ -60,6 +60,7 @@ from trace_tasks.integrations._common import (
     stable_view,
     to_plain,
 )
+from trace_tasks.integrations.ray_cluster import check_worker, fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; ray and pyarrow stay optional
     import pyarrow
@@ -175,8 +176,14 @@ def _score_arrow_batch(
     options: dict[str, Any],
     prefix: str,
     error_column: str,
+    expected: Mapping[str, Any] | None = None,
 ) -> pyarrow.Table:
     """``batch`` with the score columns and the error column added: same rows, same order.
+
+    ``expected`` is the driver's :func:`~trace_tasks.integrations.ray_cluster.fingerprint`:
+    a worker whose families, versions or pins differ raises
+    :class:`~trace_tasks.errors.ClusterMismatchError` (the job fails at its
+    first batch) instead of giving every row an error.
 
     The input's columns pass through as Arrow data (never through pandas).
     The result carries no pandas metadata, so pandas reads each column from
@@ -185,6 +192,8 @@ def _score_arrow_batch(
     """
     import pyarrow
 
+    if expected is not None:
+        check_worker(expected)
     keys = stable_keys()
     columns: dict[str, list[float]] = {key: [] for key in keys}
     errors: list[str | None] = []
@@ -294,6 +303,7 @@ def score_dataset(
             "options": picked,
             "prefix": prefix,
             "error_column": error_column,
+            "expected": fingerprint(),
         },
     )
     return _in_order(scored) if preserve_order else scored

@@ -24,7 +24,15 @@ from typing import Any
 from trace_tasks.errors import ClusterMismatchError, one_line
 from trace_tasks.plugins import ALLOW_ENV, BLOCK_ENV, PINS_ENV, get_registry
 
-__all__ = ["PROBE_TIMEOUT_S", "SETTINGS_ENV", "check_cluster", "environment_variables", "fingerprint", "node_differences"]
+__all__ = [
+    "PROBE_TIMEOUT_S",
+    "SETTINGS_ENV",
+    "check_cluster",
+    "check_worker",
+    "environment_variables",
+    "fingerprint",
+    "node_differences",
+]
 
 #: How long a node may take to answer its probe (its worker starts, its runtime environment is set up).
 PROBE_TIMEOUT_S = 180.0
@@ -74,6 +82,23 @@ def node_differences(here: Mapping[str, Any], there: Mapping[str, Any]) -> list[
         if ids_here[name] != ids_there[name]:
             out.append(f"the current reward id of {name} is {ids_there[name]} there, {ids_here[name]} here (pins differ)")
     return out
+
+
+_checked_against: list[Mapping[str, Any]] = []
+
+
+def check_worker(expected: Mapping[str, Any]) -> None:
+    """In a Ray worker: raise :class:`ClusterMismatchError` when this process would score otherwise than ``expected``.
+
+    ``expected`` is the driver's :func:`fingerprint`. Checked once per process
+    and fingerprint (the registry is built once anyway).
+    """
+    if _checked_against and _checked_against[0] == expected:
+        return
+    differences = node_differences(expected, fingerprint())
+    if differences:
+        raise ClusterMismatchError(f"a Ray worker on {platform.node()} differs from the driver: {'; '.join(differences)}")
+    _checked_against[:] = [expected]
 
 
 def _probe() -> dict[str, Any]:
