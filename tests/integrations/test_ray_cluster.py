@@ -59,11 +59,13 @@ def cluster() -> Iterator[Any]:
         cluster.shutdown()
 
 
-def score(*args: str, address: str | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+def score(
+    *args: str, address: str | None = None, check: bool = False, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
     command = [sys.executable, "-m", "trace_tasks.cli", "score", *args, "-q"]
     if address is not None:
         command += ["--engine", "ray", "--address", address, "--workers", "2"]
-    proc = subprocess.run(command, capture_output=True, timeout=RUN_TIMEOUT_S, env=_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.run(command, capture_output=True, timeout=RUN_TIMEOUT_S, env=_env(), stdin=subprocess.DEVNULL, cwd=cwd)
     if check:
         assert proc.returncode in (0, 1), proc.stderr.decode()[-3000:]
     return proc

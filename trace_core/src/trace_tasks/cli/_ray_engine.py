@@ -534,14 +534,16 @@ def _run_combined(
             shutil.rmtree(parts, ignore_errors=True)  # a killed run's parts: its shard is redone
             os.makedirs(parts)
             count_file = os.path.join(parts, COUNT_FILE)
-        sources.append((index, job.shard.path, job.shard.format, count_file))
+        # Absolute paths: a worker's working directory is not the driver's.
+        sources.append((index, os.path.abspath(job.shard.path), job.shard.format, count_file))
     try:
         scored = build_scored(ray, sources, formats, options, workers, expected, ordered=not files)
         if files:
-            sink = _sink([(job.output, job.format) for job in jobs])
+            outputs = [(os.path.abspath(job.output), job.format) for job in jobs]
+            sink = _sink(outputs)
             run_ray(lambda: scored.write_datasink(sink, ray_remote_args={"num_cpus": 0}))
             summary.merge(sink.summary)
-            finish_outputs(ray, [(job.output, job.format) for job in jobs])
+            finish_outputs(ray, outputs)
         else:
             assert stdout is not None
             stream_to(stdout, scored, summary)

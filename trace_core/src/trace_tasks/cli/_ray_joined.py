@@ -367,7 +367,7 @@ def run(
     try:
         # A and B: instances to their buckets, then each bucket indexed; problems up front, in file order.
         inst_sources = [
-            (i, path, shard.format, None) for i, (path, shard) in enumerate(zip(instance_paths, plan.instances, strict=True))
+            (i, os.path.abspath(shard.path), shard.format, None) for i, shard in enumerate(plan.instances)
         ]
         routed = ray.data.read_datasource(
             _shard_source(inst_sources), override_num_blocks=len(inst_sources), num_cpus=0
@@ -393,7 +393,7 @@ def run(
         # C: responses to their buckets.
         formats = [job.shard.format for job in jobs if job.shard is not None]
         resp_sources = [
-            (i, job.shard.path, job.shard.format, os.path.join(dirs["counts"], f"s{i:05d}"))
+            (i, os.path.abspath(job.shard.path), job.shard.format, os.path.join(dirs["counts"], f"s{i:05d}"))
             for i, job in enumerate(jobs)
             if job.shard
         ]
@@ -425,7 +425,7 @@ def run(
         # E: each output assembled from its runs.
         assembler = ray.remote(num_cpus=1)(assemble)
         targets = [
-            (i, os.path.join(dirs["out"], f"s{i:05d}.jsonl") if job.output == STDIO else job.output, job.format)
+            (i, os.path.join(dirs["out"], f"s{i:05d}.jsonl") if job.output == STDIO else os.path.abspath(job.output), job.format)
             for i, job in enumerate(jobs)
         ]
         run_ray(
