@@ -30,6 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from trace_tasks.cli._metrics import score_batch_with_metrics, score_compiled_with_metrics
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, score_trace_batch, watch_parent
 from trace_tasks.scoring import ScoringOptions, options_from
@@ -77,19 +78,29 @@ def score_compiled(work: Work, opts: ScoringOptions) -> Result:
 
 
 def score_chunks(
-    chunks: Iterable[tuple[T, list[Work]]], *, options: Mapping[str, Any], workers: int = 1, pool: _Pool[T] | None = None
+    chunks: Iterable[tuple[T, list[Work]]],
+    *,
+    options: Mapping[str, Any],
+    workers: int = 1,
+    pool: _Pool[T] | None = None,
+    metrics: bool = False,
 ) -> Iterator[tuple[T, list[Result]]]:
-    """For each ``(context, works)`` yield ``(context, results)``, in input order (``pool``: the run's, from :func:`worker_pool`)."""
+    """For each ``(context, works)`` yield ``(context, results)``, in input order (``pool``: the run's, from :func:`worker_pool`).
+
+    ``metrics``: each response is scored with a trail and its result also holds its field metrics
+    (:mod:`trace_tasks.cli._metrics`; the pool given must be a ``worker_pool(..., metrics=True)``).
+    """
     if workers <= 1:
         opts = options_from(options)
+        score = score_compiled_with_metrics if metrics else score_compiled
         for context, works in chunks:
-            yield context, [score_compiled(work, opts) for work in works]
+            yield context, [score(work, opts) for work in works]
         return
     items = ((context, _items(works)) for context, works in chunks)
     if pool is not None:
         yield from _pooled(items, pool)
         return
-    with worker_pool(options, workers) as own:
+    with worker_pool(options, workers, metrics) as own:
         assert own is not None
         yield from _pooled(items, own)
 
@@ -125,9 +136,10 @@ class _Chunk(Generic[T]):
 class _Pool(Generic[T]):
     """The command's process pool; a dead worker costs time, never output (see the module's docstring)."""
 
-    def __init__(self, options: Mapping[str, Any], workers: int) -> None:
+    def __init__(self, options: Mapping[str, Any], workers: int, metrics: bool = False) -> None:
         self.options = options
         self.workers = workers
+        self.batch: Any = score_batch_with_metrics if metrics else score_trace_batch
         self.restarts = 0
         self.pending: collections.deque[_Chunk[T]] = collections.deque()
         self.executor: ProcessPoolExecutor | None = self._start()
@@ -150,7 +162,7 @@ class _Pool(Generic[T]):
             return
         while self.executor is not None and chunk.future is None:
             try:
-                chunk.future = self.executor.submit(score_trace_batch, chunk.items, **self.options)
+                chunk.future = self.executor.submit(self.batch, chunk.items, **self.options)
             except BrokenProcessPool:  # a worker died since the last result: the replacement hands this chunk out too
                 self._replace()
 
@@ -164,7 +176,7 @@ class _Pool(Generic[T]):
                 self._replace()
         if not chunk.items:
             return chunk.context, []
-        return chunk.context, score_trace_batch(chunk.items, **self.options)
+        return chunk.context, self.batch(chunk.items, **self.options)
 
     def _replace(self) -> None:
         """Drop the broken pool; start a fresh one (up to POOL_RESTARTS) and hand it the chunks it lost."""
@@ -196,12 +208,15 @@ def _succeeded(future: Future[list[Result]] | None) -> bool:
 
 
 @contextlib.contextmanager
-def worker_pool(options: Mapping[str, Any], workers: int) -> Iterator[_Pool[Any] | None]:
-    """One process pool for a whole run (``None`` for one worker): shards scored one after another share it."""
+def worker_pool(options: Mapping[str, Any], workers: int, metrics: bool = False) -> Iterator[_Pool[Any] | None]:
+    """One process pool for a whole run (``None`` for one worker): shards scored one after another share it.
+
+    ``metrics``: its workers score with a trail (:func:`trace_tasks.cli._metrics.score_batch_with_metrics`).
+    """
     if workers <= 1:
         yield None
         return
-    pool: _Pool[Any] = _Pool(options, workers)
+    pool: _Pool[Any] = _Pool(options, workers, metrics)
     try:
         yield pool
     finally:

@@ -1,6 +1,10 @@
 """Running totals of scored lines, per annotation type and overall, and their table.
 
-Only sums are kept (constant memory however many lines are scored).
+Only sums and counts are kept (constant memory however many lines are scored),
+so two summaries merge exactly. The field metrics of ``score --summary-json``
+(:mod:`trace_tasks.cli._metrics`) are sums and counts too; the zero-variance
+group statistic keeps the state of one group, the rows of one id that come one
+after another (see :meth:`Summary.add_metrics`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ MEANS = (("overall", "overall"), ("answer_reward", "answer"), ("annotation_rewar
 
 
 class _Totals:
-    __slots__ = ("annotation_parse_failures", "count", "format_failures", "no_json", "sums")
+    __slots__ = ("annotation_parse_failures", "count", "format_failures", "metric_counts", "metric_sums", "no_json", "sums")
 
     def __init__(self) -> None:
         self.count = 0
@@ -22,6 +26,14 @@ class _Totals:
         self.no_json = 0
         self.annotation_parse_failures = 0
         self.format_failures = 0
+        self.metric_sums: dict[str, float] = {}
+        self.metric_counts: dict[str, int] = {}
+
+    def add_metrics(self, values: Mapping[str, float]) -> None:
+        sums, counts = self.metric_sums, self.metric_counts
+        for key, value in values.items():
+            sums[key] = sums.get(key, 0.0) + value
+            counts[key] = counts.get(key, 0) + 1
 
     def add(self, scores: Mapping[str, Any]) -> None:
         self.count += 1
@@ -38,6 +50,13 @@ class _Totals:
         self.no_json += other.no_json
         self.annotation_parse_failures += other.annotation_parse_failures
         self.format_failures += other.format_failures
+        for key, value in other.metric_sums.items():
+            self.metric_sums[key] = self.metric_sums.get(key, 0.0) + value
+            self.metric_counts[key] = self.metric_counts.get(key, 0) + other.metric_counts[key]
+
+    def metrics(self) -> dict[str, float]:
+        """The mean of each metric over the rows that have it, in name order (``size_mae``: parsed rows only)."""
+        return {key: self.metric_sums[key] / self.metric_counts[key] for key in sorted(self.metric_sums)}
 
     def to_dict(self) -> dict[str, Any]:
         n = self.count
@@ -58,6 +77,44 @@ class Summary:
         self.overall = _Totals()
         self.lines = 0
         self.errors = 0
+        self.with_metrics = False
+        #: Closed groups (an id's consecutive rows, at least 2) and those among them whose overall values are all equal.
+        self.groups = 0
+        self.zero_variance_groups = 0
+        #: The open group: ``[id, its first overall, rows, all equal so far]``, or None.
+        self._group: list[Any] | None = None
+
+    def add_metrics(self, annotation_type: str, row_id: Any, overall: float, values: Mapping[str, float]) -> None:
+        """A scored row's field metrics (after :meth:`add_scores` of the same row).
+
+        A GRPO group is the rows of one string id that come one after another
+        (what a trainer's rollout dump holds): only the open group is kept, so
+        memory stays constant. Rows of one id spread through the input make
+        several groups, each counted when it has at least 2 rows.
+        """
+        self.with_metrics = True
+        self.by_type.setdefault(annotation_type, _Totals()).add_metrics(values)
+        accuracy = values.get("answer_accuracy")
+        if accuracy is not None:
+            self.overall.add_metrics({"answer_accuracy": accuracy})
+        group = self._group
+        if group is not None and isinstance(row_id, str) and group[0] == row_id:
+            group[2] += 1
+            group[3] = group[3] and overall == group[1]
+            return
+        self._close_group()
+        self._group = [row_id, overall, 1, True] if isinstance(row_id, str) else None
+
+    def _close_group(self) -> None:
+        groups, zero = self._group_counts()
+        self.groups, self.zero_variance_groups, self._group = groups, zero, None
+
+    def _group_counts(self) -> tuple[int, int]:
+        """The group counts with the open group closed (it is not: reading the summary changes nothing)."""
+        group = self._group
+        if group is None or group[2] < 2:
+            return self.groups, self.zero_variance_groups
+        return self.groups + 1, self.zero_variance_groups + bool(group[3])
 
     def add_scores(self, annotation_type: str, scores: Mapping[str, Any]) -> None:
         self.lines += 1
@@ -75,15 +132,32 @@ class Summary:
         self.overall.merge(other.overall)
         for name, totals in other.by_type.items():
             self.by_type.setdefault(name, _Totals()).merge(totals)
+        # Each side's open group is closed: a group split between two merged parts counts as two.
+        self.with_metrics = self.with_metrics or other.with_metrics
+        self._close_group()
+        groups, zero = other._group_counts()
+        self.groups += groups
+        self.zero_variance_groups += zero
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable summary (``--summary-json``)."""
+        overall = self.overall.to_dict()
+        by_type = {name: self.by_type[name].to_dict() for name in sorted(self.by_type)}
+        if self.with_metrics:
+            groups, zero = self._group_counts()
+            overall["metrics"] = {
+                **self.overall.metrics(),
+                "groups": groups,
+                "zero_variance_groups_share": zero / groups if groups else 0.0,
+            }
+            for name, totals in by_type.items():
+                totals["metrics"] = self.by_type[name].metrics()
         return {
             "lines": self.lines,
             "scored": self.overall.count,
             "errors": self.errors,
-            "overall": self.overall.to_dict(),
-            "by_annotation_type": {name: self.by_type[name].to_dict() for name in sorted(self.by_type)},
+            "overall": overall,
+            "by_annotation_type": by_type,
         }
 
     def table(self) -> str:

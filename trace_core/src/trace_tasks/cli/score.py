@@ -36,6 +36,7 @@ import attrs
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
+from trace_tasks.cli._metrics import METRICS_KEY
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
 from trace_tasks.cli._progress import make_progress
@@ -120,6 +121,11 @@ def register(subparsers: Any) -> None:
         help="with --engine ray: the Ray cluster to join (default: $RAY_ADDRESS, else a Ray started for this run)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
+    parser.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="leave the field metrics (acc@iou0.5, f1@iou0.5, ...) out of --summary-json: each response is then scored without a trail",
+    )
     add_scoring_options(parser)
     parser.set_defaults(func=run)
 
@@ -247,7 +253,8 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
     summary = Summary()
     instance_problems: list[str] = []
     report_resumed(plan, args.quiet)
-    with open_outputs(args.summary_json) as (summary_out,), worker_pool(options, args.workers or 1) as pool:
+    metrics = wants_metrics(args)
+    with open_outputs(args.summary_json) as (summary_out,), worker_pool(options, args.workers or 1, metrics) as pool:
         index = None
         for number, job in enumerate(plan.jobs):
             # Each output is created before its input is read (the first before the instances too),
@@ -265,6 +272,11 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
         if summary_out is not None:
             write_summary(summary_out, summary, instance_problems, options, plan)
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
+
+
+def wants_metrics(args: argparse.Namespace) -> bool:
+    """The field metrics are computed for ``--summary-json`` only (a trail per response costs time), unless ``--no-metrics``."""
+    return args.summary_json is not None and not getattr(args, "no_metrics", False)
 
 
 def write_summary(out: IO[str], summary: Summary, instance_problems: list[str], options: dict[str, Any], plan: Plan) -> None:
@@ -345,12 +357,17 @@ def _write_all(
     workers = args.workers or 1
     chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
     try:
-        for group, results in score_chunks(chunks, options=options, workers=workers, pool=pool):
+        metrics = wants_metrics(args)
+        for group, results in score_chunks(chunks, options=options, workers=workers, pool=pool, metrics=metrics):
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
+                result = next(scored) if slot.item is not None else None
+                values = result.pop(METRICS_KEY, None) if result is not None else None
                 # One write per line: the output stream is guarded (a Python-level call per write).
-                out.write(output_record(slot, next(scored) if slot.item is not None else None, summary))
+                out.write(output_record(slot, result, summary))
+                if values is not None and result is not None:
+                    summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()
