@@ -179,4 +179,4 @@ def test_validate_reports_a_truncated_gzip_as_a_problem_and_goes_on(tmp_path: Pa
     assert proc.returncode == 1 and proc.stderr == b""
     out = proc.stdout.decode().splitlines()
     assert any(line.startswith(f"reading input failed: {broken}: Compressed file ended") for line in out)
-    assert out[-1].endswith("in 2 files")
+    assert " checked in 2 files: 1 problem on 1 line, " in out[-1]

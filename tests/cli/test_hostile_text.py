@@ -153,7 +153,8 @@ def test_validate_flags_a_lone_surrogate_in_an_id(tmp_path: Path) -> None:
     lines = proc.stdout.decode("utf-8").splitlines()
     assert lines[0].startswith(f"{path}:2: $.id: holds a lone surrogate ('\\ud800' at character 3), which is not Unicode text")
     assert "write the id as valid text" in lines[0]
-    assert lines[-1] == "1 problem on 1 line in 1 file"  # an escaped pair (one character) is a fine id
+    # An escaped pair (one character) is a fine id.
+    assert lines[-1] == "3 lines checked in 1 file: 1 problem on 1 line, 0 warnings"
 
 
 def test_validate_prints_a_message_quoting_a_surrogate_escaped(tmp_path: Path) -> None:

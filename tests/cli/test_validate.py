@@ -10,7 +10,7 @@ from tests.cli.helpers import COMBINED, INSTANCES, instance, run_cli, write_line
 def test_example_instances_are_valid() -> None:
     proc = run_cli("validate", str(INSTANCES), str(COMBINED))
     assert proc.returncode == 0, proc.stdout.decode()
-    assert proc.stdout.decode().strip() == "0 problems on 0 lines in 2 files"
+    assert proc.stdout.decode().strip() == "144 lines checked in 2 files: 0 problems, 0 warnings"
 
 
 def test_every_problem_is_reported_with_file_line_and_path(tmp_path: Path) -> None:
@@ -48,8 +48,11 @@ def test_every_problem_is_reported_with_file_line_and_path(tmp_path: Path) -> No
     assert any(line.startswith(f"{name}:3: $: ") and "extra_field" in line for line in lines)
     assert any(line.startswith(f"{name}:4: $: not valid JSON") for line in lines)
     assert not any(line.startswith(f"{name}:9:") for line in lines)
-    problems = len(lines) - 1
-    assert lines[-1] == f"{problems} problems on 8 lines in 1 file"
+    # x=700 on a 640 px image, every coordinate within [0, 1000]: besides the problem, the 0-1000 hint.
+    warnings = [line for line in lines if ": warning[" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{name}:1: warning[normalized-coordinates]: $.annotation_gt.value: ")
+    problems = len(lines) - 2
+    assert lines[-1] == f"9 lines checked in 1 file: {problems} problems on 8 lines, 1 warning (normalized-coordinates 1)"
 
 
 def test_a_disabled_family_names_the_variable(tmp_path: Path) -> None:
@@ -73,4 +76,4 @@ def test_gzip_and_stdin(tmp_path: Path) -> None:
     proc = run_cli("validate", "-", stdin=INSTANCES.read_bytes())
     assert proc.returncode == 0
     proc = run_cli("validate", "-q", str(gz))
-    assert proc.stdout.decode().splitlines() == ["1 problem on 1 line in 1 file"]
+    assert proc.stdout.decode().splitlines() == ["2 lines checked in 1 file: 1 problem on 1 line, 0 warnings"]

@@ -42,7 +42,7 @@ def test_each_broken_instance_is_flagged_and_the_good_one_is_not(
     assert f"{path}:2: {case.path}: " in "\n".join(lines)
     assert any(line.startswith(f"{path}:2: {case.path}: ") and case.message in line for line in lines), lines
     assert not any(line.startswith((f"{path}:1:", f"{path}:3:")) for line in lines)
-    assert lines[-1].endswith("on 1 line in 1 file")
+    assert lines[-1].startswith("3 lines checked in 1 file: ") and " problem" in lines[-1] and " on 1 line, " in lines[-1]
 
 
 def test_the_whole_table_in_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,7 +52,7 @@ def test_the_whole_table_in_one_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out.splitlines()
     flagged = {int(line.split(":")[1]) for line in out[:-1] if line.startswith(str(path))}
     assert flagged == set(range(1, len(BROKEN) + 1))
-    assert out[-1].endswith(f"on {len(BROKEN)} lines in 1 file")
+    assert out[-1].startswith(f"{len(BROKEN) + 1} lines checked in 1 file: ") and f" on {len(BROKEN)} lines, " in out[-1]
     assert main(["validate", "-q", str(path)]) == 1
     assert capsys.readouterr().out.splitlines() == [out[-1]]
 
@@ -63,7 +63,7 @@ def test_a_combined_score_input_is_validated_as_its_instance(tmp_path: Path, cap
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
     assert "$.response" not in out and "duplicate id" not in out
-    assert out.splitlines()[-1].endswith("on 3 lines in 1 file")
+    assert out.splitlines()[-1].startswith("5 lines checked in 1 file: ") and " on 3 lines, " in out.splitlines()[-1]
 
 
 def test_frame_check_still_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,4 +125,4 @@ def test_a_family_that_cannot_be_frame_checked_gets_a_note(
     ]
     notes = [line for line in out if line.startswith("note:")]
     assert notes == ["note: the 'test_widget' family does not describe its geometry; image frame not checked"]
-    assert out[-1] == "1 problem on 1 line in 1 file"
+    assert out[-1] == "3 lines checked in 1 file: 1 problem on 1 line, 0 warnings"

@@ -1,27 +1,37 @@
 """``trace-tasks validate``: check instance files before training on them.
 
-Each problem is printed as ``FILE:LINE: PATH: MESSAGE`` followed by a count;
-the exit code is 1 when there is any problem. The checks of one instance are
-:func:`trace_tasks.instances.instance_problems`, the same validation the scorer
+Each problem is printed as ``FILE:LINE: PATH: MESSAGE``, each warning as
+``FILE:LINE: warning[RULE]: PATH: MESSAGE`` (``FILE: warning[RULE]: MESSAGE``
+for one about a group of instances), followed by a count of the lines checked,
+the problems and the warnings by rule; the exit code is 1 when there is any
+problem (or, with ``--strict``, any warning). ``--json`` writes the same as JSON
+Lines. The checks of one instance are
+:func:`trace_tasks.data.instance_problems`, the same validation the scorer
 tools use (structure, contract rules, installed families, the answer value,
 the target parse, the image size). On top, for a file: ids are unique, and,
 when an image size is given, every item of the target lies inside the pixel
-frame (asked of the owning family through :func:`trace_tasks.frames.frame_report`;
-a family that cannot say gets a note, not a problem).
+frame (asked of the owning family through :func:`trace_tasks.cli._frames.frame_report`;
+a family that cannot say gets a note, not a problem). The warnings are those of
+:class:`trace_tasks.data.DatasetLint`: the annotation contract's authoring
+rules, per instance and per group of instances (docs/cli.md lists every rule).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+import attrs
 
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed
 from trace_tasks.cli._extraction_view import escape_surrogates
 from trace_tasks.cli._frames import frame_report
-from trace_tasks.cli._jsonl import open_binary, read_lines
+from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
 from trace_tasks.cli._output import STDIO
-from trace_tasks.data import Problem, instance_report
+from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
 
 EXIT_PROBLEMS = EXIT_FAILED
@@ -30,16 +40,31 @@ EXIT_PROBLEMS = EXIT_FAILED
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check instance files (structure, contracts, families, coordinates)",
+        help="check instance files (structure, contracts, families, coordinates; warnings on the authoring rules)",
         description=(
             "Check instance files (.jsonl, .jsonl.gz, or '-' for stdin): record structure, reward-contract rules, "
             "installed families, target annotations that parse, unique ids, and coordinates inside the image "
-            "frame when image_size is given. A 'response' field (combined score input) is ignored. "
-            "Exit code 1 when any problem is found."
+            "frame when image_size is given; then warn, by rule id, on the annotation contract's authoring rules "
+            "(normalised coordinates, duplicate items, counts that disagree with their set, one-item sets, one-key "
+            "maps, missing image sizes and image files, ...). A 'response' field (combined score input) is ignored. "
+            "Exit code 1 when any problem is found (with --strict, any warning too)."
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="instance files to check")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the final count")
+    parser.add_argument("--strict", action="store_true", help="warnings count as problems (exit code 1)")
+    parser.add_argument(
+        "--json", action="store_true", help="JSON Lines: one object per problem, warning and note, then the summary"
+    )
+    parser.add_argument(
+        "--group-by",
+        metavar="FIELD",
+        default=None,
+        help=(
+            "group rules (count-mismatch, single-item-set, ...) compare instances with the same value of FIELD "
+            "(a top-level field, or a dotted path such as metadata.task) besides the same answer and annotation types"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,59 +85,154 @@ def frame_problems(report: Any, notes: dict[str, str] | None = None) -> list[Pro
     return []
 
 
-def file_problems(path: str, notes: dict[str, str] | None = None) -> Iterator[tuple[int, Problem]]:
-    """``(line number, problem)`` for every problem of one instance file, in order.
+@attrs.define
+class Finding:
+    """One thing to report about a file: a problem or a warning, at a line (``None``: about a group of lines)."""
 
-    ``notes`` collects, per annotation type, why its image frame could not be checked.
+    line: int | None
+    problem: Problem | None = None
+    warning: DataWarning | None = None
+
+
+@attrs.define
+class Tally:
+    """What ``validate`` counts: lines read, problems (and the lines holding them), warnings by rule."""
+
+    lines: int = 0
+    problems: int = 0
+    problem_lines: int = 0
+    warnings: Counter[str] = attrs.field(factory=Counter)
+    last_problem_line: int | None = None
+
+    def add(self, finding: Finding) -> None:
+        if finding.problem is not None:
+            self.problems += 1
+            if finding.line is None or finding.line != self.last_problem_line:
+                self.problem_lines += 1
+            self.last_problem_line = finding.line
+        elif finding.warning is not None:
+            self.warnings[finding.warning.rule] += 1
+
+    @property
+    def warning_count(self) -> int:
+        return sum(self.warnings.values())
+
+
+def file_findings(path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None) -> Iterator[Finding]:
+    """Every problem and warning of one instance file, in order (the group rules' warnings last).
+
+    ``tally.lines`` counts the lines read; ``notes`` collects, per annotation
+    type, why its image frame could not be checked (and the lint's own notes).
     """
     seen_ids: dict[str, int] = {}
+    image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
+    lint = DatasetLint(group_by=group_by, image_dir=image_dir)
     with open_binary(path) as fh:
         for line in read_lines(fh, "<stdin>" if path == STDIO else path):
+            tally.lines += 1
             if line.error is not None:
-                yield line.number, Problem("$", line.error.split(": ", 1)[1])
+                yield Finding(line.number, Problem("$", line.error.split(": ", 1)[1]))
                 continue
             data = line.value
             combined = isinstance(data, Mapping) and "response" in data
             if combined:  # a score input line: the instance plus its response
                 data = {k: v for k, v in data.items() if k != "response"}
-            report = instance_report(data)
+            report = lint.add(data, line.number)
             for problem in (*report.problems, *frame_problems(report, notes)):
-                yield line.number, problem
+                yield Finding(line.number, problem)
             row_id = data.get("id") if isinstance(data, Mapping) else None
             # Ids must be unique in an instance file; a combined file repeats them per response.
             if isinstance(row_id, str) and not combined:
                 if row_id in seen_ids:
-                    yield line.number, Problem("$.id", f"duplicate id {row_id!r} (first on line {seen_ids[row_id]})")
+                    yield Finding(line.number, Problem("$.id", f"duplicate id {row_id!r} (first on line {seen_ids[row_id]})"))
                 else:
                     seen_ids[row_id] = line.number
+            for warning in report.warnings:
+                yield Finding(line.number, warning=warning)
+    for warning in lint.finish():
+        yield Finding(warning.line, warning=warning)
+    if notes is not None:
+        for note in lint.notes:
+            notes.setdefault(f"lint: {note}", note)
+
+
+def _text(name: str, finding: Finding) -> str:
+    where = f"{name}:{finding.line}" if finding.line is not None else name
+    # A message may quote the data (an unknown key): a lone surrogate in it is shown escaped.
+    return escape_surrogates(f"{where}: {finding.problem if finding.problem is not None else finding.warning}")
+
+
+def _json(name: str, finding: Finding) -> str:
+    record: dict[str, Any] = {"file": name, "line": finding.line}
+    if finding.problem is not None:
+        record.update(kind="problem", rule=None, path=finding.problem.path, message=finding.problem.message)
+    else:
+        assert finding.warning is not None
+        record.update(kind="warning", rule=finding.warning.rule, path=finding.warning.path, message=finding.warning.message)
+    return dumps(record)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'s' * (count != 1)}"
+
+
+def summary_line(tally: Tally, files: int, strict: bool) -> str:
+    """``400 lines checked in 1 file: 2 problems on 2 lines, 3 warnings (count-mismatch 2, single-key-map 1)``."""
+    problems = _plural(tally.problems, "problem")
+    if tally.problems:
+        problems += f" on {_plural(tally.problem_lines, 'line')}"
+    warnings = _plural(tally.warning_count, "warning")
+    if tally.warnings:
+        warnings += " (" + ", ".join(f"{rule} {count:,}" for rule, count in sorted(tally.warnings.items())) + ")"
+    text = f"{_plural(tally.lines, 'line')} checked in {_plural(files, 'file')}: {problems}, {warnings}"
+    if strict and tally.warnings:
+        text += "; --strict: warnings count as problems"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
-    problems = 0
-    lines_with_problems = 0
+    tally = Tally()
     notes: dict[str, str] = {}
+    as_json = args.json
     for path in args.files:
         name = "<stdin>" if path == STDIO else path
-        last_line = 0
         try:
-            for number, problem in file_problems(path, notes):
-                problems += 1
-                lines_with_problems += number != last_line
-                last_line = number
+            for finding in file_findings(path, tally, notes, args.group_by):
+                tally.add(finding)
                 if not args.quiet:
-                    # A message may quote the data (an unknown key): a lone surrogate in it is shown escaped.
-                    print(escape_surrogates(f"{name}:{number}: {problem}"))
+                    print(_json(name, finding) if as_json else _text(name, finding))
         except InputFailed as exc:  # part-way through (a truncated .gz): a problem of this file; go on with the next
-            print(escape_surrogates(str(exc)))
-            problems += 1
+            tally.problems += 1
+            tally.problem_lines += 1
+            if not args.quiet:
+                print(
+                    dumps({"file": name, "line": None, "kind": "problem", "rule": None, "path": None, "message": str(exc)})
+                    if as_json
+                    else escape_surrogates(str(exc))
+                )
         # An input that cannot be opened at all (missing, a directory, unreadable) is not caught:
         # main reports it in one line with exit 2, as for every command.
     if not args.quiet:
         for note in notes.values():
-            print(escape_surrogates(f"note: {note}"))
+            print(dumps({"kind": "note", "message": note}) if as_json else escape_surrogates(f"note: {note}"))
     files = len(args.files)
-    print(
-        f"{problems} problem{'s' * (problems != 1)} on {lines_with_problems} line{'s' * (lines_with_problems != 1)} "
-        f"in {files} file{'s' * (files != 1)}"
-    )
-    return EXIT_PROBLEMS if problems else EXIT_OK
+    failed = tally.problems > 0 or (args.strict and tally.warning_count > 0)
+    if as_json:
+        print(
+            dumps(
+                {
+                    "kind": "summary",
+                    "files": files,
+                    "lines": tally.lines,
+                    "problems": tally.problems,
+                    "lines_with_problems": tally.problem_lines,
+                    "warnings": tally.warning_count,
+                    "warnings_by_rule": dict(sorted(tally.warnings.items())),
+                    "strict": bool(args.strict),
+                    "passed": not failed,
+                }
+            )
+        )
+    else:
+        print(summary_line(tally, files, args.strict))
+    return EXIT_PROBLEMS if failed else EXIT_OK

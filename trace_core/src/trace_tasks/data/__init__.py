@@ -2,7 +2,9 @@
 
 Everything that reads instances from data goes through here: the typed
 records and their one cattrs converter, :func:`instance_problems` (every
-problem of an instance, once), :func:`compile_instance` (a validated instance
+problem of an instance, once), :func:`instance_warnings` and
+:class:`DatasetLint` (the authoring rules a valid instance, or a dataset,
+breaks: warnings by rule id), :func:`compile_instance` (a validated instance
 whose target the scoring pipeline prepared once), :class:`InstanceCache`, and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
@@ -17,6 +19,7 @@ from trace_tasks.data._batch import (
 )
 from trace_tasks.data._cache import InstanceCache
 from trace_tasks.data._compiled import CompiledInstance, compile_instance
+from trace_tasks.data._lint import WARNING_RULES, DatasetLint, DataWarning, dataset_warnings, instance_warnings
 from trace_tasks.data._records import (
     AnnotationGT,
     AnswerGT,
@@ -36,10 +39,13 @@ from trace_tasks.errors import InstanceError, Problem
 __all__ = [
     "INSTANCE_FIELDS",
     "MIN_ITEMS_PER_WORKER",
+    "WARNING_RULES",
     "AnnotationGT",
     "AnswerGT",
     "BatchResult",
     "CompiledInstance",
+    "DataWarning",
+    "DatasetLint",
     "InstanceCache",
     "InstanceError",
     "InstanceReport",
@@ -49,11 +55,13 @@ __all__ = [
     "build_instance",
     "compile_instance",
     "converter",
+    "dataset_warnings",
     "format_exception",
     "instance_from_dict",
     "instance_problems",
     "instance_report",
     "instance_to_dict",
+    "instance_warnings",
     "iter_jsonl",
     "open_text",
     "score_trace_batch",

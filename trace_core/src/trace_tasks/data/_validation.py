@@ -36,7 +36,7 @@ keeps, so a valid instance is never parsed twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import cattrs
@@ -62,6 +62,9 @@ from trace_tasks.scoring import (
     read_string_literal,
     size_from,
 )
+
+if TYPE_CHECKING:
+    from trace_tasks.data._lint import DataWarning
 
 __all__ = ["InstanceReport", "Parts", "check", "instance_problems", "instance_report"]
 
@@ -514,7 +517,9 @@ class InstanceReport:
     ``target`` is the owner's parse of ``annotation_gt.value`` (``None`` when it
     did not parse or its type is unknown); ``annotation_type`` the stripped type
     name; ``image_size`` the size the scorer would find in the instance. Used by
-    ``trace-tasks validate`` for its image-frame check.
+    ``trace-tasks validate`` for its image-frame check. ``warnings`` are the
+    instance's own warnings (:func:`~trace_tasks.data.instance_warnings`; none
+    when there is a problem).
     """
 
     problems: tuple[Problem, ...]
@@ -522,10 +527,13 @@ class InstanceReport:
     target: Any = None
     parsed: bool = False
     image_size: Size | None = None
+    warnings: tuple[DataWarning, ...] = ()
 
 
 def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
-    """:func:`instance_problems`, plus the parsed target and the image size."""
+    """:func:`instance_problems`, plus the parsed target, the image size and the instance's warnings."""
+    from trace_tasks.data._lint import parts_warnings  # the lint builds on this module
+
     problems, parts = check(data, cls, get_registry())
     parsed = parts.target is not UNPARSED
     return InstanceReport(
@@ -534,6 +542,7 @@ def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> I
         parts.target if parsed else None,
         parsed,
         parts.size_image or parts.size_meta,
+        () if problems else parts_warnings(data, parts),
     )
 
 
