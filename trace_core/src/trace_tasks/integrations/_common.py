@@ -35,6 +35,12 @@ Rules:
   ragged keys (EasyR1).
 * Responses decoded with special tokens are cut at the final object by
   :func:`strip_special_tokens` (OpenRLHF, EasyR1): one implementation.
+* A valid row that breaks an authoring rule of the annotation contract (a
+  warning of :func:`trace_tasks.data.instance_warnings`: normalised
+  coordinates, a one-key map, a point without an image size...) is scored as
+  it is, and the rule is logged once per process (``logging`` WARNING on this
+  module's logger, ``trace_tasks.integrations._common``) with the first row
+  that broke it: a training log gets one line per rule, not one per row.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from __future__ import annotations
 import collections
 import importlib
 import json
+import logging
 import threading
 from collections.abc import Hashable, Mapping
 from types import ModuleType
@@ -50,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
-from trace_tasks.data import CompiledInstance, InstanceCache
+from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
 from trace_tasks.errors import OptionError, RecordError, TraceTasksError
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import OPTION_DEFAULTS, options_from
@@ -64,6 +71,8 @@ SIZE_FIELDS: tuple[str, ...] = ("image_size", "image_sizes", "metadata")
 #: The fields handed to the strict compiler: the instance proper. ``image_sizes``
 #: is not an instance field; it goes to the scorer as an option of the row.
 COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
+
+logger = logging.getLogger(__name__)
 
 #: Compiled instances shared by every adapter in this process, by content and
 #: bounded: a GRPO group of 8-16 rollouts (or an instance met again next epoch)
@@ -229,6 +238,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
     instance = load_instance(ground_truth, where=where)
     fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
     compiled = INSTANCE_CACHE.compile(fields, record=where)
+    log_warnings(compiled, where)
     image_sizes = instance["image_sizes"]
     entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
     if key is not None:
@@ -238,6 +248,31 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
                 while len(_raw) > _RAW_MAX:
                     _raw.popitem(last=False)
     return entry
+
+
+#: The warning rules already logged by this process (each is logged once).
+_logged_rules: set[str] = set()
+_logged_lock = threading.Lock()
+
+
+def log_warnings(compiled: CompiledInstance, where: str) -> None:
+    """Log each authoring-rule warning of ``compiled`` whose rule this process has not logged yet (once per rule)."""
+    found = instance_warnings(compiled)
+    if not found:
+        return
+    with _logged_lock:
+        new = {}
+        for warning in found:
+            if warning.rule not in _logged_rules and warning.rule not in new:
+                new[warning.rule] = warning
+        _logged_rules.update(new)
+    for warning in new.values():
+        logger.warning(
+            "%s: %s (the instance is scored as it is; each rule is logged once per process: "
+            "`trace-tasks validate` on the dataset lists every instance)",
+            where,
+            warning,
+        )
 
 
 def clear_instance_caches() -> None:
