@@ -23,7 +23,7 @@ import attrs
 
 from trace_tasks.cli._jsonl import Line
 from trace_tasks.cli._summary import Summary
-from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError
+from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
 
 
 @attrs.frozen(slots=True)
@@ -40,6 +40,8 @@ class Slot:
     annotation_type: str = ""
     error: str | None = None
     compiled: CompiledInstance | None = None
+    #: The input's columns kept in the output row (``score --keep``), under ``"extra"``; ``None``: none asked for.
+    extra: dict[str, Any] | None = None
 
 
 def build(data: Mapping[str, Any], cache: InstanceCache, record: str | None = None) -> CompiledInstance | InstanceError:
@@ -66,32 +68,56 @@ def _response_problem(data: Mapping[str, Any]) -> str:
     return f"$.response: must be a string (the decoded model output), got {type(data['response']).__name__}"
 
 
-def _slot(line: int, instance: CompiledInstance, response: str, row_id: Any) -> Slot:
+def _slot(line: int, instance: CompiledInstance, response: str, row_id: Any, extra: dict[str, Any] | None = None) -> Slot:
     item = {"response": response, **instance.scoring_kwargs()}
-    return Slot(line, row_id, item, instance.annotation_type, compiled=instance)
+    return Slot(line, row_id, item, instance.annotation_type, compiled=instance, extra=extra)
 
 
-def combined_slots(lines: Iterable[Line], cache: InstanceCache | None = None) -> Iterator[Slot]:
-    """Slots for lines that each hold an instance and its ``response`` (instances compiled through ``cache``)."""
+#: The fields of an instance: a kept column of that name stays in the instance too (``--keep metadata``).
+_INSTANCE_KEYS = frozenset(field.name for field in attrs.fields(TrainInstance))
+
+
+def kept_columns(data: Any, keep: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``keep`` columns of an input row (``None`` for one it lacks, or a row that is no object); ``None`` when none are kept."""
+    if not keep:
+        return None
+    if not isinstance(data, Mapping):
+        return dict.fromkeys(keep)
+    return {column: data.get(column) for column in keep}
+
+
+def combined_slots(lines: Iterable[Line], cache: InstanceCache | None = None, keep: tuple[str, ...] = ()) -> Iterator[Slot]:
+    """Slots for lines that each hold an instance and its ``response`` (instances compiled through ``cache``).
+
+    ``keep`` names columns carried to the output row; one that is no instance
+    field is taken off the line before validation (it is the user's, not an unknown field).
+    """
     cache = cache if cache is not None else InstanceCache()
+    dropped = frozenset(keep) - _INSTANCE_KEYS | {"response"}
     for line in lines:
+        extra = kept_columns(line.value, keep)
         if line.error is not None:
-            yield Slot(line.number, None, error=line.error)
+            yield Slot(line.number, None, error=line.error, extra=extra)
             continue
         data = line.value
         row_id = _row_id(data)
         if not isinstance(data, Mapping):
-            yield Slot(line.number, None, error=f"line {line.number}: $: a line must be a JSON object, got {type(data).__name__}")
+            yield Slot(
+                line.number,
+                None,
+                error=f"line {line.number}: $: a line must be a JSON object, got {type(data).__name__}",
+                extra=extra,
+            )
             continue
         response = _response(data)
         if response is None:
-            yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}")
+            yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}", extra=extra)
             continue
-        instance = build({k: v for k, v in data.items() if k != "response"}, cache)
+        instance = build({k: v for k, v in data.items() if k not in dropped}, cache)
         if isinstance(instance, InstanceError):
-            yield Slot(line.number, row_id, error=f"line {line.number}: {instance.message}")
+            yield Slot(line.number, row_id, error=f"line {line.number}: {instance.message}", extra=extra)
             continue
-        yield _slot(line.number, instance, response, row_id)
+        yield _slot(line.number, instance, response, row_id, extra)
 
 
 @attrs.define
@@ -161,25 +187,28 @@ class InstanceIndex:
         self.by_id[row_id] = (source, number, instance)
 
 
-def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
-    """Slots for response lines, each joined by ``id`` to an instance of ``index``."""
+def joined_slots(lines: Iterable[Line], index: InstanceIndex, keep: tuple[str, ...] = ()) -> Iterator[Slot]:
+    """Slots for response lines, each joined by ``id`` to an instance of ``index`` (``keep``: columns of the response line carried to the output row)."""
     for line in lines:
+        extra = kept_columns(line.value, keep)
         if line.error is not None:
-            yield Slot(line.number, None, error=line.error)
+            yield Slot(line.number, None, error=line.error, extra=extra)
             continue
         data = line.value
         n = line.number
         if not isinstance(data, Mapping):
-            yield Slot(n, None, error=f"line {n}: $: a response line must be a JSON object, got {type(data).__name__}")
+            yield Slot(
+                n, None, error=f"line {n}: $: a response line must be a JSON object, got {type(data).__name__}", extra=extra
+            )
             continue
         row_id = data.get("id")
         response = _response(data)
         if not isinstance(row_id, str):
-            yield Slot(n, row_id, error=f"line {n}: $.id: a response needs the string id of its instance")
+            yield Slot(n, row_id, error=f"line {n}: $.id: a response needs the string id of its instance", extra=extra)
         elif response is None:
-            yield Slot(n, row_id, error=f"line {n}: {_response_problem(data)}")
+            yield Slot(n, row_id, error=f"line {n}: {_response_problem(data)}", extra=extra)
         elif row_id not in index.by_id:
-            yield Slot(n, row_id, error=f"line {n}: no instance with id {row_id!r} in {index.source}")
+            yield Slot(n, row_id, error=f"line {n}: no instance with id {row_id!r} in {index.source}", extra=extra)
         else:
             instance_source, instance_line, instance = index.by_id[row_id]
             if isinstance(instance, str):
@@ -187,20 +216,28 @@ def joined_slots(lines: Iterable[Line], index: InstanceIndex) -> Iterator[Slot]:
                     n,
                     row_id,
                     error=f"line {n}: instance {row_id!r} ({instance_source} line {instance_line}) is invalid: {instance}",
+                    extra=extra,
                 )
             else:
-                yield _slot(n, instance, response, row_id)
+                yield _slot(n, instance, response, row_id, extra)
 
 
 def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -> dict[str, Any]:
-    """The output row of one slot (``{"id", "line", **scores}`` or ``{"id", "line", "error"}``), counted in ``summary``."""
+    """The output row of one slot (``{"id", "line", **scores}`` or ``{"id", "line", "error"}``), counted in ``summary``.
+
+    Kept input columns (``score --keep``) come last, under ``"extra"``, so they never clash with a score key;
+    a summary with ``group_by`` also counts the row under its value of that column.
+    """
     head = {"id": slot.id, "line": slot.line}
+    tail = {} if slot.extra is None else {"extra": slot.extra}
     if slot.error is not None:
         summary.add_error()
-        return {**head, "error": slot.error}
+        return {**head, "error": slot.error, **tail}
     assert scores is not None
     if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
         summary.add_error()
-        return {**head, "error": f"line {slot.line}: {scores['error']}"}
+        return {**head, "error": f"line {slot.line}: {scores['error']}", **tail}
     summary.add_scores(slot.annotation_type, scores)
-    return {**head, **scores}
+    if summary.group_by is not None and slot.extra is not None:
+        summary.add_group(slot.extra.get(summary.group_by), scores)
+    return {**head, **scores, **tail}

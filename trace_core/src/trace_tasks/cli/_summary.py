@@ -9,12 +9,23 @@ after another (see :meth:`Summary.add_metrics`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.
 MEANS = (("overall", "overall"), ("answer_reward", "answer"), ("annotation_reward", "annotation"), ("format", "format"))
+
+
+def group_name(value: Any) -> str:
+    """A ``--group-by`` value as a key: a string as it is, anything else as JSON (a missing column: ``null``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 class _Totals:
@@ -78,6 +89,9 @@ class Summary:
         self.lines = 0
         self.errors = 0
         self.with_metrics = False
+        #: ``score --group-by COLUMN``: the column, and the totals of each of its values (one entry per distinct value).
+        self.group_by: str | None = None
+        self.by_group: dict[str, _Totals] = {}
         #: Closed groups (an id's consecutive rows, at least 2) and those among them whose overall values are all equal.
         self.groups = 0
         self.zero_variance_groups = 0
@@ -121,6 +135,10 @@ class Summary:
         self.overall.add(scores)
         self.by_type.setdefault(annotation_type, _Totals()).add(scores)
 
+    def add_group(self, value: Any, scores: Mapping[str, Any]) -> None:
+        """A scored row under its value of the ``group_by`` column (after :meth:`add_scores`)."""
+        self.by_group.setdefault(group_name(value), _Totals()).add(scores)
+
     def add_error(self) -> None:
         self.lines += 1
         self.errors += 1
@@ -132,6 +150,9 @@ class Summary:
         self.overall.merge(other.overall)
         for name, totals in other.by_type.items():
             self.by_type.setdefault(name, _Totals()).merge(totals)
+        self.group_by = self.group_by or other.group_by
+        for name, totals in other.by_group.items():
+            self.by_group.setdefault(name, _Totals()).merge(totals)
         # Each side's open group is closed: a group split between two merged parts counts as two.
         self.with_metrics = self.with_metrics or other.with_metrics
         self._close_group()
@@ -152,13 +173,17 @@ class Summary:
             }
             for name, totals in by_type.items():
                 totals["metrics"] = self.by_type[name].metrics()
-        return {
+        data = {
             "lines": self.lines,
             "scored": self.overall.count,
             "errors": self.errors,
             "overall": overall,
             "by_annotation_type": by_type,
         }
+        if self.group_by is not None:
+            data["group_by"] = self.group_by
+            data["by_group"] = {name: self.by_group[name].to_dict() for name in sorted(self.by_group)}
+        return data
 
     def table(self) -> str:
         """A fixed-width table: one row per annotation type, then the overall row."""
@@ -181,6 +206,12 @@ class Summary:
         rule = "-" * len(line(headers))
         out = [line(headers), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]
         out.append(f"{self.lines} lines: {self.overall.count} scored, {self.errors} failed (see the 'error' field)")
+        if self.group_by is not None:
+            group_rows = [self._row(name, self.by_group[name]) for name in sorted(self.by_group)]
+            cells = [[f"{self.group_by}", *headers[1:]], *group_rows]
+            group_widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+            widths[:] = group_widths
+            out += ["", line(cells[0]), "-" * len(line(cells[0])), *(line(r) for r in group_rows)]
         return "\n".join(out)
 
     @staticmethod

@@ -122,6 +122,22 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary table on stderr")
     parser.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help=(
+            "carry an input column (a 'kind' or 'sample' tag) to each output row, under 'extra' (repeat, or give "
+            "a,b); in the combined layout a column that is no instance field is not an error then; JSON Lines outputs only"
+        ),
+    )
+    parser.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        default=None,
+        help="also summarize per value of an input column (kept as with --keep): a table on stderr, by_group in --summary-json",
+    )
+    parser.add_argument(
         "--no-metrics",
         action="store_true",
         help="leave the field metrics (acc@iou0.5, f1@iou0.5, ...) out of --summary-json: each response is then scored without a trail",
@@ -170,6 +186,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--summary-json - and the scores would both go to standard output: give -o FILE for the scores")
     if args.address is not None and args.engine != "ray":
         return _fail("--address joins a Ray cluster: add --engine ray")
+    keep = kept(args)
+    if keep and args.engine == "ray":
+        return _fail("--keep and --group-by are not supported by --engine ray yet: use --engine local")
+    if keep and args.output is not None and _output_format(args.output) == PARQUET:
+        return _fail("--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl")
     if args.engine == "ray":
         from trace_tasks.cli import _ray_engine
 
@@ -178,6 +199,10 @@ def run(args: argparse.Namespace) -> int:
         except EngineError as exc:
             return _fail(str(exc))
     plan = make_plan(args)
+    if keep and any(job.format == PARQUET for job in plan.jobs):
+        return _fail(
+            "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
+        )
     if args.engine == "ray":
         from trace_tasks.cli import _ray_engine
 
@@ -251,6 +276,8 @@ def report_resumed(plan: Plan, quiet: bool) -> None:
 
 def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
     summary = Summary()
+    summary.group_by = getattr(args, "group_by", None)
+    keep = kept(args)
     instance_problems: list[str] = []
     report_resumed(plan, args.quiet)
     metrics = wants_metrics(args)
@@ -265,13 +292,23 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
                     instance_problems = index.problems
                     report_instance_problems(instance_problems, index.source)
                 with _open_job_input(job) as (lines, source):
-                    slots = combined_slots(lines) if index is None else joined_slots(lines, index)
+                    slots = combined_slots(lines, keep=keep) if index is None else joined_slots(lines, index, keep)
                     _write_all(slots, job, source, out, summary, args, options, pool)
         if not args.quiet:
             print(summary.table(), file=sys.stderr)
         if summary_out is not None:
             write_summary(summary_out, summary, instance_problems, options, plan)
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
+
+
+def kept(args: argparse.Namespace) -> tuple[str, ...]:
+    """The input columns carried to the output rows: every ``--keep`` (``a,b`` is two), then ``--group-by``'s, once each."""
+    columns: list[str] = []
+    for value in [*getattr(args, "keep", []), *([args.group_by] if getattr(args, "group_by", None) else [])]:
+        for column in value.split(","):
+            if column.strip() and column.strip() not in columns:
+                columns.append(column.strip())
+    return tuple(columns)
 
 
 def wants_metrics(args: argparse.Namespace) -> bool:

@@ -1,0 +1,141 @@
+"""``score --keep COLUMN`` and ``--group-by COLUMN``: a user's columns carried to the rows, and a summary per value.
+
+Kept columns go under one ``"extra"`` key at the end of a row, so they never
+clash with a score key and rows without ``--keep`` are byte for byte as before.
+The per-group summary is checked against the output rows themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli, write_lines
+from trace_tasks.cli._summary import Summary
+
+
+def _tagged(tmp_path: Path) -> Path:
+    rows = []
+    for n, line in enumerate(COMBINED.read_text().splitlines()):
+        row = json.loads(line)
+        row["kind"] = ["short", "long"][n % 2]
+        row["sample"] = n % 3
+        rows.append(row)
+    return write_lines(tmp_path / "tagged.jsonl", rows)
+
+
+def test_without_keep_rows_are_unchanged(tmp_path: Path) -> None:
+    result = run_cli("score", str(INSTANCES), "--responses", str(RESPONSES), "-q")
+    assert result.returncode == 0
+    assert all("extra" not in row for row in read_jsonl(result.stdout))  # responses.jsonl has 'quality': not kept
+    tagged = run_cli("score", str(_tagged(tmp_path)), "-q")
+    assert tagged.returncode == 1 and b"extra fields found (kind, sample)" in tagged.stdout  # the strict default
+
+
+def test_keep_carries_columns_under_extra_and_scores_do_not_change(tmp_path: Path) -> None:
+    plain = run_cli("score", str(COMBINED), "-q").stdout.splitlines()
+    result = run_cli("score", str(_tagged(tmp_path)), "-q", "--keep", "kind,sample")
+    assert result.returncode == 0, result.stderr.decode()
+    rows = result.stdout.splitlines()
+    assert len(rows) == len(plain)
+    for n, (raw, before) in enumerate(zip(rows, plain, strict=True)):
+        row = json.loads(raw)
+        assert list(row)[-1] == "extra" and row["extra"] == {"kind": ["short", "long"][n % 2], "sample": n % 3}
+        del row["extra"]
+        assert json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode() == before
+
+
+def test_missing_columns_are_null_and_error_rows_keep_theirs(tmp_path: Path) -> None:
+    good = json.loads(COMBINED.read_text().splitlines()[0])
+    rows: list[Any] = [{**good, "kind": "x"}, good, {**good, "kind": "y", "response": 3}, "not json"]
+    result = run_cli("score", str(write_lines(tmp_path / "in.jsonl", rows)), "-q", "--keep", "kind")
+    out = read_jsonl(result.stdout)
+    assert [row["extra"] for row in out] == [{"kind": "x"}, {"kind": None}, {"kind": "y"}, {"kind": None}]
+    assert "error" in out[2] and "error" in out[3]
+
+
+def test_keeping_an_instance_field_leaves_it_in_the_instance(tmp_path: Path) -> None:
+    plain = read_jsonl(run_cli("score", str(COMBINED), "-q").stdout)
+    kept = read_jsonl(run_cli("score", str(COMBINED), "-q", "--keep", "metadata").stdout)
+    first = json.loads(COMBINED.read_text().splitlines()[0])
+    assert kept[0]["extra"] == {"metadata": first["metadata"]}
+    assert [{k: v for k, v in row.items() if k != "extra"} for row in kept] == plain
+
+
+def test_group_by_summarizes_each_value(tmp_path: Path) -> None:
+    summary_path = tmp_path / "summary.json"
+    result = run_cli(
+        "score", str(INSTANCES), "--responses", str(RESPONSES), "--group-by", "quality", "--summary-json", str(summary_path)
+    )
+    assert result.returncode == 0
+    rows = read_jsonl(result.stdout)
+    summary = json.loads(summary_path.read_text())
+    assert summary["group_by"] == "quality"
+    expected: dict[str, list[float]] = {}
+    for row in rows:
+        expected.setdefault(row["extra"]["quality"], []).append(row["overall"])
+    assert set(summary["by_group"]) == set(expected)
+    for name, values in expected.items():
+        assert summary["by_group"][name]["count"] == len(values)
+        assert summary["by_group"][name]["mean_overall"] == pytest.approx(sum(values) / len(values))
+    table = result.stderr.decode()
+    assert "\nquality " in table and all(f"\n{name} " in table for name in expected)
+
+
+def test_group_by_values_that_are_not_strings(tmp_path: Path) -> None:
+    summary_path = tmp_path / "s.json"
+    path = _tagged(tmp_path)
+    assert (
+        run_cli(
+            "score",
+            str(path),
+            "-q",
+            "--keep",
+            "kind",
+            "--group-by",
+            "sample",
+            "--summary-json",
+            str(summary_path),
+            "-o",
+            str(tmp_path / "o.jsonl"),
+        ).returncode
+        == 0
+    )
+    by_group = json.loads(summary_path.read_text())["by_group"]
+    assert sorted(by_group) == ["0", "1", "2"] and sum(g["count"] for g in by_group.values()) == 108
+
+
+def test_refusals(tmp_path: Path) -> None:
+    parquet = run_cli("score", str(COMBINED), "-q", "--keep", "kind", "-o", str(tmp_path / "o.parquet"))
+    assert parquet.returncode == 2 and b"JSON Lines" in parquet.stderr
+    assert not (tmp_path / "o.parquet").exists()
+    ray = run_cli("score", str(COMBINED), "-q", "--group-by", "kind", "--engine", "ray")
+    assert ray.returncode == 2 and b"--engine ray" in ray.stderr
+
+
+def test_summary_groups_merge_exactly() -> None:
+    whole, first, second = Summary(), Summary(), Summary()
+    for summary in (whole, first, second):
+        summary.group_by = "kind"
+    rows = [("a", 1.0), ("b", 0.5), ("a", 0.25), (None, 0.0)]
+    for n, (kind, overall) in enumerate(rows):
+        for summary in (whole, first if n < 2 else second):
+            summary.add_scores("bbox", {"overall": overall})
+            summary.add_group(kind, {"overall": overall})
+    merged = pickle.loads(pickle.dumps(first))
+    merged.merge(pickle.loads(pickle.dumps(second)))
+    assert merged.to_dict() == whole.to_dict()
+    assert whole.to_dict()["by_group"]["a"]["mean_overall"] == pytest.approx(0.625)
+    assert set(whole.to_dict()["by_group"]) == {"a", "b", "null"}
+
+
+@pytest.mark.slow
+def test_a_process_pool_keeps_the_same_columns(tmp_path: Path) -> None:
+    path = _tagged(tmp_path)
+    one = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample")
+    two = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample", "--workers", "2")
+    assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
