@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trace_tasks.cli import _drawing
+from trace_tasks.cli import _data_warnings, _drawing
 from trace_tasks.cli._breakdown import reward_breakdown
 from trace_tasks.cli._errors import UsageError, describe
 from trace_tasks.cli._jsonl import open_binary, read_lines
@@ -42,11 +42,12 @@ from trace_tasks.cli._report_data import (
     ScoresFileError,
     deltas,
     histograms,
+    options_differences,
     read_rows,
     run_options,
     sample,
     type_table,
-    worst,
+    worst_spread,
 )
 from trace_tasks.cli._report_html import Case, Report, page
 from trace_tasks.data import compile_instance
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     rows = load_scores(args.scores)
     baseline = load_scores(args.baseline) if args.baseline else None
     table = type_table(rows)
-    worst_rows, sample_rows = worst(rows, args.worst), sample(rows, args.sample, args.seed)
+    worst_rows, sample_rows = worst_spread(rows, args.worst), sample(rows, args.sample, args.seed)
     cases = build_cases(args, [*worst_rows, *sample_rows])
     report = Report(
         title=f"trace-tasks report: {args.scores}",
@@ -134,10 +135,14 @@ def run(args: argparse.Namespace) -> int:
         deltas=deltas(table, type_table(baseline)) if baseline is not None else None,
         baseline_name=args.baseline or "",
         notes=_notes(args),
+        baseline_warning=baseline_warning(rows, baseline) if baseline is not None else "",
     )
     html = page(
         report,
-        worst_intro=f"The {len(worst_rows)} scored rows with the lowest overall reward (ties in file order).",
+        worst_intro=(
+            f"The {len(worst_rows)} scored rows with the lowest overall reward, taken in turn from each annotation "
+            "type (the type with the lowest row first; ties in file order)."
+        ),
         sample_intro=f"{len(sample_rows)} rows drawn at random with seed {args.seed} (the same seed gives the same rows).",
     )
     with open_outputs(args.output) as (out,):
@@ -162,9 +167,39 @@ def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any])
         items.append(("options (first row)", ", ".join(f"{k}={v}" for k, v in options.items())))
     if args.instances:
         items.append(("instances", args.instances + (f", responses {args.responses}" if args.responses else "")))
+        items.append(("data warnings", data_warnings(args.instances)))
     if args.baseline:
         items.append(("baseline", args.baseline))
     return tuple(items)
+
+
+def baseline_warning(rows: Sequence[Row], baseline: Sequence[Row]) -> str:
+    """A warning when the baseline was scored with other scorer options (its deltas then mix options and model)."""
+    now = next((r for r in rows if r.scored), None)
+    before = next((r for r in baseline if r.scored), None)
+    if now is None or before is None:
+        return ""
+    differences = options_differences(run_options(now), run_options(before))
+    if not differences:
+        return ""
+    return (
+        "The baseline was scored with other scorer options (first scored row of each file): "
+        + "; ".join(differences)
+        + ". The deltas below mix a change of options with a change of model: score both runs with the same options."
+    )
+
+
+def data_warnings(path: str) -> str:
+    """The warnings of the instances file by rule (the rules of ``trace-tasks validate``), for the run summary."""
+    counts, lines = _data_warnings.file_warnings(path)
+    checked = f"{lines:,} instance line{'s' * (lines != 1)}"
+    if not counts:
+        return f"none in {checked}"
+    total = sum(counts.values())
+    return (
+        f"{total:,} in {checked}: {_data_warnings.counts_text(counts)} (warnings, not problems: the scores are as the "
+        f"data says; 'trace-tasks validate {path}' lists each)"
+    )
 
 
 def _notes(args: argparse.Namespace) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 import attrs
 
+from trace_tasks.cli import _data_warnings
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
@@ -279,6 +280,7 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
     summary.group_by = getattr(args, "group_by", None)
     keep = kept(args)
     instance_problems: list[str] = []
+    data_warnings = _data_warnings.RunWarnings()  # the authoring rules the instances break: counted, never scored
     report_resumed(plan, args.quiet)
     metrics = wants_metrics(args)
     with open_outputs(args.summary_json) as (summary_out,), worker_pool(options, args.workers or 1, metrics) as pool:
@@ -291,13 +293,21 @@ def _score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int
                     index = _load_index(args.input, plan.instances)
                     instance_problems = index.problems
                     report_instance_problems(instance_problems, index.source)
+                    data_warnings.add_index(index)
+                    _data_warnings.report(data_warnings, "instance", index.source, args.quiet)
                 with _open_job_input(job) as (lines, source):
                     slots = combined_slots(lines, keep=keep) if index is None else joined_slots(lines, index, keep)
+                    if index is None:  # instances arrive with their responses: counted as they are compiled
+                        slots = data_warnings.watch(slots, job.name)
                     _write_all(slots, job, source, out, summary, args, options, pool)
         if not args.quiet:
+            if index is None:
+                data_warnings.finish()
+                _data_warnings.report(data_warnings, "line", args.input, args.quiet)
             print(summary.table(), file=sys.stderr)
         if summary_out is not None:
-            write_summary(summary_out, summary, instance_problems, options, plan)
+            data_warnings.finish()
+            write_summary(summary_out, summary, instance_problems, options, plan, data_warnings.counts)
     return EXIT_LINE_ERRORS if summary.errors or instance_problems else EXIT_OK
 
 
@@ -316,9 +326,18 @@ def wants_metrics(args: argparse.Namespace) -> bool:
     return args.summary_json is not None and not getattr(args, "no_metrics", False)
 
 
-def write_summary(out: IO[str], summary: Summary, instance_problems: list[str], options: dict[str, Any], plan: Plan) -> None:
+def write_summary(
+    out: IO[str],
+    summary: Summary,
+    instance_problems: list[str],
+    options: dict[str, Any],
+    plan: Plan,
+    warnings: dict[str, int] | None = None,
+) -> None:
     """``--summary-json``: the summary, the instances' problems and the options; a sharded run also lists its outputs."""
     data: dict[str, Any] = {**summary.to_dict(), "instance_problems": instance_problems, "options": options}
+    if warnings is not None:  # the data warnings by rule (the local engine counts them)
+        data["warnings"] = warnings
     if plan.sharded or plan.skipped:
         data["outputs"] = [job.output for job in plan.jobs]
         data["skipped_complete"] = len(plan.skipped)
