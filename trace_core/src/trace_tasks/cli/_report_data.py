@@ -17,6 +17,7 @@ from typing import Any, TypeGuard
 import attrs
 
 from trace_tasks.cli._jsonl import Line
+from trace_tasks.scoring import RECOVERY_MODES
 
 #: The reward components shown per type (key, title).
 COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -232,6 +233,34 @@ def worst(rows: Sequence[Row], count: int) -> list[Row]:
     return sorted(scored, key=lambda r: (value(r, "overall"), r.number))[: max(count, 0)]
 
 
+def worst_spread(rows: Sequence[Row], count: int) -> list[Row]:
+    """The ``count`` lowest-overall scored rows taken in turn from each annotation type.
+
+    Each type's rows are ordered by ``overall`` (ties: file order); the types
+    take turns, the type with the lowest row first, so a type whose rows all
+    tie at 0 cannot fill the section alone.
+    """
+    groups = [
+        sorted(group, key=lambda r: (value(r, "overall"), r.number)) for group in by_type([r for r in rows if r.scored]).values()
+    ]
+    groups.sort(key=lambda group: (value(group[0], "overall"), group[0].number))
+    picked: list[Row] = []
+    depth = 0
+    while len(picked) < count and any(depth < len(group) for group in groups):
+        for group in groups:
+            if depth < len(group) and len(picked) < count:
+                picked.append(group[depth])
+        depth += 1
+    return picked
+
+
+def options_differences(now: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
+    """The scorer options two runs differ in, as ``key: X here, Y in the baseline`` (their first scored rows' echoes)."""
+    return [
+        f"{key}: {now.get(key)!r} here, {before.get(key)!r} in the baseline" for key in now if now.get(key) != before.get(key)
+    ]
+
+
 def sample(rows: Sequence[Row], count: int, seed: int) -> list[Row]:
     """``count`` rows drawn at random with ``seed`` (the same seed gives the same rows), in file order."""
     picked = random.Random(seed).sample(range(len(rows)), min(max(count, 0), len(rows)))
@@ -242,11 +271,16 @@ def run_options(row: Row) -> dict[str, Any]:
     """The scoring options a row was scored with, from its echoes (``docs/contracts.md`` section 7).
 
     The half-life is the row's own resolved ``annotation_point_half_life_px``
-    when it reports one, so an explanation uses the scorer's context.
+    when it reports one, so an explanation uses the scorer's context. The
+    opt-in policies (``trace_recovery``, ``format_accept_answer_tag``) are read
+    from their indicators, present only when a row was scored with them.
     """
     s = row.scores
     half_life = s.get("annotation_point_half_life_px")
+    recovery = next((mode for mode in RECOVERY_MODES if s.get(f"trace_recovery_{mode}") == 1.0), "lenient")
     return {
+        "trace_recovery": recovery,
+        "format_accept_answer_tag": s.get("format_accept_answer_tag") == 1.0,
         "trace_reward_mode": "answer_and_annotation" if s.get("trace_reward_mode_answer_and_annotation") == 1.0 else "answer",
         "answer_weight": value(row, "trace_answer_weight"),
         "annotation_weight": value(row, "trace_annotation_weight"),

@@ -43,6 +43,7 @@ pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: bre
 .case { border: 1px solid #ddd; border-radius: 4px; padding: .5em 1em; margin: 1em 0; }
 .case img { max-width: 100%; border: 1px solid #ccc; }
 .grid td { vertical-align: top; } table.summary th { background: none; white-space: nowrap; }
+.warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
 """
 
 
@@ -71,6 +72,7 @@ class Report:
     deltas: Sequence[Delta] | None = None
     baseline_name: str = ""
     notes: tuple[str, ...] = ()
+    baseline_warning: str = ""
 
 
 def e(text: object) -> str:
@@ -93,6 +95,8 @@ def signed(x: float | None) -> str:
 def summary_section(report: Report) -> str:
     items = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>' for k, v in report.summary)
     notes = "".join(f'<p class="muted">{e(n)}</p>' for n in report.notes)
+    if report.baseline_warning:
+        notes += f'<p class="warning" role="alert"><a href="#baseline">Baseline</a>: {e(report.baseline_warning)}</p>'
     return f'<h2 id="summary">Run summary</h2><table class="summary">{items}</table>{notes}'
 
 
@@ -109,16 +113,32 @@ def type_table_section(table: Sequence[TypeStats]) -> str:
     )
 
 
+def top_share(histograms: Mapping[str, Mapping[str, Sequence[int]]]) -> float:
+    """The largest share of one bin in any chart: the one y scale of every histogram of the page."""
+    top = 0.0
+    for per_key in histograms.values():
+        for counts in per_key.values():
+            total = sum(counts)
+            if total:
+                top = max(top, max(counts) / total)
+    return top or 1.0
+
+
 def histograms_section(histograms: Mapping[str, Mapping[str, Sequence[int]]]) -> str:
     head = "".join(f"<th>{e(title)}</th>" for _, title in COMPONENTS)
+    scale = top_share(histograms)
     rows = []
     for name, per_key in histograms.items():
-        cells = "".join(f"<td>{histogram_svg(per_key[key], label=f'{name} {title}')}</td>" for key, title in COMPONENTS)
+        cells = "".join(
+            f"<td>{histogram_svg(per_key[key], label=f'{name} {title}', top_share=scale)}</td>" for key, title in COMPONENTS
+        )
         rows.append(f'<tr data-type="{e(name)}"><td>{e(name)}</td>{cells}</tr>')
     return (
         '<h2 id="histograms">Reward components per type</h2>'
-        '<p class="muted">Scored rows in ten bins over [0, 1]; bar heights relative to the tallest bar of each chart.</p>'
-        f'<table class="grid"><tr><th>type</th>{head}</tr>{"".join(rows)}</table>'
+        f'<p class="muted">Scored rows in ten bins over [0, 1]. Bar heights are shares of the type\'s scored rows, '
+        f"on one scale for every chart (0 to {100 * scale:.0f}%), so bars compare across types and components; "
+        "hover a bar for its count.</p>"
+        f'<div class="wide"><table class="grid"><tr><th>type</th>{head}</tr>{"".join(rows)}</table></div>'
     )
 
 
@@ -145,7 +165,7 @@ def _share(count: int, total: int) -> str:
     return f'<td class="n" data-count="{count}">{count}{share}</td>'
 
 
-def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
+def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str = "") -> str:
     head = "".join(
         f"<th>{e(title)} now</th><th>before</th><th>delta</th>" + ("<th></th>" if key == "overall" else "")
         for key, title in COMPONENTS
@@ -166,7 +186,8 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str) -> str:
         )
     return (
         f'<h2 id="baseline">Compared with {e(baseline_name)}</h2>'
-        '<p class="muted">Means over scored rows; delta = this run minus the baseline.</p>'
+        + (f'<p class="warning" role="alert">{e(warning)}</p>' if warning else "")
+        + '<p class="muted">Means over scored rows; delta = this run minus the baseline.</p>'
         f'<div class="wide"><table class="baseline"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>'
         f"{''.join(rows)}</table></div>"
     )
@@ -216,7 +237,7 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         failures_section(report.table),
     ]
     if report.deltas is not None:
-        sections.append(baseline_section(report.deltas, report.baseline_name))
+        sections.append(baseline_section(report.deltas, report.baseline_name, report.baseline_warning))
     sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst))
     sections.append(cases_section("sample", "Random sample", sample_intro, report.sample))
     return (

@@ -14,29 +14,48 @@ BAR_RGB = "#3b6fd6"
 AXIS_RGB = "#999"
 
 
-def histogram_svg(counts: Sequence[int], *, label: str, width: int = 180, height: int = 70) -> str:
-    """A bar chart of ``counts`` over [0, 1] (bins of equal width), bars scaled to the largest count."""
+def histogram_svg(
+    counts: Sequence[int], *, label: str, top_share: float | None = None, width: int = 230, height: int = 120
+) -> str:
+    """A bar chart of ``counts`` over [0, 1] (bins of equal width), with labelled axes.
+
+    Bar heights are shares of the chart's rows, on the scale ``[0, top_share]``
+    (the caller passes one ``top_share`` for every chart of a page, so bars compare
+    across charts; ``None``: this chart's largest share). Hovering a bar shows its
+    bin, its count and its share.
+    """
     bins = max(len(counts), 1)
-    top = max(counts, default=0) or 1
-    plot_h = height - 14  # room for the axis labels
-    bar_w = width / bins
+    total = sum(counts)
+    shares = [count / total if total else 0.0 for count in counts]
+    top = top_share if top_share is not None and top_share > 0 else (max(shares, default=0.0) or 1.0)
+    left, bottom, top_pad = 34, 26, 6  # room for the y labels, the x labels and title, the top label
+    plot_w, plot_h = width - left - 2, height - bottom - top_pad
+    bar_w = plot_w / bins
     bars = []
-    for n, count in enumerate(counts):
-        h = plot_h * count / top
+    for n, (count, share) in enumerate(zip(counts, shares, strict=True)):
+        h = plot_h * min(share / top, 1.0)
         low, high = n / bins, (n + 1) / bins
         bars.append(
-            f'<rect class="bar" x="{n * bar_w + 0.5:.1f}" y="{plot_h - h:.1f}" width="{max(bar_w - 1, 0.5):.1f}" '
-            f'height="{h:.1f}" fill="{BAR_RGB}" data-count="{count}">'
-            f"<title>{low:.1f}-{high:.1f}: {count}</title></rect>"
+            f'<rect class="bar" x="{left + n * bar_w + 0.5:.1f}" y="{top_pad + plot_h - h:.1f}" '
+            f'width="{max(bar_w - 1, 0.5):.1f}" height="{h:.1f}" fill="{BAR_RGB}" data-count="{count}">'
+            f"<title>{escape(label)}: {low:.1f}-{high:.1f}: {count} rows ({100 * share:.1f}%)</title></rect>"
         )
+    base = top_pad + plot_h
     return (
         f'<svg class="hist" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
         + "".join(bars)
-        + f'<line x1="0" y1="{plot_h}" x2="{width}" y2="{plot_h}" stroke="{AXIS_RGB}"/>'
-        f'<text x="0" y="{height - 2}" font-size="10">0</text>'
-        f'<text x="{width}" y="{height - 2}" font-size="10" text-anchor="end">1</text>'
-        f'<text x="{width / 2}" y="{height - 2}" font-size="10" text-anchor="middle">max {max(counts, default=0)}</text>'
+        + f'<line x1="{left}" y1="{base}" x2="{width - 2}" y2="{base}" stroke="{AXIS_RGB}"/>'
+        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base}" stroke="{AXIS_RGB}"/>'
+        f'<text x="{left - 3}" y="{top_pad + 8}" font-size="10" text-anchor="end">{100 * top:.0f}%</text>'
+        f'<text x="{left - 3}" y="{base}" font-size="10" text-anchor="end">0%</text>'
+        f'<text x="{left}" y="{base + 11}" font-size="10">0</text>'
+        f'<text x="{left + plot_w / 2}" y="{base + 11}" font-size="10" text-anchor="middle">0.5</text>'
+        f'<text x="{width - 2}" y="{base + 11}" font-size="10" text-anchor="end">1</text>'
+        f'<text x="{left + plot_w / 2}" y="{height - 2}" font-size="10" text-anchor="middle" class="axis-title">'
+        f"reward (n = {total})</text>"
+        f'<text x="9" y="{top_pad + plot_h / 2}" font-size="10" text-anchor="middle" class="axis-title" '
+        f'transform="rotate(-90 9 {top_pad + plot_h / 2})">share of rows</text>'
         "</svg>"
     )
 

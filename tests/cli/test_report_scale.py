@@ -1,0 +1,103 @@
+"""``trace-tasks report``: one y scale across charts with labelled axes, worst cases spread across types,
+and a visible warning when the baseline was scored with other options.
+
+The expectations are computed here from the scores rows themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import COMBINED, read_jsonl, run_cli, write_lines
+from trace_tasks.cli._jsonl import Line
+from trace_tasks.cli._report_data import parse_row, worst_spread
+
+
+@pytest.fixture
+def scores(tmp_path: Path) -> Path:
+    out = tmp_path / "scores.jsonl"
+    assert run_cli("score", str(COMBINED), "-q", "-o", str(out)).returncode == 0
+    return out
+
+
+def _report(*args: str) -> str:
+    result = run_cli("report", *args)
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout.decode()
+
+
+def test_histograms_share_one_scale_and_label_their_axes(tmp_path: Path, scores: Path) -> None:
+    html_path = tmp_path / "r.html"
+    _report(str(scores), "-o", str(html_path))
+    html = html_path.read_text(encoding="utf-8")
+    section = html[html.index('id="histograms"') : html.index('id="failures"')]
+    charts = re.findall(r'<svg class="hist".*?</svg>', section)
+    rows = read_jsonl(scores)
+    types = sorted(
+        {k[len("annotation_type_") :] for r in rows for k, v in r.items() if k.startswith("annotation_type_") and v == 1.0}
+    )
+    assert len(charts) == 4 * len(types)
+    # The one scale: the largest share of one bin of any chart, computed from the rows.
+    top = 0.0
+    for kind in types:
+        mine = [r for r in rows if r.get(f"annotation_type_{kind}") == 1.0]
+        for key in ("overall", "answer_reward", "annotation_reward", "format"):
+            bins = [0] * 10
+            for r in mine:
+                bins[min(math.floor(r[key] * 10), 9)] += 1
+            top = max(top, max(bins) / len(mine))
+    label = f"{100 * top:.0f}%"
+    for svg in charts:
+        assert f">{label}</text>" in svg and ">0%</text>" in svg
+        assert "share of rows" in svg and "reward (n = 9)" in svg
+        counts = [int(c) for c in re.findall(r'data-count="(\d+)"', svg)]
+        heights = [float(h) for h in re.findall(r'height="([\d.]+)" fill', svg)]
+        tallest = max(heights)
+        for count, height in zip(counts, heights, strict=True):
+            # every chart on one scale: a bar's height is its share over the page's top share
+            assert height / tallest == pytest.approx((count / sum(counts)) / (max(counts) / sum(counts)), abs=0.02)
+        plot = 120 - 26 - 6
+        assert max(heights) == pytest.approx(plot * (max(counts) / sum(counts)) / top, abs=0.1)
+    assert "on one scale for every chart" in section
+
+
+def _row(number: int, kind: str, overall: float) -> Any:
+    return parse_row(Line(number, {"id": str(number), "line": number, "overall": overall, f"annotation_type_{kind}": 1.0}), "s")
+
+
+def test_worst_cases_take_turns_across_types() -> None:
+    rows = [_row(n, "bbox", 0.0) for n in range(1, 8)]  # seven rows tied at 0
+    rows += [_row(8, "point", 0.4), _row(9, "point", 0.1), _row(10, "segment", 0.0), _row(11, "segment", 0.9)]
+    picked = worst_spread(rows, 6)
+    # bbox (lowest 0.0, line 1) first, then segment (0.0, line 10), then point (0.1): then a second round
+    assert [r.number for r in picked] == [1, 10, 9, 2, 11, 8]
+    assert [r.number for r in worst_spread(rows, 20)][:3] == [1, 10, 9] and len(worst_spread(rows, 20)) == 11
+
+
+def test_the_page_spreads_its_worst_cases(tmp_path: Path, scores: Path) -> None:
+    html_path = tmp_path / "r.html"
+    _report(str(scores), "-o", str(html_path), "--worst", "12", "--sample", "0")
+    html = html_path.read_text(encoding="utf-8")
+    titles = re.findall(r'<div class="case"[^>]*><h3>([^<]*)</h3>', html)
+    assert len({title.split(" · ")[0] for title in titles}) == 12  # twelve types, one case each
+    assert "taken in turn from each annotation type" in html
+
+
+def test_a_baseline_with_other_options_is_warned_about(tmp_path: Path, scores: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    assert run_cli("score", str(COMBINED), "-q", "-o", str(other), "--format-weight", "0.1").returncode == 0
+    html_path = tmp_path / "r.html"
+    _report(str(scores), "--baseline", str(other), "-o", str(html_path))
+    html = html_path.read_text(encoding="utf-8")
+    assert html.count('class="warning" role="alert"') == 2  # at the top and in the comparison
+    assert "format_weight: 0.0 here, 0.1 in the baseline" in html
+    same = tmp_path / "same.jsonl"
+    write_lines(same, [json.loads(line) for line in scores.read_text().splitlines()])
+    _report(str(scores), "--baseline", str(same), "-o", str(html_path))
+    assert 'class="warning"' not in html_path.read_text(encoding="utf-8")
