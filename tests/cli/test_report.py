@@ -161,16 +161,18 @@ def test_failure_categories_are_read_from_the_flags() -> None:
     rows = [_scored_row(n, text) for n, text in enumerate(FAILURE_RESPONSES.values(), start=1)]
     rows.append(parse_row(Line(7, {"id": "y", "line": 7, "error": "line 7: $.response: required field missing"}), "s.jsonl"))
     counts = failure_counts(rows)
-    # Each broken response is in its own category; without a mapping the answer is the whole response (wrong too).
+    # Each broken response is in its own category; without a mapping the answer is the whole response (wrong too),
+    # and a broken final block with no object recovered elsewhere is "no JSON" too (json_found 0, as score counts it).
     assert counts == {
-        "no_json": 1, "bad_json": 1, "wrong_keys": 1, "annotation_parse": 1, "wrong_answer": 3,
+        "no_json": 2, "bad_json": 1, "wrong_keys": 1, "annotation_parse": 1, "wrong_answer": 3,
         "not_scored": 1, "rows": 7,
     }  # fmt: skip
     single = {name: failure_counts([_scored_row(1, text)]) for name, text in FAILURE_RESPONSES.items()}
     for name, found in single.items():
         flagged = {k for k, v in found.items() if v and k not in ("rows", "not_scored")}
         no_mapping = name in ("no_json", "bad_json")
-        assert flagged == ({name, "wrong_answer"} if no_mapping else set() if name == "clean" else {name})
+        expected = {name, "no_json", "wrong_answer"} if no_mapping else set() if name == "clean" else {name}
+        assert flagged == expected
 
 
 def test_failures_table_in_the_page(tmp_path: Path) -> None:
@@ -182,8 +184,9 @@ def test_failures_table_in_the_page(tmp_path: Path) -> None:
     assert _report(str(scores), "-o", str(html_path))[0] == 0
     rows = _type_rows(html_path.read_text(encoding="utf-8"), "failures")
     cells = [int(c) for c in re.findall(r'data-count="(\d+)"', rows["bbox"])]
-    # no JSON, bad JSON, wrong keys, annotation parse failure, wrong answer (the two without a mapping, and "3")
-    assert cells == [1, 1, 1, 1, 3]
+    # no JSON (both without a mapping), final block not an object, wrong keys, annotation parse failure,
+    # wrong answer (the two without a mapping, and "3")
+    assert cells == [2, 1, 1, 1, 3]
     assert re.findall(r'<td class="n">(\d+)</td>', rows[ALL])[0] == "1"  # the error line: not scored
 
 

@@ -101,3 +101,22 @@ def test_a_baseline_with_other_options_is_warned_about(tmp_path: Path, scores: P
     write_lines(same, [json.loads(line) for line in scores.read_text().splitlines()])
     _report(str(scores), "--baseline", str(same), "-o", str(html_path))
     assert 'class="warning"' not in html_path.read_text(encoding="utf-8")
+
+
+def test_no_json_is_one_definition_in_score_and_report(tmp_path: Path, scores: Path) -> None:
+    summary = tmp_path / "s.json"
+    assert run_cli("score", str(COMBINED), "-q", "-o", str(tmp_path / "o.jsonl"), "--summary-json", str(summary)).returncode == 0
+    by_type = json.loads(summary.read_text())["by_annotation_type"]
+    html_path = tmp_path / "r.html"
+    _report(str(scores), "-o", str(html_path))
+    html = html_path.read_text(encoding="utf-8")
+    failures = html[html.index('id="failures"') : html.index('id="worst"')]
+    rows = read_jsonl(scores)
+    for kind, totals in by_type.items():
+        mine = [r for r in rows if r.get(f"annotation_type_{kind}") == 1.0]
+        expected = sum(r["json_found"] == 0.0 for r in mine)  # the scorer's own flag
+        assert round(totals["no_json_share"] * totals["count"]) == expected
+        row = re.search(rf'<tr data-type="{kind}">(.*?)</tr>', failures)
+        assert row is not None
+        assert re.findall(r'data-count="(\d+)"', row.group(1))[0] == str(expected)
+    assert "final block not an object" in failures and "bad JSON" not in html

@@ -16,6 +16,14 @@ from typing import Any, TypeGuard
 
 import attrs
 
+from trace_tasks.cli._failure_kinds import (
+    NO_JSON,
+    NO_JSON_MEANING,
+    NOT_AN_OBJECT,
+    NOT_AN_OBJECT_MEANING,
+    final_block_not_an_object,
+    no_json,
+)
 from trace_tasks.cli._jsonl import Line
 from trace_tasks.scoring import RECOVERY_MODES
 
@@ -107,10 +115,8 @@ def _flag(row: Row, key: str, expected: float) -> bool:
 
 #: Failure categories: (key, title, what it means, test on a scored row). A row can be in several.
 FAILURES: tuple[tuple[str, str, str, Callable[[Row], bool]], ...] = (
-    ("no_json", "no JSON", "no final block and no mapping with answer or annotation anywhere (json_found 0, format_structure_ok 0)",
-     lambda r: _flag(r, "json_found", 0.0) and _flag(r, "format_structure_ok", 0.0)),
-    ("bad_json", "bad JSON", "the final block does not parse to a mapping (format_structure_ok 1, format_json_ok 0)",
-     lambda r: _flag(r, "format_structure_ok", 1.0) and _flag(r, "format_json_ok", 0.0)),
+    ("no_json", NO_JSON, NO_JSON_MEANING, lambda r: no_json(r.scores)),
+    ("bad_json", NOT_AN_OBJECT, NOT_AN_OBJECT_MEANING, lambda r: final_block_not_an_object(r.scores)),
     ("wrong_keys", "wrong keys", "the final mapping's keys are not exactly the required ones (format_json_ok 1, format_schema_ok 0)",
      lambda r: _flag(r, "format_json_ok", 1.0) and _flag(r, "format_schema_ok", 0.0)),
     ("annotation_parse", "annotation parse failure",

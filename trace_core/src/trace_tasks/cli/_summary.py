@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks.cli._failure_kinds import NO_JSON, no_json
+
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.
 MEANS = (("overall", "overall"), ("answer_reward", "answer"), ("annotation_reward", "annotation"), ("format", "format"))
@@ -50,7 +52,7 @@ class _Totals:
         self.count += 1
         for key in self.sums:
             self.sums[key] += float(scores.get(key, 0.0))
-        self.no_json += scores.get("json_found") == 0.0
+        self.no_json += no_json(scores)
         self.annotation_parse_failures += scores.get("annotation_parse_ok") == 0.0
         self.format_failures += scores.get("format") == 0.0
 
@@ -191,7 +193,7 @@ class Summary:
             "annotation type",
             "count",
             *(f"mean {title}" for _, title in MEANS),
-            "no JSON",
+            NO_JSON,
             "ann. parse fail",
             "format fail",
         ]
