@@ -120,3 +120,26 @@ def test_no_json_is_one_definition_in_score_and_report(tmp_path: Path, scores: P
         assert row is not None
         assert re.findall(r'data-count="(\d+)"', row.group(1))[0] == str(expected)
     assert "final block not an object" in failures and "bad JSON" not in html
+
+
+def test_the_audit_is_a_section_with_instances(tmp_path: Path) -> None:
+    scores_path = tmp_path / "s.jsonl"
+    assert run_cli("score", str(COMBINED), "-q", "-o", str(scores_path), "--format-weight", "0.1").returncode == 0
+    html_path = tmp_path / "r.html"
+    _report(str(scores_path), "--instances", str(COMBINED), "-o", str(html_path))
+    html = html_path.read_text(encoding="utf-8")
+    section = html[html.index('id="audit"') : html.index('id="worst"')]
+    audit = json.loads(run_cli("audit", str(COMBINED), "--format-weight", "0.1", "--json", "-").stdout)
+    for entry in audit["policies"]:  # the run's options reach the audit: the numbers are audit's own
+        found = re.search(
+            rf'<tr data-type="{entry["annotation_type"]}" data-policy="{re.escape(entry["policy"])}"[^>]*>(.*?)</tr>', section
+        )
+        assert found is not None, entry
+        cells = re.findall(r'<td class="n">([^<]*)</td>', found.group(1))
+        assert cells[0] == str(entry["rows"]) and cells[1] == f"{entry['mean_overall']:.3f}"
+        assert ("FLAGGED" in found.group(1)) == entry["flagged"]
+    assert 'role="alert"' in section
+    _report(str(scores_path), "--instances", str(COMBINED), "-o", str(html_path), "--no-audit")
+    assert 'id="audit"' not in html_path.read_text(encoding="utf-8")
+    _report(str(scores_path), "-o", str(html_path))
+    assert 'id="audit"' not in html_path.read_text(encoding="utf-8")

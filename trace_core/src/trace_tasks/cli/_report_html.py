@@ -43,6 +43,7 @@ pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: bre
 .case { border: 1px solid #ddd; border-radius: 4px; padding: .5em 1em; margin: 1em 0; }
 .case img { max-width: 100%; border: 1px solid #ccc; }
 .grid td { vertical-align: top; } table.summary th { background: none; white-space: nowrap; }
+tr.flag td { background: #fff4d6; }
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
 """
 
@@ -73,6 +74,9 @@ class Report:
     baseline_name: str = ""
     notes: tuple[str, ...] = ()
     baseline_warning: str = ""
+    #: ``trace-tasks audit``'s policy entries for the instances (``--instances``), and what to say about them.
+    audit: Sequence[Mapping[str, object]] | None = None
+    audit_note: str = ""
 
 
 def e(text: object) -> str:
@@ -165,6 +169,39 @@ def _share(count: int, total: int) -> str:
     return f'<td class="n" data-count="{count}">{count}{share}</td>'
 
 
+def audit_section(entries: Sequence[Mapping[str, object]], table: Sequence[TypeStats], note: str = "") -> str:
+    """What fixed image-blind policies earn on the instances, beside this run's mean overall per type."""
+    run = {s.name: s.means["overall"] for s in table if s.scored}
+    rows = []
+    for entry in entries:
+        kind, flagged = str(entry["annotation_type"]), bool(entry["flagged"])
+        mean = float(entry["mean_overall"])  # type: ignore[arg-type]
+        this_run = run.get(kind)
+        what = "FLAGGED" if flagged else ("image-blind" if entry["image_blind"] else "reference")
+        flag_class = ' class="flag"' if flagged else ""
+        rows.append(
+            f'<tr data-type="{e(kind)}" data-policy="{e(entry["policy"])}"{flag_class}>'
+            f'<td>{e(kind)}</td><td>{e(entry["policy"])}</td><td class="n">{e(entry["rows"])}</td>'
+            f'<td class="n">{num(mean)}</td><td class="n">{num(this_run) if this_run is not None else "-"}</td><td>{what}</td></tr>'
+        )
+    flagged_count = sum(bool(entry["flagged"]) for entry in entries)
+    warning = (
+        f'<p class="warning" role="alert">{flagged_count} image-blind polic{"ies" if flagged_count != 1 else "y"} '
+        "earn a mean overall of 0.2 or more on these instances: a model can learn them without looking at the image.</p>"
+        if flagged_count
+        else ""
+    )
+    return (
+        '<h2 id="audit">What image-blind answers earn (audit)</h2>'
+        '<p class="muted">The policies of <code>trace-tasks audit</code> scored on the instances with this run\'s options: '
+        "the majority answer of each (answer type, annotation type) group, alone or with an empty, whole-image or mean "
+        "annotation, and the correct answer alone or with the whole image (references). Compare with this run's mean "
+        f"overall per type.{' ' + e(note) if note else ''}</p>{warning}"
+        '<div class="wide"><table class="audit"><tr><th>type</th><th>policy</th><th>rows</th><th>mean overall</th>'
+        f"<th>this run</th><th></th></tr>{''.join(rows)}</table></div>"
+    )
+
+
 def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str = "") -> str:
     head = "".join(
         f"<th>{e(title)} now</th><th>before</th><th>delta</th>" + ("<th></th>" if key == "overall" else "")
@@ -236,6 +273,8 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         histograms_section(report.histograms),
         failures_section(report.table),
     ]
+    if report.audit is not None:
+        sections.append(audit_section(report.audit, report.table, report.audit_note))
     if report.deltas is not None:
         sections.append(baseline_section(report.deltas, report.baseline_name, report.baseline_warning))
     sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst))

@@ -99,6 +99,9 @@ def register(subparsers: Any) -> None:
         "--worst", type=int_at_least(0), default=10, metavar="N", help="lowest-overall cases shown (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random sample (default %(default)s)")
+    parser.add_argument(
+        "--no-audit", action="store_true", help="with --instances: leave out what image-blind policies earn (trace-tasks audit)"
+    )
     parser.set_defaults(
         func=run,
         file_roles=FileRoles(
@@ -136,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         baseline_name=args.baseline or "",
         notes=_notes(args),
         baseline_warning=baseline_warning(rows, baseline) if baseline is not None else "",
+        **audit_fields(args, rows),
     )
     html = page(
         report,
@@ -171,6 +175,26 @@ def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any])
     if args.baseline:
         items.append(("baseline", args.baseline))
     return tuple(items)
+
+
+def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+    """The audit section's data (``trace-tasks audit`` on ``--instances``, with the run's options), unless ``--no-audit``.
+
+    The options are those the first scored row echoes, except the point
+    half-life: a row reports its own resolved one, so the audit keeps each
+    instance's image-size policy.
+    """
+    if not args.instances or getattr(args, "no_audit", False):
+        return {}
+    from trace_tasks.cli import audit
+
+    scored = next((r for r in rows if r.scored), None)
+    options = {**run_options(scored), "point_half_life_px": None} if scored is not None else {}
+    with open_binary(args.instances) as fh:
+        instances = audit.load(read_lines(fh, args.instances), args.instances)
+    result = audit.audit(instances.compiled, options, audit.DEFAULT_THRESHOLD)
+    note = f"{len(instances.problems)} problem(s) in the instances file: those instances are left out." if instances.problems else ""
+    return {"audit": result.entries(), "audit_note": note}
 
 
 def baseline_warning(rows: Sequence[Row], baseline: Sequence[Row]) -> str:
