@@ -143,3 +143,30 @@ def test_the_audit_is_a_section_with_instances(tmp_path: Path) -> None:
     assert 'id="audit"' not in html_path.read_text(encoding="utf-8")
     _report(str(scores_path), "-o", str(html_path))
     assert 'id="audit"' not in html_path.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 420])
+def test_screenshots_at_two_widths_are_not_blank(tmp_path: Path, scores: Path, width: int) -> None:
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("needs a headless Chromium: sudo apt-get install chromium (Debian's package)")
+    pil = pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
+    html_path = tmp_path / "r.html"
+    _report(str(scores), "--instances", str(COMBINED), "-o", str(html_path))
+    shot = tmp_path / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND"]
+    proc = subprocess.run(
+        [chromium, *flags, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1600", f"--screenshot={shot}", html_path.as_uri()],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    with pil.open(shot) as image:
+        rgb = image.convert("RGB")
+        assert rgb.size == (width, 1600)
+        colours = rgb.getcolors(maxcolors=1 << 24) or []
+        white = sum(count for count, colour in colours if colour == (255, 255, 255))
+        assert len(colours) > 50 and white < 0.97 * width * 1600

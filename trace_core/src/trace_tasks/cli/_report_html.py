@@ -44,6 +44,10 @@ pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: bre
 .case img { max-width: 100%; border: 1px solid #ccc; }
 .grid td { vertical-align: top; } table.summary th { background: none; white-space: nowrap; }
 tr.flag td { background: #fff4d6; }
+@media (max-width: 600px) {
+  body { padding: 0 .4em; font-size: 13px; } th, td { padding: 2px 4px; }
+  .case { padding: .4em .5em; } table.summary td { word-break: break-all; }
+}
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
 """
 
@@ -101,7 +105,7 @@ def summary_section(report: Report) -> str:
     notes = "".join(f'<p class="muted">{e(n)}</p>' for n in report.notes)
     if report.baseline_warning:
         notes += f'<p class="warning" role="alert"><a href="#baseline">Baseline</a>: {e(report.baseline_warning)}</p>'
-    return f'<h2 id="summary">Run summary</h2><table class="summary">{items}</table>{notes}'
+    return f'<h2 id="summary">Run summary</h2><div class="wide"><table class="summary">{items}</table></div>{notes}'
 
 
 def type_table_section(table: Sequence[TypeStats]) -> str:
@@ -112,8 +116,8 @@ def type_table_section(table: Sequence[TypeStats]) -> str:
         cls = ' class="all"' if s.name == ALL else ""
         rows.append(f'<tr{cls}><td>{e(s.name)}</td><td class="n">{s.rows}</td><td class="n">{s.scored}</td>{means}</tr>')
     return (
-        '<h2 id="types">Per annotation type</h2><table class="types"><tr><th>annotation type</th><th>rows</th>'
-        f"<th>scored</th>{head}</tr>{''.join(rows)}</table>"
+        '<h2 id="types">Per annotation type</h2><div class="wide"><table class="types"><tr><th>annotation type</th><th>rows</th>'
+        f"<th>scored</th>{head}</tr>{''.join(rows)}</table></div>"
     )
 
 
@@ -160,7 +164,8 @@ def failures_section(table: Sequence[TypeStats]) -> str:
         '<h2 id="failures">Failures</h2>'
         "<p class=\"muted\">Counts of scored rows (and share of the type's scored rows), read from each row's flags; "
         "a row can be in several columns. <i>not scored</i> counts error lines.</p>"
-        f'<table class="failures"><tr><th>type</th><th>not scored</th>{head}</tr>{"".join(rows)}</table><ul>{legend}</ul>'
+        f'<div class="wide"><table class="failures"><tr><th>type</th><th>not scored</th>{head}</tr>{"".join(rows)}</table></div>'
+        f"<ul>{legend}</ul>"
     )
 
 
