@@ -212,19 +212,27 @@ def check_node(expected: Mapping[str, Any]) -> None:
     check_worker(expected)
 
 
+def scorer(metrics: bool) -> Any:
+    """How an actor scores a slot: as the local engine does, with the field metrics when the run wants them."""
+    from trace_tasks.cli._metrics import score_compiled_with_metrics
+
+    return score_compiled_with_metrics if metrics else score_compiled
+
+
 class ShardScorer:
     """The scoring actor: the registry and an instance cache per process, each row scored as the local engine does."""
 
-    def __init__(self, options: Mapping[str, Any], formats: list[str], expected: Mapping[str, Any]) -> None:
+    def __init__(self, options: Mapping[str, Any], formats: list[str], expected: Mapping[str, Any], metrics: bool = False) -> None:
         check_node(expected)
         self.opts = options_from(options)
         self.formats = formats
         self.cache = InstanceCache()
+        self.score = scorer(metrics)
 
     def __call__(self, table: pyarrow.Table) -> pyarrow.Table:
         summary = Summary()
         records = [
-            output_record(slot, score_compiled(slot, self.opts) if slot.item is not None else None, summary)
+            output_record(slot, self.score(slot, self.opts) if slot.item is not None else None, summary)
             for slot in combined_slots(decoded_lines(table, self.formats), self.cache)
         ]
         return scored_block(table.column("shard").to_pylist(), table.column("line").to_pylist(), records, summary)
@@ -479,8 +487,10 @@ def score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
     if any(job.shard is None for job in plan.jobs) or (args.responses is not None and plan.instances is None):
         raise UsageError("--engine ray reads its inputs on the cluster: give a file, a directory or a glob, not '-'")
     from trace_tasks.cli._output import open_outputs
+    from trace_tasks.cli.score import wants_metrics
 
     report_resumed(plan, args.quiet)
+    metrics = wants_metrics(args)
     to_stdout = any(job.output == STDIO for job in plan.jobs)
     with open_outputs(args.summary_json) as (summary_out,), scores_stream(to_stdout) as stdout:
         summary = Summary()
@@ -498,9 +508,9 @@ def score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
 
                         assert plan.instances is not None
                         source = plan.instances[0].path if len(plan.instances) == 1 else args.input
-                        instance_problems = _ray_joined.run(plan, source, options, workers, expected, summary, stdout)
+                        instance_problems = _ray_joined.run(plan, source, options, workers, expected, summary, stdout, metrics)
                     else:
-                        _run_combined(ray, plan.jobs, options, workers, expected, summary, stdout)
+                        _run_combined(ray, plan.jobs, options, workers, expected, summary, stdout, metrics)
             finally:
                 # After Ray stopped: a merge a worker had under way when the run was stopped left its temporary file.
                 remove_stale_temporaries([job.output for job in plan.jobs if job.output != STDIO])
@@ -519,6 +529,7 @@ def _run_combined(
     expected: Mapping[str, Any],
     summary: Summary,
     stdout: IO[str] | None,
+    metrics: bool = False,
 ) -> None:
     assert all(job.shard is not None for job in jobs)
     formats = [job.shard.format for job in jobs if job.shard is not None]
@@ -537,7 +548,7 @@ def _run_combined(
         # Absolute paths: a worker's working directory is not the driver's.
         sources.append((index, os.path.abspath(job.shard.path), job.shard.format, count_file))
     try:
-        scored = build_scored(ray, sources, formats, options, workers, expected, ordered=not files)
+        scored = build_scored(ray, sources, formats, options, workers, expected, ordered=not files, metrics=metrics)
         if files:
             outputs = [(os.path.abspath(job.output), job.format) for job in jobs]
             sink = _sink(outputs)
@@ -563,6 +574,7 @@ def build_scored(
     expected: Mapping[str, Any],
     *,
     ordered: bool,
+    metrics: bool = False,
 ) -> Any:
     """The read and score stages: blocks of ``(shard, line, out, summary)``."""
     context = ray.data.DataContext.get_current()
@@ -572,7 +584,7 @@ def build_scored(
     )
     return ds.map_batches(
         ShardScorer,
-        fn_constructor_kwargs={"options": dict(options), "formats": formats, "expected": dict(expected)},
+        fn_constructor_kwargs={"options": dict(options), "formats": formats, "expected": dict(expected), "metrics": metrics},
         batch_size=None,
         batch_format="pyarrow",
         compute=actor_pool(ray, workers),

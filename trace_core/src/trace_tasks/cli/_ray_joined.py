@@ -41,7 +41,6 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from trace_tasks.cli._engine import score_compiled
 from trace_tasks.cli._jsonl import dumps
 from trace_tasks.cli._output import STDIO
 from trace_tasks.cli._ray_engine import (
@@ -50,6 +49,7 @@ from trace_tasks.cli._ray_engine import (
     check_node,
     decoded_lines,
     run_ray,
+    scorer,
 )
 from trace_tasks.cli._rows import InstanceIndex, build, joined_slots, output_record
 from trace_tasks.cli._shards import JSONL_GZ, PARQUET, ParquetOutput
@@ -209,10 +209,11 @@ def route_responses(table: pyarrow.Table, formats: list[str], buckets: int) -> p
 class BucketScorer:
     """Actor: scores whole buckets, compiling each instance once; writes one sorted run per output."""
 
-    def __init__(self, options: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    def __init__(self, options: Mapping[str, Any], expected: Mapping[str, Any], metrics: bool = False) -> None:
         check_node(expected)
         self.opts = options_from(options)
         self.cache = InstanceCache(maxsize=0)  # a bucket's instances are compiled once each below
+        self.score_slot = scorer(metrics)
 
     def score(self, instances: str, responses: str, runs: str, bucket: int, index_source: str) -> Summary:
         with open(os.path.join(instances, f"b{bucket:05d}.index"), "rb") as fh:
@@ -231,7 +232,7 @@ class BucketScorer:
             temporary = os.path.join(target, f".b{bucket:05d}.{os.urandom(4).hex()}.tmp")
             with open(temporary, "w", encoding="utf-8", newline="\n") as out:
                 for slot in joined_slots(lines, index):
-                    record = output_record(slot, score_compiled(slot, self.opts) if slot.item is not None else None, summary)
+                    record = output_record(slot, self.score_slot(slot, self.opts) if slot.item is not None else None, summary)
                     out.write(f"{slot.line}\t{dumps(record)}\n")  # JSON never holds a raw tab
             os.replace(temporary, os.path.join(target, f"b{bucket:05d}.run"))
         return summary
@@ -347,6 +348,7 @@ def run(
     expected: Mapping[str, Any],
     summary: Summary,
     stdout: IO[str] | None,
+    metrics: bool = False,
 ) -> list[str]:
     """Score the plan's response shards against its instances; returns the instances' problems (printed already).
 
@@ -366,9 +368,7 @@ def run(
     buckets = bucket_count([job.shard.path for job in jobs if job.shard is not None], workers)
     try:
         # A and B: instances to their buckets, then each bucket indexed; problems up front, in file order.
-        inst_sources = [
-            (i, os.path.abspath(shard.path), shard.format, None) for i, shard in enumerate(plan.instances)
-        ]
+        inst_sources = [(i, os.path.abspath(shard.path), shard.format, None) for i, shard in enumerate(plan.instances)]
         routed = ray.data.read_datasource(
             _shard_source(inst_sources), override_num_blocks=len(inst_sources), num_cpus=0
         ).map_batches(
@@ -409,8 +409,8 @@ def run(
         run_ray(lambda: spread.write_datasink(_bucket_sink(dirs["responses"]), ray_remote_args={"num_cpus": 0}))
 
         # D: each bucket scored by one actor of the pool.
-        scorer = ray.remote(num_cpus=1)(BucketScorer)
-        actors = [scorer.remote(dict(options), dict(expected)) for _ in range(min(workers, buckets))]
+        scoring = ray.remote(num_cpus=1)(BucketScorer)
+        actors = [scoring.remote(dict(options), dict(expected), metrics) for _ in range(min(workers, buckets))]
         pool = ray.util.ActorPool(actors)
         args = [(dirs["instances"], dirs["responses"], dirs["runs"], b, index_source) for b in range(buckets)]
 

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.cli._jsonl import Line
+from trace_tasks.cli._metrics import METRICS_KEY
 from trace_tasks.cli._summary import Summary
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
 
@@ -226,7 +227,8 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     """The output row of one slot (``{"id", "line", **scores}`` or ``{"id", "line", "error"}``), counted in ``summary``.
 
     Kept input columns (``score --keep``) come last, under ``"extra"``, so they never clash with a score key;
-    a summary with ``group_by`` also counts the row under its value of that column.
+    a summary with ``group_by`` also counts the row under its value of that column. A row scored with its
+    field metrics (:data:`~trace_tasks.cli._metrics.METRICS_KEY`) has them taken off and counted too.
     """
     head = {"id": slot.id, "line": slot.line}
     tail = {} if slot.extra is None else {"extra": slot.extra}
@@ -237,7 +239,10 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
         summary.add_error()
         return {**head, "error": f"line {slot.line}: {scores['error']}", **tail}
+    metrics = scores.pop(METRICS_KEY, None)
     summary.add_scores(slot.annotation_type, scores)
+    if metrics is not None:
+        summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics)
     if summary.group_by is not None and slot.extra is not None:
         summary.add_group(slot.extra.get(summary.group_by), scores)
     return {**head, **scores, **tail}

@@ -37,7 +37,6 @@ from trace_tasks.cli import _data_warnings
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
-from trace_tasks.cli._metrics import METRICS_KEY
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
 from trace_tasks.cli._progress import make_progress
@@ -418,12 +417,8 @@ def _write_all(
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
-                result = next(scored) if slot.item is not None else None
-                values = result.pop(METRICS_KEY, None) if result is not None else None
                 # One write per line: the output stream is guarded (a Python-level call per write).
-                out.write(output_record(slot, result, summary))
-                if values is not None and result is not None:
-                    summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
+                out.write(output_record(slot, next(scored) if slot.item is not None else None, summary))
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()
