@@ -170,3 +170,35 @@ def test_screenshots_at_two_widths_are_not_blank(tmp_path: Path, scores: Path, w
         colours = rgb.getcolors(maxcolors=1 << 24) or []
         white = sum(count for count, colour in colours if colour == (255, 255, 255))
         assert len(colours) > 50 and white < 0.97 * width * 1600
+
+
+@pytest.mark.parametrize("layout", ["combined", "joined"])
+def test_the_report_shows_the_summary_metrics(tmp_path: Path, layout: str) -> None:
+    from tests.cli.helpers import INSTANCES, RESPONSES
+
+    inputs = [str(COMBINED)] if layout == "combined" else [str(INSTANCES), "--responses", str(RESPONSES)]
+    scores_path, summary_path = tmp_path / "s.jsonl", tmp_path / "summary.json"
+    assert run_cli("score", *inputs, "-q", "-o", str(scores_path), "--summary-json", str(summary_path)).returncode == 0
+    summary = json.loads(summary_path.read_text())
+    html_path = tmp_path / "r.html"
+    report_inputs = (
+        ["--instances", str(COMBINED)] if layout == "combined" else ["--instances", str(INSTANCES), "--responses", str(RESPONSES)]
+    )
+    _report(str(scores_path), *report_inputs, "-o", str(html_path))
+    html = html_path.read_text(encoding="utf-8")
+    section = html[html.index('id="metrics"') : html.index('id="audit"')]
+    for kind, totals in summary["by_annotation_type"].items():
+        row = re.search(rf'<tr data-type="{kind}">(.*?)</tr>', section)
+        assert row is not None
+        shown = dict(re.findall(r'data-metric="([^"]+)">([^<]+)<', row.group(1)))
+        assert shown == {name: f"{value:.3f}" for name, value in totals["metrics"].items()}
+    overall = summary["overall"]["metrics"]
+    assert f"{overall['groups']} groups" in section and "other overall" not in section
+    # A scores file that disagrees with the inputs is said so.
+    rows = [json.loads(line) for line in scores_path.read_text().splitlines()]
+    rows[0]["overall"] = 0.123
+    write_lines(scores_path, rows)
+    _report(str(scores_path), *report_inputs, "-o", str(html_path))
+    assert "1 re-scored row(s) got another overall than the scores file" in html_path.read_text(encoding="utf-8")
+    _report(str(scores_path), *report_inputs, "-o", str(html_path), "--no-metrics")
+    assert 'id="metrics"' not in html_path.read_text(encoding="utf-8")

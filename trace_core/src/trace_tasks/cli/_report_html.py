@@ -81,6 +81,10 @@ class Report:
     #: ``trace-tasks audit``'s policy entries for the instances (``--instances``), and what to say about them.
     audit: Sequence[Mapping[str, object]] | None = None
     audit_note: str = ""
+    #: The field metrics per type and over the run (``report --instances``), and what to say about them.
+    metrics: Mapping[str, Mapping[str, float]] | None = None
+    metrics_overall: Mapping[str, float] = attrs.field(factory=dict)
+    metrics_note: str = ""
 
 
 def e(text: object) -> str:
@@ -172,6 +176,37 @@ def failures_section(table: Sequence[TypeStats]) -> str:
 def _share(count: int, total: int) -> str:
     share = f" ({100 * count / total:.0f}%)" if total else ""
     return f'<td class="n" data-count="{count}">{count}{share}</td>'
+
+
+def metrics_section(by_type: Mapping[str, Mapping[str, float]], overall: Mapping[str, float], note: str = "") -> str:
+    """The field metrics per type (a column per metric, ``-`` where a type has none) and the run's group statistic."""
+    names = sorted({name for values in by_type.values() for name in values})
+    head = "".join(f"<th>{e(name)}</th>" for name in names)
+    rows = []
+    for kind in sorted(by_type):
+        values = by_type[kind]
+        cells = "".join(
+            f'<td class="n" data-metric="{e(name)}">{num(values[name])}</td>' if name in values else '<td class="n muted">-</td>'
+            for name in names
+        )
+        rows.append(f'<tr data-type="{e(kind)}"><td>{e(kind)}</td>{cells}</tr>')
+    groups = int(overall.get("groups", 0))
+    share = overall.get("zero_variance_groups_share", 0.0)
+    accuracy = overall.get("answer_accuracy")
+    run_line = (
+        f"Over the run: answer accuracy {num(accuracy) if accuracy is not None else '-'}; "
+        f"{groups} groups (consecutive rows of one id, at least 2), {num(share)} of them with zero variance of overall."
+    )
+    return (
+        '<h2 id="metrics">Field metrics</h2>'
+        '<p class="muted">Read from the scorer\'s own assignment (the rows re-scored with a trail, as '
+        "<code>score --summary-json</code> does): acc@iou<i>t</i> for a box, the share of rows whose IoU is at least "
+        "<i>t</i>; f1@iou<i>t</i> (f1@sim<i>t</i>) for collections, the F1 of matched pairs at or above <i>t</i> against "
+        "the predicted and target items, averaged over rows; acc@sim0.5 for points and segments (within one half-life); "
+        f"size_mae, the mean absolute set-size error of parsed predictions.{' ' + e(note) if note else ''}</p>"
+        f'<p class="run-metrics">{e(run_line)}</p>'
+        f'<div class="wide"><table class="metrics"><tr><th>type</th>{head}</tr>{"".join(rows)}</table></div>'
+    )
 
 
 def audit_section(entries: Sequence[Mapping[str, object]], table: Sequence[TypeStats], note: str = "") -> str:
@@ -278,6 +313,8 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         histograms_section(report.histograms),
         failures_section(report.table),
     ]
+    if report.metrics is not None:
+        sections.append(metrics_section(report.metrics, report.metrics_overall, report.metrics_note))
     if report.audit is not None:
         sections.append(audit_section(report.audit, report.table, report.audit_note))
     if report.deltas is not None:

@@ -102,6 +102,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-audit", action="store_true", help="with --instances: leave out what image-blind policies earn (trace-tasks audit)"
     )
+    parser.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="with --instances: leave out the field metrics (acc@iou0.5, f1@iou0.5, ...: every row is re-scored with a trail)",
+    )
     parser.set_defaults(
         func=run,
         file_roles=FileRoles(
@@ -140,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         notes=_notes(args),
         baseline_warning=baseline_warning(rows, baseline) if baseline is not None else "",
         **audit_fields(args, rows),
+        **metrics_fields(args, rows),
     )
     html = page(
         report,
@@ -175,6 +181,25 @@ def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any])
     if args.baseline:
         items.append(("baseline", args.baseline))
     return tuple(items)
+
+
+def metrics_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+    """The field metrics section's data (:mod:`trace_tasks.cli._report_metrics`), unless ``--no-metrics``."""
+    if not args.instances or getattr(args, "no_metrics", False):
+        return {}
+    from trace_tasks.cli._report_metrics import run_metrics
+
+    found = run_metrics(rows, args.instances, args.responses)
+    scored = sum(row.scored for row in rows)
+    notes = []
+    if found.rescored != scored:
+        notes.append(f"{found.rescored} of the {scored} scored rows were found in the inputs and re-scored.")
+    if found.disagreeing:
+        notes.append(
+            f"{found.disagreeing} re-scored row(s) got another overall than the scores file: other inputs or another "
+            "version scored this file, and the metrics describe the re-scoring."
+        )
+    return {"metrics": found.by_type, "metrics_overall": found.overall, "metrics_note": " ".join(notes)}
 
 
 def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:

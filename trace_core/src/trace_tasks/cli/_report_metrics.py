@@ -1,0 +1,71 @@
+"""The field metrics of a report (``report --instances``): the scored inputs run again, each with a trail.
+
+A scores file holds no trail, so the report streams the inputs it was scored
+from (the combined file, or the instances index and the responses file)
+through the very slots and scorer of ``score --summary-json``
+(:func:`trace_tasks.cli._metrics.score_compiled_with_metrics`), each row with
+the options its own scores row echoes, into a
+:class:`~trace_tasks.cli._summary.Summary`. Memory: the summary's sums, the
+instances index in the two-file layout, and the options of each scores row.
+A row whose re-scored ``overall`` differs from the scores file's is counted:
+the file was scored with other inputs or another version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from trace_tasks.cli._jsonl import open_binary, read_lines
+from trace_tasks.cli._metrics import METRICS_KEY, score_compiled_with_metrics
+from trace_tasks.cli._report_data import Row, run_options
+from trace_tasks.cli._rows import InstanceIndex, combined_slots, joined_slots
+from trace_tasks.cli._summary import Summary
+from trace_tasks.scoring import options_from
+
+
+@attrs.frozen
+class RunMetrics:
+    """Per type (and ``overall``) the metrics means, and how many rows were re-scored or disagreed."""
+
+    by_type: Mapping[str, Mapping[str, float]]
+    overall: Mapping[str, float]
+    rescored: int
+    disagreeing: int
+
+
+def run_metrics(rows: Sequence[Row], instances: str, responses: str | None) -> RunMetrics:
+    """Re-score the inputs of ``rows`` with a trail; only the input lines the scores file scored count."""
+    by_line = {row.line: row for row in rows if row.scored and row.line is not None}
+    summary = Summary()
+    disagreeing = rescored = 0
+    with open_binary(instances) as fh:
+        if responses is None:
+            slots: Any = combined_slots(read_lines(fh, instances))
+            disagreeing, rescored = _score(slots, by_line, summary)
+        else:
+            index = InstanceIndex.load(read_lines(fh, instances), instances)
+            with open_binary(responses) as rfh:
+                disagreeing, rescored = _score(joined_slots(read_lines(rfh, responses), index), by_line, summary)
+    data = summary.to_dict()
+    by_type = {name: totals.get("metrics", {}) for name, totals in data["by_annotation_type"].items()}
+    return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing)
+
+
+def _score(slots: Any, by_line: Mapping[int, Row], summary: Summary) -> tuple[int, int]:
+    disagreeing = rescored = 0
+    for slot in slots:
+        row = by_line.get(slot.line)
+        if row is None or slot.item is None or slot.compiled is None:
+            continue
+        result = score_compiled_with_metrics(slot, options_from(run_options(row)))
+        values = result.pop(METRICS_KEY, None)
+        if values is None:
+            continue
+        rescored += 1
+        disagreeing += result.get("overall") != row.scores.get("overall")
+        summary.add_scores(slot.annotation_type, result)
+        summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
+    return disagreeing, rescored
