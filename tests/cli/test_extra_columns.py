@@ -139,3 +139,24 @@ def test_a_process_pool_keeps_the_same_columns(tmp_path: Path) -> None:
     one = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample")
     two = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample", "--workers", "2")
     assert one.returncode == two.returncode == 0 and one.stdout == two.stdout
+
+
+def test_report_group_by_equals_the_score_summary(tmp_path: Path) -> None:
+    import re
+
+    scores, summary_path, html_path = tmp_path / "s.jsonl", tmp_path / "summary.json", tmp_path / "r.html"
+    args = ("score", str(INSTANCES), "--responses", str(RESPONSES), "-q", "-o", str(scores))
+    assert run_cli(*args, "--group-by", "quality", "--summary-json", str(summary_path)).returncode == 0
+    by_group = json.loads(summary_path.read_text())["by_group"]
+    assert run_cli("report", str(scores), "--group-by", "quality", "-o", str(html_path)).returncode == 0
+    html = html_path.read_text(encoding="utf-8")
+    section = html[html.index('id="groups"') : html.index('id="histograms"')]
+    for name, totals in by_group.items():
+        row = re.search(rf'<tr data-group="{name}"><td>{name}</td>(.*?)</tr>', section)
+        assert row is not None
+        cells = re.findall(r'<td class="n">([^<]+)</td>', row.group(1))
+        assert cells[:2] == [str(totals["count"]), f"{totals['mean_overall']:.3f}"]
+    # a column the scores do not keep is said so
+    assert run_cli("score", str(INSTANCES), "--responses", str(RESPONSES), "-q", "-o", str(scores)).returncode == 0
+    assert run_cli("report", str(scores), "--group-by", "quality", "-o", str(html_path)).returncode == 0
+    assert "No scored row keeps quality under 'extra'" in html_path.read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ from trace_tasks.cli._failure_kinds import (
     no_json,
 )
 from trace_tasks.cli._jsonl import Line
+from trace_tasks.cli._summary import group_name
 from trace_tasks.scoring import RECOVERY_MODES
 
 #: The reward components shown per type (key, title).
@@ -173,6 +174,27 @@ def stats(name: str, rows: Sequence[Row]) -> TypeStats:
 def type_table(rows: Sequence[Row]) -> list[TypeStats]:
     """One :class:`TypeStats` per annotation type, then :data:`ALL`."""
     return [*(stats(name, group) for name, group in by_type(rows).items()), stats(ALL, rows)]
+
+
+def group_table(rows: Sequence[Row], column: str) -> list[TypeStats]:
+    """One :class:`TypeStats` per value of a kept column (``score --keep``/``--group-by``: the row's ``extra``), then :data:`ALL`.
+
+    Values are named as ``score --group-by`` names them; only scored rows are
+    grouped (an error row's line holds no score to read).
+    """
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        if not row.scored:
+            continue
+        extra = row.scores.get("extra")
+        found = extra.get(column) if isinstance(extra, Mapping) else None
+        groups.setdefault(group_name(found), []).append(row)
+    return [*(stats(name, groups[name]) for name in sorted(groups)), stats(ALL, [r for r in rows if r.scored])]
+
+
+def has_column(rows: Sequence[Row], column: str) -> bool:
+    """Whether any scored row keeps ``column`` under ``extra``."""
+    return any(isinstance(r.scores.get("extra"), Mapping) and column in r.scores["extra"] for r in rows if r.scored)
 
 
 # --- histograms ---

@@ -85,6 +85,9 @@ class Report:
     metrics: Mapping[str, Mapping[str, float]] | None = None
     metrics_overall: Mapping[str, float] = attrs.field(factory=dict)
     metrics_note: str = ""
+    #: ``report --group-by COLUMN``: the column and its table (values, then all), or None.
+    group_by: str = ""
+    groups: Sequence[TypeStats] | None = None
 
 
 def e(text: object) -> str:
@@ -110,6 +113,26 @@ def summary_section(report: Report) -> str:
     if report.baseline_warning:
         notes += f'<p class="warning" role="alert"><a href="#baseline">Baseline</a>: {e(report.baseline_warning)}</p>'
     return f'<h2 id="summary">Run summary</h2><div class="wide"><table class="summary">{items}</table></div>{notes}'
+
+
+def group_table_section(column: str, table: Sequence[TypeStats]) -> str:
+    """The per-type table's columns, one row per value of a kept input column."""
+    if len(table) <= 1:
+        return (
+            f'<h2 id="groups">Per {e(column)}</h2><p class="warning" role="alert">No scored row keeps {e(column)!s} under '
+            f"'extra': score with --keep {e(column)} (or --group-by {e(column)}) to carry it.</p>"
+        )
+    head = "".join(f"<th>mean {e(title)}</th>" for _, title in COMPONENTS)
+    rows = []
+    for s in table:
+        means = "".join(f'<td class="n">{num(s.means[key])}</td>' for key, _ in COMPONENTS)
+        cls = ' class="all"' if s.name == ALL else ""
+        rows.append(f'<tr{cls} data-group="{e(s.name)}"><td>{e(s.name)}</td><td class="n">{s.scored}</td>{means}</tr>')
+    return (
+        f'<h2 id="groups">Per {e(column)}</h2><p class="muted">Scored rows by their value of {e(column)} '
+        "(kept by score under 'extra'; a value that is not text is written as JSON, a missing one as null).</p>"
+        f'<div class="wide"><table class="groups"><tr><th>{e(column)}</th><th>scored</th>{head}</tr>{"".join(rows)}</table></div>'
+    )
 
 
 def type_table_section(table: Sequence[TypeStats]) -> str:
@@ -310,6 +333,7 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
     sections = [
         summary_section(report),
         type_table_section(report.table),
+        *([group_table_section(report.group_by, report.groups)] if report.groups is not None else []),
         histograms_section(report.histograms),
         failures_section(report.table),
     ]

@@ -41,6 +41,8 @@ from trace_tasks.cli._report_data import (
     Row,
     ScoresFileError,
     deltas,
+    group_table,
+    has_column,
     histograms,
     options_differences,
     read_rows,
@@ -103,6 +105,12 @@ def register(subparsers: Any) -> None:
         "--no-audit", action="store_true", help="with --instances: leave out what image-blind policies earn (trace-tasks audit)"
     )
     parser.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        default=None,
+        help="also tabulate the rows per value of an input column kept by 'score --keep COLUMN' (or --group-by)",
+    )
+    parser.add_argument(
         "--no-metrics",
         action="store_true",
         help="with --instances: leave out the field metrics (acc@iou0.5, f1@iou0.5, ...: every row is re-scored with a trail)",
@@ -146,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         baseline_warning=baseline_warning(rows, baseline) if baseline is not None else "",
         **audit_fields(args, rows),
         **metrics_fields(args, rows),
+        **group_fields(args, rows),
     )
     html = page(
         report,
@@ -181,6 +190,15 @@ def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any])
     if args.baseline:
         items.append(("baseline", args.baseline))
     return tuple(items)
+
+
+def group_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+    """The ``--group-by`` table's data: the column and its table (only the ``all`` row when no row keeps it)."""
+    column = getattr(args, "group_by", None)
+    if not column:
+        return {}
+    table = group_table(rows, column) if has_column(rows, column) else []
+    return {"group_by": column, "groups": table}
 
 
 def metrics_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
