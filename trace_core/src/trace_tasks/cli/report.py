@@ -236,7 +236,9 @@ def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any
     with open_binary(args.instances) as fh:
         instances = audit.load(read_lines(fh, args.instances), args.instances)
     result = audit.audit(instances.compiled, options, audit.DEFAULT_THRESHOLD)
-    note = f"{len(instances.problems)} problem(s) in the instances file: those instances are left out." if instances.problems else ""
+    note = (
+        f"{len(instances.problems)} problem(s) in the instances file: those instances are left out." if instances.problems else ""
+    )
     return {"audit": result.entries(), "audit_note": note}
 
 
