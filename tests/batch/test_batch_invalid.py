@@ -110,7 +110,9 @@ def test_caller_mistakes_keep_their_own_errors() -> None:
     results = score_trace_batch([{**good, "response": 7}, {**good, "answer_weight": -1}, {**good, "bogus": 1}])
     assert results[0]["error"].startswith("ResponseTypeError")
     assert results[1]["error"].startswith("OptionError") and "answer_weight" in results[1]["error"]
-    assert results[2]["error"].startswith("TypeError")
+    # An unknown key is an option mistake named as such, never a TypeError about an internal signature.
+    assert results[2]["error"].startswith("OptionError: unknown item key(s) ['bogus']; accepted: ['response', 'answer_gt'")
+    assert "CompiledInstance" not in results[2]["error"]
 
 
 def test_a_group_of_16_rollouts_compiles_its_instance_once(compile_spy: list[Any]) -> None:

@@ -88,7 +88,7 @@ def test_a_failing_item_is_isolated() -> None:
     assert len(results) == len(items)
     assert results[2] == {"error": results[2]["error"]} and results[2]["error"].startswith("ResponseTypeError")
     assert results[5]["error"].startswith("OptionError")
-    assert results[7]["error"].startswith("TypeError")
+    assert results[7]["error"].startswith("OptionError: unknown item key(s) ['unknown_keyword']")
     good = [i for i in range(len(items)) if i not in (2, 5, 7)]
     expected = serial(items)
     assert [results[i] for i in good] == [expected[i] for i in good]

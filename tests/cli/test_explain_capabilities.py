@@ -318,7 +318,7 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
     pil = _pil()
     path = _instance_file(tmp_path, "bbox", [10, 10, 50, 50], image_size=[320, 240])
     png = tmp_path / "outside.png"
-    # A model answering in 0-1000 normalised coordinates: the prediction is off the image.
+    # A prediction off the image: noted, but no reading as normalised coordinates scores better, so no such hint.
     code, out, err = explain(
         "--instance", str(path), "--line", "1", "--response", _response([500, 500, 900, 900]), "--png", str(png)
     )
@@ -326,7 +326,7 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
     note = "note: 1 of 2 items lie (partly) outside the 320x240 image frame or could not be drawn (P)"
     assert out.count(note) == 1  # in the text report, and not repeated after "wrote"
     assert out.index(note) < out.index("\nReward\n")
-    assert "normalised 0-1000 coordinates?" in out
+    assert "normalised" not in out
     _, _, _, oy, scale = area_of(out)
     with pil.open(png) as image:
         rgb = image.convert("RGB")
@@ -337,8 +337,17 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
     # The same note without --png: the text report is enough to see it.
     code, out, _ = explain("--instance", str(path), "--line", "1", "--response", _response([500, 500, 900, 900]))
     assert code == 0 and note in out
+    # The target [10, 10, 50, 50] of the 320x240 image in 0-1000 units: inside the frame, yet the 0-1000 reading
+    # scores far better than the pixels, so the hint is given (the frame alone could not tell).
     code, out, err = explain(
-        "--instance", str(path), "--line", "1", "--response", _response([0.1, 0.1, 0.5, 0.5]), "--png", str(png)
+        "--instance", str(path), "--line", "1", "--response", _response([31, 42, 156, 208]), "--png", str(png)
+    )
+    assert code == 0, err
+    assert "outside the 320x240" not in out
+    assert "note: read as 0-1000 coordinates the prediction would score annotation_reward 0.992 (as pixels 0.00685)" in out
+    assert "normalised 0-1000 coordinates? the scorer reads pixels" in out
+    code, out, err = explain(
+        "--instance", str(path), "--line", "1", "--response", _response([0.031, 0.042, 0.156, 0.208]), "--png", str(png)
     )
     assert code == 0, err
     assert "normalised 0-1 coordinates?" in out

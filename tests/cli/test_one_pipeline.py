@@ -31,6 +31,14 @@ OPTION_NAMES = (
     "format_weight",
     "trace_annotation_reward_formula",
     "point_half_life_px",
+    "trace_recovery",
+    "format_accept_answer_tag",
+)
+#: The opt-in response policies of docs/contracts.md §3.7, run over the shape cases too.
+POLICIES = (
+    {"trace_recovery": "outside_think"},
+    {"trace_recovery": "final_only", "format_accept_answer_tag": True},
+    {"format_accept_answer_tag": True, "trace_reward_mode": "answer"},
 )
 INSTANCE_NAMES = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
 REQUIRED = ("answer_gt", "annotation_gt", "reward_contract")
@@ -110,6 +118,19 @@ def _shape_cases() -> list[tuple[str, dict[str, Any], str, dict[str, Any]]]:
             '```json\n{"answer": 6, "annotation": {"a": [0, 0, 9, 10], "zz": [1, 1, 2, 2]}}\n```',
         ),
         "literal_strings": (_instance("point_set", [[1, 1], [5, 5]]), "{'answer': 7, 'annotation': ['(1, 1)', '(5, 6)']}"),
+        "draft_in_think": (
+            _instance("bbox", [0, 0, 10, 10]),
+            '<think>Candidate: {"answer": 7, "annotation": [0, 0, 10, 10]}</think>I cannot tell.',
+        ),
+        "r1_template": (
+            _instance("bbox", [0, 0, 10, 10]),
+            '<think>the box</think><answer>{"answer": 7, "annotation": [0, 0, 9, 10]}</answer>',
+        ),
+        "native_qwen_list": (
+            _instance("bbox", [0, 0, 10, 10]),
+            '{"answer": 7, "annotation": [{"bbox_2d": [0, 0, 10, 10], "label": "x"}]}',
+        ),
+        "normalised_point": (_instance("point", [905, 100]), '{"answer": 7, "annotation": [905, 100]}'),
     }
     out = []
     for name, (instance, response) in cases.items():
@@ -117,6 +138,7 @@ def _shape_cases() -> list[tuple[str, dict[str, Any], str, dict[str, Any]]]:
             {},
             {"trace_reward_mode": "answer"},
             {"trace_annotation_reward_formula": "additive", "format_weight": 0.25},
+            *POLICIES,
         ):
             out.append((f"{name}-{len(out)}", instance, response, options))
     return out
@@ -173,9 +195,13 @@ def _cli_args(options: dict[str, Any]) -> list[str]:
         "format_weight": "--format-weight",
         "trace_annotation_reward_formula": "--formula",
         "point_half_life_px": "--point-half-life-px",
+        "trace_recovery": "--recovery",
     }
     for name, value in options.items():
-        args += [flags[name], str(value)]
+        if name == "format_accept_answer_tag":
+            args += ["--format-accept-answer-tag"] if value else []
+        else:
+            args += [flags[name], str(value)]
     return args
 
 
@@ -184,7 +210,8 @@ def _cli_cases() -> list[tuple[str, dict[str, Any], str, dict[str, Any]]]:
     out = []
     for case in CONFORMANCE + CORPUS:
         _, _, response, options = case
-        if len(response) > 300_000 or any(not isinstance(v, (str, int, float)) or isinstance(v, bool) for v in options.values()):
+        plain = {k: v for k, v in options.items() if k != "format_accept_answer_tag"}
+        if len(response) > 300_000 or any(not isinstance(v, (str, int, float)) or isinstance(v, bool) for v in plain.values()):
             continue
         out.append(case)
     return out

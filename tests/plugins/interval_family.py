@@ -4,8 +4,9 @@ It follows the recipe of docs/plugins.md "Offering a new reward version": the
 type declares both ``interval_iou_v0`` and ``interval_iou_v1`` and
 ``trace_resolve_reward_id`` names the owner's default (``current``; a user pin
 can still choose the other). It also adds an answer type, may declare extra
-reward ids through ``trace_reward_ids``, explains its scores and draws an
-interval, so every hook in ``trace_tasks.plugins.hookspecs`` has an implementation
+reward ids through ``trace_reward_ids``, explains its scores, draws an
+interval, recognises a one-item list as a native spelling and scales an
+interval (its x only), so every hook in ``trace_tasks.plugins.hookspecs`` has an implementation
 here, and it records each hook call, so tests can prove each hook was exercised.
 
 :class:`DefaultHijacker` is the plugin contract v2 forbids: it owns nothing but
@@ -26,6 +27,7 @@ from trace_tasks import (
     AnswerTypeSpec,
     ExplainedItem,
     MatchedPair,
+    NativeFormat,
     RewardIdSpec,
     ScoringContext,
     hookimpl,
@@ -137,6 +139,22 @@ class IntervalFamily:
             return None
         self.calls.append(("trace_draw_annotation", (annotation_type,)))
         return [Polyline([(item[0], 0.0), (item[1], 0.0)])]
+
+    @hookimpl
+    def trace_native_annotation(self, annotation_type: str, value: object) -> NativeFormat | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_native_annotation", (annotation_type,)))
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+            return NativeFormat("[[lo, hi]] (a list holding the one interval)", "[lo, hi]", value[0])
+        return None
+
+    @hookimpl
+    def trace_scale_annotation(self, annotation_type: str, value: Interval, scale_x: float, scale_y: float) -> Interval | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_scale_annotation", (annotation_type,)))
+        return (value[0] * scale_x, value[1] * scale_x)
 
     def hooks_called(self) -> set[str]:
         return {name for name, _ in self.calls}

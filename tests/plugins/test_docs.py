@@ -77,6 +77,8 @@ def test_there_are_hook_specs_to_check() -> None:
         "trace_score_annotation",
         "trace_explain_annotation",
         "trace_draw_annotation",
+        "trace_native_annotation",
+        "trace_scale_annotation",
     }
 
 
@@ -109,6 +111,7 @@ def test_no_hook_is_documented_that_does_not_exist(doc: str) -> None:
         trace_tasks.ScoringContext,
         trace_tasks.AnnotationScore,
         trace_tasks.AnnotationExplanation,
+        trace_tasks.NativeFormat,
         shapes.Primitive,
     ],
     ids=lambda r: r.__name__,

@@ -146,12 +146,22 @@ class Toy:
     def __init__(self, flaw: str = "") -> None:
         self.flaw = flaw
 
+    #: The JSON Schema of one pair, and what the schema flaws declare instead.
+    PAIR: ClassVar[dict[str, Any]] = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    SCHEMA_FLAWS: ClassVar[dict[str, Any]] = {
+        "schema_permissive": {},
+        "schema_rejects_examples": {"type": "array", "items": {"type": "integer"}, "minItems": 3},
+        "schema_unsupported": {"type": "array", "uniqueItems": True},
+    }
+
     @hookimpl
     def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
         examples = [] if self.flaw == "no_examples" else [[1, 2], [5, 9]]
+        pair = self.SCHEMA_FLAWS.get(self.flaw, self.PAIR)
+        pairs = {"type": "array", "items": self.PAIR}
         return [
-            AnnotationTypeSpec("toy", ("toy_v0",), shape="scalar", examples=examples),
-            AnnotationTypeSpec("toy_set", ("toy_set_v0",), shape="set", examples=[examples]),
+            AnnotationTypeSpec("toy", ("toy_v0",), shape="scalar", examples=examples, json_schema=pair),
+            AnnotationTypeSpec("toy_set", ("toy_set_v0",), shape="set", examples=[examples], json_schema=pairs),
             AnnotationTypeSpec("toy_seq", ("toy_seq_v0",), shape="sequence", examples=[examples]),
         ]
 
@@ -266,6 +276,9 @@ FLAWS: dict[str, tuple[str, str, str, str]] = {
     "core_key": ("toy", "toy_v0", "contract", "annotation_reward"),
     "random": ("toy_set", "toy_set_v0", "deterministic", "twice gave"),
     "no_examples": ("toy", "", "examples", "declares no examples"),
+    "schema_permissive": ("toy", "", "schema", "the declared json_schema accepts 'junk', which does not parse as toy"),
+    "schema_rejects_examples": ("toy", "", "schema", "example #0 [1, 2] does not validate against the declared json_schema"),
+    "schema_unsupported": ("toy", "", "schema", "uses keywords the kit cannot check: ['uniqueItems']"),
 }
 
 
@@ -278,6 +291,24 @@ def test_the_kit_catches_a_flaw(flaw: str) -> None:
     assert any(text in p.message for p in found), "\n".join(map(str, found))
     with pytest.raises(AssertionError, match=check):
         assert_family_ok(build_registry([("toy", Toy(flaw))], load_entry_points=False))
+
+
+def test_the_schema_check_catches_a_schema_that_accepts_a_wrong_shape() -> None:
+    problems = [p for p in _problems(("toy", Toy("schema_permissive"))) if p.check == "schema"]
+    shown = [p.message.split(", which")[0].removeprefix("the declared json_schema accepts ") for p in problems]
+    assert shown[:3] == ["'junk'", "None", "True"] and problems[-1].message.startswith("... and ")
+    assert {p.annotation_type for p in problems} == {"toy"}  # the set's schema is sound
+
+
+def test_the_official_schemas_reject_the_kits_wrong_shapes() -> None:
+    from trace_tasks.family import schema_problems
+
+    for entry in get_registry().annotation_types.values():
+        spec = entry.spec
+        assert spec is not None and spec.json_schema is not None
+        example = spec.examples[0]
+        for wrong in ("junk", None, [example], {"value": example} if spec.shape not in ("map", "set_map") else [example]):
+            assert schema_problems(wrong, spec.json_schema), (entry.name, wrong)
 
 
 def test_contract_breaking_flaws_report_nothing_else_for_the_scalar_type() -> None:

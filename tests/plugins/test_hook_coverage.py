@@ -15,9 +15,10 @@ import inspect
 import json
 from typing import Any
 
-from trace_tasks import get_registry, resolve_reward_contract, score_trace_response
+from trace_tasks import compile_instance, get_registry, resolve_reward_contract, score_trace_response
 from trace_tasks.cli._frames import frame_report
 from trace_tasks.plugins import PROJECT_NAME, hookspecs
+from trace_tasks.scoring import options_from
 
 from .interval_family import V1, IntervalFamily
 
@@ -25,8 +26,10 @@ from .interval_family import V1, IntervalFamily
 LOAD_HOOKS = {"trace_annotation_types", "trace_reward_ids", "trace_answer_types", "trace_resolve_reward_id"}
 #: Hooks scoring a response calls.
 SCORE_HOOKS = {"trace_parse_annotation", "trace_score_annotation"}
-#: Capabilities the tools call (explain, draw), never the scorer.
-TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation"}
+#: Asked by the scorer only after a prediction failed to parse.
+FAILURE_HOOKS = {"trace_native_annotation"}
+#: Capabilities the tools call (explain, draw, the normalised readings), never the scorer.
+TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation", "trace_scale_annotation"}
 
 
 def spec_names() -> set[str]:
@@ -36,8 +39,8 @@ def spec_names() -> set[str]:
 
 
 def test_the_phases_cover_every_spec() -> None:
-    assert spec_names() == LOAD_HOOKS | SCORE_HOOKS | TOOL_HOOKS
-    assert len(spec_names()) == 8
+    assert spec_names() == LOAD_HOOKS | SCORE_HOOKS | FAILURE_HOOKS | TOOL_HOOKS
+    assert len(spec_names()) == 10
 
 
 def test_the_recording_plugin_implements_every_spec(register: Any) -> None:
@@ -74,4 +77,22 @@ def test_real_code_paths_call_every_hook(register: Any) -> None:
     parsed = registry.annotation_types["interval"].parse(annotation_type="interval", value=[2, 30])
     report = frame_report(registry, "interval", parsed, (20.0, 10.0))
     assert report.checked and [message for _, message in report.problems] == ["x=30 is outside the image frame [0, 20]"]
-    assert family.hooks_called() == {"trace_parse_annotation"} | TOOL_HOOKS
+    assert family.hooks_called() == {"trace_parse_annotation", "trace_explain_annotation", "trace_draw_annotation"}
+
+    # A prediction that does not parse is shown to the owner's native-shape hook, and only then.
+    family.calls.clear()
+    instance = {
+        "answer_gt": {"type": "hex_color", "value": "#00FF00"},
+        "annotation_gt": {"type": "interval", "value": [0, 4]},
+        "reward_contract": contract,
+        "image_size": [10, 10],
+    }
+    result = score_trace_response(response=json.dumps({"answer": "#00ff00", "annotation": [[0, 4]]}), **instance)
+    assert result["annotation_parse_ok"] == 0.0 and result["annotation_native_format"] == 1.0
+    assert [name for name, _ in family.calls] == ["trace_parse_annotation", "trace_parse_annotation", "trace_native_annotation"]
+
+    # Explaining a parsed prediction reads it as normalised coordinates through the owner's scale hook.
+    family.calls.clear()
+    _, trail = compile_instance(instance).explain(json.dumps({"answer": "#00ff00", "annotation": [0, 0.4]}), options_from({}))
+    assert "trace_scale_annotation" in family.hooks_called()
+    assert trail.readings["0-1"] == 1.0 and trail.readings["pixels"] < 1.0

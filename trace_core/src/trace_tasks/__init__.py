@@ -36,6 +36,7 @@ from trace_tasks.data import (
     dataset_warnings,
     instance_problems,
     instance_warnings,
+    score_instance,
     score_trace_batch,
 )
 from trace_tasks.errors import (
@@ -64,6 +65,7 @@ from trace_tasks.plugins import (
     AnswerTypeSpec,
     ExplainedItem,
     MatchedPair,
+    NativeFormat,
     RewardIdSpec,
     ScoringContext,
     get_registry,
@@ -72,6 +74,7 @@ from trace_tasks.plugins import (
     pinned_reward_ids,
     unpin_reward_id,
 )
+from trace_tasks.scoring import format_instructions, response_json_schema
 
 _moved.install()
 
@@ -100,6 +103,7 @@ __all__ = [
     "InstanceError",
     "MatchedPair",
     "MissingFamilyError",
+    "NativeFormat",
     "OptionError",
     "PluginConflictError",
     "PluginError",
@@ -119,6 +123,7 @@ __all__ = [
     "dataset_warnings",
     "evaluate_trace_response_format",
     "extract_trace_prediction",
+    "format_instructions",
     "get_registry",
     "hookimpl",
     "instance_problems",
@@ -127,7 +132,9 @@ __all__ = [
     "pinned_reward_ids",
     "resolve_annotation_reward_contract_id",
     "resolve_reward_contract",
+    "response_json_schema",
     "result_keys",
+    "score_instance",
     "score_trace_batch",
     "score_trace_response",
     "unpin_reward_id",

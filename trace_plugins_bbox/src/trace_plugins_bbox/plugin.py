@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.family import Box, Primitive, ShapeFamily
+from trace_tasks.family import Box, Primitive, ShapeFamily, scale_xy
 
 BOX = Primitive(
     name="bbox",
@@ -19,6 +19,11 @@ BOX = Primitive(
     draw=lambda box: [Box(*box)],
     examples=([10, 20, 110, 220], [300, 40, 360, 90]),
     parsed_item="tuple (x0, y0, x1, y1) of floats with x0 < x1 and y0 < y1",
+    json_schema={"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+    item_form="[x0, y0, x1, y1]",
+    item_help="its left, top, right and bottom edges in pixels of the image, x0 < x1 and y0 < y1",
+    native_keys=("bbox_2d", "bbox", "box"),
+    scale=scale_xy,
 )
 
 family = ShapeFamily(

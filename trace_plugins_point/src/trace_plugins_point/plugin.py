@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic
+from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
 
 POINT = Primitive(
     name="point",
@@ -19,6 +19,11 @@ POINT = Primitive(
     draw=lambda point: [Point(*point)],
     examples=([120, 80], [40, 300]),
     parsed_item="tuple (x, y) of floats",
+    json_schema={"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+    item_form="[x, y]",
+    item_help="in pixels of the image, x to the right and y down from its top-left corner",
+    native_keys=("point_2d", "point"),
+    scale=scale_xy,
 )
 
 family = ShapeFamily(

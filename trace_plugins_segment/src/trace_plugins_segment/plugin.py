@@ -6,7 +6,9 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
-from trace_tasks.family import Polyline, Primitive, ShapeFamily, half_life_diagnostic
+from trace_tasks.family import Polyline, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
+
+_POINT_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
 SEGMENT = Primitive(
     name="segment",
@@ -20,6 +22,11 @@ SEGMENT = Primitive(
     draw=lambda s: [Polyline([(s[0], s[1]), (s[2], s[3])])],
     examples=([[10, 10], [200, 40]], [[50, 300], [50, 120]]),
     parsed_item="tuple (x0, y0, x1, y1) of floats, the two endpoints in the order given",
+    json_schema={"type": "array", "items": _POINT_SCHEMA, "minItems": 2, "maxItems": 2},
+    item_form="[[x0, y0], [x1, y1]]",
+    item_help="its two endpoints in pixels of the image, in either order",
+    native_keys=("line_2d", "segment"),
+    scale=scale_xy,
 )
 
 family = ShapeFamily(

@@ -50,7 +50,7 @@ from trace_tasks.cli._output import check_distinct_files, guard
 from trace_tasks.errors import TraceTasksError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "audit", "explain", "report", "plugins", "serve")
+SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "audit", "explain", "report", "schema", "plugins", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -267,11 +267,19 @@ def figures(
 
 
 def explanation_notes(
-    explanation: AnnotationExplanation, draw_item: DrawItem, *, owner: str, size: tuple[float, float]
+    explanation: AnnotationExplanation,
+    draw_item: DrawItem,
+    *,
+    owner: str,
+    size: tuple[float, float],
+    hint: str | None = None,
 ) -> list[str]:
-    """The outside-the-frame notes of an explanation (needs no Pillow): for the text report of ``explain``."""
+    """The outside-the-frame notes of an explanation (needs no Pillow): for the text report of ``explain``.
+
+    ``hint`` as in :func:`~trace_tasks.cli._frames.frame_notes`.
+    """
     targets, predictions, _ = figures(explanation, draw_item, owner=owner, metric="")
-    return [full for _, full in frame_notes([f.placed() for f in targets + predictions], size)]
+    return [full for _, full in frame_notes([f.placed() for f in targets + predictions], size, hint)]
 
 
 # --- pure layout: scale and label placement ---
@@ -491,12 +499,14 @@ def render_image(
     header: Sequence[str] = (),
     metric: str = "similarity",
     half_life: float | None = None,
+    hint: str | None = None,
 ) -> tuple[Any, Picture]:
     """Draw ``explanation`` (its items through ``draw_item``, the owner's capability): ``(PIL image, Picture)``.
 
     ``size`` is the source image size (the canvas when there is no image);
     ``half_life`` draws half-life circles around target points and segment
-    ends (pass it for distance metrics only). Raises :class:`DrawingUnavailable`
+    ends (pass it for distance metrics only); ``hint`` is the normalised-coordinates
+    hint of the run's readings (``None``: guessed from the drawn items). Raises :class:`DrawingUnavailable`
     without Pillow, :class:`CannotDraw` when the family cannot draw, ``OSError``
     when the image cannot be read.
     """
@@ -509,7 +519,7 @@ def render_image(
     font = _font(ImageFont)
     labels, label_notes = _draw_area(area, ImageDraw.Draw(area), font, scale, scene, half_life)
     everything = targets + predictions
-    short_notes = frame_notes([f.placed() for f in everything], frame)
+    short_notes = frame_notes([f.placed() for f in everything], frame, hint)
     notes += short_notes + label_notes
     if not everything:
         notes.append(("nothing to draw", "the explanation lists no items on either side: nothing to draw"))

@@ -9,6 +9,7 @@ capabilities cannot be checked, and the caller is told so instead of hearing
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -75,9 +76,37 @@ def _inside(point: tuple[float, float], width: float, height: float) -> bool:
     return 0 <= point[0] <= width and 0 <= point[1] <= height
 
 
+#: How much more a normalised reading of the prediction must score than its pixel reading for the hint.
+READING_GAIN = 0.25
+
+
+def readings_hint(readings: Mapping[str, float]) -> str | None:
+    """The normalised-coordinates hint decided by the run's readings (:attr:`~trace_tasks.scoring.Trail.readings`).
+
+    ``None`` when there are no readings to compare (no image size, or a family
+    without ``trace_scale_annotation``: :func:`normalised_hint` guesses from the
+    drawn extents instead); ``""`` when no reading scores at least
+    :data:`READING_GAIN` more than the pixels; else the hint, naming the
+    reading and both rewards. Works on any image size.
+    """
+    pixels = readings.get("pixels")
+    if pixels is None:
+        return None
+    best = max(((reward, name) for name, reward in readings.items() if name != "pixels"), default=None)
+    if best is None or best[0] < pixels + READING_GAIN:
+        return ""
+    reward, name = best
+    return (
+        f"read as {name} coordinates the prediction would score annotation_reward {reward:.3g} "
+        f"(as pixels {pixels:.3g}): normalised {name} coordinates? the scorer reads pixels"
+    )
+
+
 def normalised_hint(items: list[PlacedItem], width: float, height: float) -> str:
     """Why the predictions may be off: normalised 0-1 or 0-1000 coordinates, or "" when they do not look so.
 
+    The guess for a family that cannot scale its values (no
+    ``trace_scale_annotation``); otherwise :func:`readings_hint` decides.
     0-1: every predicted coordinate within [0, 1] on an image larger than that.
     0-1000: some predicted coordinate outside the frame, every one within
     [0, 1000], on an image smaller than 1000 px on some side.
@@ -96,10 +125,12 @@ def normalised_hint(items: list[PlacedItem], width: float, height: float) -> str
     return ""
 
 
-def frame_notes(items: list[PlacedItem], size: tuple[float, float]) -> list[tuple[str, str]]:
+def frame_notes(items: list[PlacedItem], size: tuple[float, float], hint: str | None = None) -> list[tuple[str, str]]:
     """``(short, full)`` notes about items (partly) outside ``[0, width] x [0, height]``, with a normalisation hint.
 
-    The short form fits a picture's footer, the full one a terminal line.
+    ``hint`` is :func:`readings_hint`'s (``""``: none); ``None`` guesses it from
+    the drawn items (:func:`normalised_hint`). The short form fits a picture's
+    footer, the full one a terminal line.
     """
     width, height = size
     notes: list[tuple[str, str]] = []
@@ -111,7 +142,8 @@ def frame_notes(items: list[PlacedItem], size: tuple[float, float]) -> list[tupl
             f"{len(outside)} of {len(items)} items lie (partly) outside the {width:g}x{height:g} image frame or could "
             f"not be drawn ({names}); coordinates are pixels of the source image",
         ))  # fmt: skip
-    hint = normalised_hint(items, width, height)
+    if hint is None:
+        hint = normalised_hint(items, width, height)
     if hint:
         notes.append((hint.split(":", 1)[0] + ": normalised?", hint))
     return notes

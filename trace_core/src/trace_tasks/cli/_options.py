@@ -25,7 +25,7 @@ def int_at_least(minimum: int) -> Any:
 
 
 def add_scoring_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--mode``, the weights, ``--formula`` and ``--point-half-life-px``."""
+    """Add ``--mode``, the weights, ``--formula``, ``--point-half-life-px``, ``--recovery`` and ``--format-accept-answer-tag``."""
     group = parser.add_argument_group("scorer options (as in score_trace_response)")
     group.add_argument(
         "--mode",
@@ -48,6 +48,20 @@ def add_scoring_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="point_half_life_px: overrides the image-size policy for points and segments",
     )
+    group.add_argument(
+        "--recovery",
+        default="lenient",
+        metavar="POLICY",
+        help=(
+            "trace_recovery: lenient (the contract's recovery), outside_think (recovery and atomic answers ignore "
+            "<think>...</think>) or final_only (the final block or nothing); default %(default)s"
+        ),
+    )
+    group.add_argument(
+        "--format-accept-answer-tag",
+        action="store_true",
+        help="format_accept_answer_tag: a response ending with <answer>OBJECT</answer> gets format 1 (opt-in)",
+    )
 
 
 def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -59,6 +73,8 @@ def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
         "format_weight": args.format_weight,
         "trace_annotation_reward_formula": args.formula,
         "point_half_life_px": args.point_half_life_px,
+        "trace_recovery": args.recovery,
+        "format_accept_answer_tag": bool(args.format_accept_answer_tag),
     }
     options_from(options)  # an OptionError names a bad one before any input is read
     return options

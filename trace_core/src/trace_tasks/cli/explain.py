@@ -17,9 +17,15 @@ Whatever a family returns is shown through safe formatters and cannot crash
 the report.
 
 When the image size is known, the annotation section notes items outside
-the image frame and coordinates that look normalised (0-1, 0-1000), found
-through the type owner's ``trace_draw_annotation`` capability
-(:mod:`trace_tasks.cli._frames`).
+the image frame, found through the type owner's ``trace_draw_annotation``
+capability, and coordinates that look normalised: the run scored the parsed
+prediction again read as 0-1 and 0-1000 coordinates (the owner's
+``trace_scale_annotation``), and a reading that scores clearly better is
+named (:mod:`trace_tasks.cli._frames`). A prediction that does not parse but
+has a model-native shape its owner knows (``trace_native_annotation``) gets a
+line naming the shape found and the one the contract expects, and what it
+would have scored written that way. A run with an opt-in response policy
+(``--recovery``, ``--format-accept-answer-tag``) says so in the extraction.
 
 With ``--png`` (or a ``.jpg``/``.jpeg`` name) it also draws the explanation's
 items through that capability (Pillow, ``trace-core[viz]``; see
@@ -50,12 +56,13 @@ from trace_tasks.cli._extraction_view import (
     surrogate_note,
     without_surrogates,
 )
+from trace_tasks.cli._frames import readings_hint
 from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
-from trace_tasks.scoring import UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
+from trace_tasks.scoring import LENIENT, UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
 SHOW_CHARS = 300
@@ -217,12 +224,17 @@ class Explained:
     def problem(self) -> str:
         return self.trail.problem
 
+    @property
+    def hint(self) -> str | None:
+        """The normalised-coordinates hint of the run's readings (``None``: no readings, guess from the drawing)."""
+        return readings_hint(self.trail.readings)
+
 
 def explain_response(response: str, instance: CompiledInstance, opts: ScoringOptions) -> Explained:
     """Score ``response`` once through the pipeline, keeping its trail, and describe the run."""
     result, trail = instance.explain(response, opts)
     surrogates = without_surrogates(response)[1]
-    out = _extraction(trail, opts.mode)
+    out = _extraction(trail, opts)
     if surrogates:  # first in the section: it says how the rest is shown
         out.insert(2, f"  note: {surrogate_note(surrogates)}")
     out += _answer(trail, instance, result)
@@ -254,12 +266,24 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _extraction(trail: Trail, mode: str) -> list[str]:
+#: What each opt-in response policy means, for the extraction section (docs/contracts.md §3.7).
+POLICY_NOTES = {
+    "outside_think": "recovery and atomic answers ignore text inside <think>...</think>",
+    "final_only": "the payload is the final block or nothing (in answer mode the whole response may be the atomic answer)",
+}
+
+
+def _extraction(trail: Trail, opts: ScoringOptions) -> list[str]:
     ext = trail.extraction
     assert ext is not None
     fmt = ext.format
     block = fmt.answer_block
+    mode = opts.mode
     lines = ["", "Extraction"]
+    if opts.recovery != LENIENT:
+        lines.append(f"  policy: trace_recovery {opts.recovery} ({POLICY_NOTES[opts.recovery]})")
+    if opts.answer_tag:
+        lines.append("  policy: format_accept_answer_tag (a final <answer>OBJECT</answer> is the final block)")
     lines.append(
         f"  final block: {_short(block) if block is not None else 'none (the response does not end with a fenced block or a balanced object)'}"
     )
@@ -292,6 +316,7 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
     elif trail.parsed_prediction is UNPARSED:
         why = one_line(trail.parse_errors[0]) if trail.parse_errors else "no value"
         lines.append(f"  the prediction does not parse as {name}: {why} ({show_value(trail.prediction)})")
+    lines += _native_lines(trail, name)
     explanation = trail.explanation
     if explanation is None:
         lines.append(f"  {plain(trail.problem or 'the family gave no explanation; no assignment table', 400)}")
@@ -306,6 +331,21 @@ def _annotation(trail: Trail, instance: CompiledInstance, result: Mapping[str, f
         lines.append(
             f"  note: the scorer reported annotation_reward {result['annotation_reward']:.4g} but the explanation "
             f"gives {show_number(reward)}: the family's explain and score capabilities disagree"
+        )
+    return lines
+
+
+def _native_lines(trail: Trail, name: str) -> list[str]:
+    """What the owner recognised in a prediction that does not parse (``annotation_native_format``)."""
+    native = trail.native
+    if native is None:
+        return []
+    found, expected = plain(str(native.found), SHOW_CHARS), plain(str(native.expected), SHOW_CHARS)
+    lines = [f"  model-native shape: the prediction is {found}; a {name} is written {expected}"]
+    if trail.native_reward is not None:
+        lines.append(
+            f"  written as the contract asks, it would score annotation_reward {trail.native_reward:.4g} "
+            "(the reward counts only the contract's shape)"
         )
     return lines
 
@@ -358,20 +398,26 @@ def _table(explanation: AnnotationExplanation, context: ScoringContext) -> list[
 
 
 def frame_check(explained: Explained) -> list[str]:
-    """Notes on explained items outside the image frame (none without an image size or a draw capability)."""
+    """Notes on explained items outside the image frame and on normalised coordinates.
+
+    The frame needs an image size and the owner's draw capability; the
+    normalised-coordinates hint comes from the run's readings when the owner
+    can scale its values, else it is guessed from the drawn items.
+    """
     context, explanation = explained.context, explained.explanation
     entry = explained.instance.annotation_entry
+    hint = explained.hint
     if explanation is None or context is None or context.image_size is None or entry.draw is None:
-        return []
+        return [hint] if hint else []
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
         return draw(annotation_type=entry.name, item=value)
 
     try:
-        return explanation_notes(explanation, draw_item, owner=entry.plugin, size=context.image_size)
+        return explanation_notes(explanation, draw_item, owner=entry.plugin, size=context.image_size, hint=hint)
     except CannotDraw:  # said when drawing is asked for (--png); the text report stays as it is
-        return []
+        return [hint] if hint else []
 
 
 def _reward(scores: Mapping[str, float]) -> list[str]:
@@ -422,7 +468,7 @@ def _draw(args: argparse.Namespace, instance: CompiledInstance, explained: Expla
     try:
         picture = render(
             args.png, explanation, draw_item, owner=owner, size=context.image_size if context else None,
-            image_path=image, header=header, metric=metric, half_life=half_life,
+            image_path=image, header=header, metric=metric, half_life=half_life, hint=explained.hint,
         )  # fmt: skip
     except DrawingUnavailable as exc:
         return _fail(str(exc))
@@ -479,6 +525,14 @@ def explanation_json(explained: Explained) -> dict[str, Any]:
         "image_size": _json_value(trail.context.image_size) if trail.context else None,
         "half_life_px": trail.context.half_life_px if trail.context else None,
         "problem": trail.problem or None,
+        "native_format": None
+        if trail.native is None
+        else {
+            "found": plain(str(trail.native.found), SHOW_CHARS),
+            "expected": plain(str(trail.native.expected), SHOW_CHARS),
+            "converted_reward": trail.native_reward,
+        },
+        "readings": dict(trail.readings),
     }
     explanation = trail.explanation
     if explanation is not None:

@@ -456,7 +456,7 @@ def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
             explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
             size=context.image_size if context else None, image_path=image, metric=metric,
             header=[f"{explained.instance.data.get('id')}: {entry.name} ({explained.reward_id})"],
-            half_life=context.half_life_px if context is not None and metric != "IoU" else None,
+            half_life=context.half_life_px if context is not None and metric != "IoU" else None, hint=explained.hint,
         )  # fmt: skip
     except (_drawing.CannotDraw, OSError, ValueError) as exc:
         return None, f"no picture: {exc}"

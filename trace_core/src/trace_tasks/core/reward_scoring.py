@@ -16,7 +16,17 @@ from typing import Any
 from trace_tasks.errors import ResponseTypeError
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
-from trace_tasks.scoring import CORE_RESULT_KEYS, prepare_target, required_keys, resolve_mode, resolve_options, result_keys, run
+from trace_tasks.scoring import (
+    CORE_RESULT_KEYS,
+    prepare_target,
+    required_keys,
+    resolve_answer_tag,
+    resolve_mode,
+    resolve_options,
+    resolve_recovery,
+    result_keys,
+    run,
+)
 
 __all__ = [
     "CORE_RESULT_KEYS",
@@ -51,8 +61,14 @@ def score_trace_response(
     image_sizes: Any = None,
     metadata: Any = None,
     extra_info: Any = None,
+    trace_recovery: Any = "lenient",
+    format_accept_answer_tag: Any = False,
 ) -> dict[str, float]:
     """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
+
+    ``trace_recovery`` (``"lenient"``, ``"outside_think"``, ``"final_only"``) and
+    ``format_accept_answer_tag`` are opt-in departures from the response
+    contract (docs/contracts.md §3.7); the defaults are the contract.
 
     Raises only for caller mistakes, each a :class:`~trace_tasks.errors.TraceTasksError`:
     :class:`~trace_tasks.errors.OptionError` (also a ``ValueError``) for an
@@ -63,7 +79,14 @@ def score_trace_response(
     the message names the package to install or the variable to change).
     """
     opts = resolve_options(
-        trace_reward_mode, answer_weight, annotation_weight, format_weight, trace_annotation_reward_formula, point_half_life_px
+        trace_reward_mode,
+        answer_weight,
+        annotation_weight,
+        format_weight,
+        trace_annotation_reward_formula,
+        point_half_life_px,
+        trace_recovery,
+        format_accept_answer_tag,
     )
     text = check_response(response)
     registry = get_registry()
@@ -72,15 +95,19 @@ def score_trace_response(
     return run(text, opts, registry, target)
 
 
-def evaluate_trace_response_format(response: str, *, trace_reward_mode: Any = "answer_and_annotation") -> dict[str, Any]:
+def evaluate_trace_response_format(
+    response: str, *, trace_reward_mode: Any = "answer_and_annotation", format_accept_answer_tag: Any = False
+) -> dict[str, Any]:
     """Format diagnostics of a response and the parsed final block.
 
     Returns ``format`` (1.0 or 0.0), ``structure_ok``, ``json_ok``, ``schema_ok``,
     ``think_text`` (the content of ``<think>...</think>``, if any),
     ``answer_block`` (the final block's text) and ``payload`` (its mapping).
+    ``format_accept_answer_tag`` as in :func:`score_trace_response`.
     """
     text = check_response(response)
-    fmt = extract(text, required_keys(resolve_mode(trace_reward_mode))).format
+    keys = required_keys(resolve_mode(trace_reward_mode))
+    fmt = extract(text, keys, answer_tag=resolve_answer_tag(format_accept_answer_tag)).format
     return {
         "format": fmt.format,
         "structure_ok": fmt.structure_ok,
@@ -92,9 +119,13 @@ def evaluate_trace_response_format(response: str, *, trace_reward_mode: Any = "a
     }
 
 
-def extract_trace_prediction(response: str) -> tuple[Any, Any, bool]:
-    """``(answer, annotation, found)`` recovered from a response for scoring."""
-    payload = extract(check_response(response), ANSWER_AND_ANNOTATION_KEYS).payload
+def extract_trace_prediction(
+    response: str, *, trace_recovery: Any = "lenient", format_accept_answer_tag: Any = False
+) -> tuple[Any, Any, bool]:
+    """``(answer, annotation, found)`` recovered from a response for scoring (options as in :func:`score_trace_response`)."""
+    text = check_response(response)
+    recovery, answer_tag = resolve_recovery(trace_recovery), resolve_answer_tag(format_accept_answer_tag)
+    payload = extract(text, ANSWER_AND_ANNOTATION_KEYS, recovery, answer_tag).payload
     if payload is None:
         return None, None, False
     return payload.get("answer"), payload.get("annotation"), True

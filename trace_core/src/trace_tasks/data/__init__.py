@@ -5,14 +5,19 @@ records and their one cattrs converter, :func:`instance_problems` (every
 problem of an instance, once), :func:`instance_warnings` and
 :class:`DatasetLint` (the authoring rules a valid instance, or a dataset,
 breaks: warnings by rule id), :func:`compile_instance` (a validated instance
-whose target the scoring pipeline prepared once), :class:`InstanceCache`, and
+whose target the scoring pipeline prepared once), :class:`InstanceCache`,
+:func:`score_instance` (one response to one instance record) and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
 
 from trace_tasks.data._batch import (
     INSTANCE_FIELDS,
     MIN_ITEMS_PER_WORKER,
+    RECORD_FIELDS,
+    SCORE_KEYWORDS,
     BatchResult,
+    score_instance,
+    score_keywords,
     score_trace_batch,
     shutdown_batch_pools,
     watch_parent,
@@ -39,6 +44,8 @@ from trace_tasks.errors import InstanceError, Problem
 __all__ = [
     "INSTANCE_FIELDS",
     "MIN_ITEMS_PER_WORKER",
+    "RECORD_FIELDS",
+    "SCORE_KEYWORDS",
     "WARNING_RULES",
     "AnnotationGT",
     "AnswerGT",
@@ -64,6 +71,8 @@ __all__ = [
     "instance_warnings",
     "iter_jsonl",
     "open_text",
+    "score_instance",
+    "score_keywords",
     "score_trace_batch",
     "shutdown_batch_pools",
     "watch_parent",

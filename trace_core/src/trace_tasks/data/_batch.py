@@ -1,11 +1,12 @@
-"""Scoring many responses: ``score_trace_batch``.
+"""Scoring many responses: ``score_trace_batch``; and one response to one instance record: ``score_instance``.
 
 Input order is kept, results are deterministic, and a failure is isolated to
 its item: it becomes an ``{"error": ...}`` entry instead of stopping the batch.
 
 Items come from data, so each item's instance (``answer_gt``,
-``annotation_gt``, ``reward_contract``, ``image_size``, ``metadata``) is
-validated through the strict path (:func:`trace_tasks.instances.compile_instance`)
+``annotation_gt``, ``reward_contract``, ``image_size``, ``metadata``, and the
+record's ``id``, ``prompt`` and ``image``: an item may be a whole instance
+record with its ``response``) is validated through the strict path (:func:`trace_tasks.instances.compile_instance`)
 and compiled once per content (a bounded cache per process: the rollouts of a
 group, or an instance scored again in the next call, pay for its ground truth
 once). A broken instance (a zero-area target box, an unknown type, a contract
@@ -99,8 +100,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Union, cast
 
+import attrs
+
+from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data._cache import InstanceCache
-from trace_tasks.errors import OptionError, ResponseTypeError, TraceTasksError
+from trace_tasks.data._records import TrainInstance
+from trace_tasks.errors import InstanceError, OptionError, Problem, ResponseTypeError, TraceTasksError
+from trace_tasks.scoring import OPTION_DEFAULTS, options_from
 
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
@@ -125,6 +131,11 @@ BatchResult = dict[str, Union[float, str]]
 #: The instance fields of an item (``TrainInstance``'s, as ``score_trace_response``
 #: takes them); every other key is the response or a scorer option.
 INSTANCE_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
+#: Every field of an instance record (``TrainInstance``: the instance fields, ``id``, ``prompt``, ``image``).
+RECORD_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(TrainInstance))
+#: The scorer's keyword arguments besides the instance and the response: its options, and the
+#: further image-size sources.
+SCORE_KEYWORDS: tuple[str, ...] = (*OPTION_DEFAULTS, "image_sizes", "extra_info")
 
 #: Compiled instances of this process, by content and bounded (each pool child has its own).
 INSTANCE_CACHE = InstanceCache(maxsize=4096)
@@ -133,20 +144,73 @@ _pools: dict[int, ProcessPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
-def _score_one(item: Mapping[str, Any], options: Mapping[str, Any]) -> BatchResult:
-    merged = {**options, **item}
-    instance = {name: merged.pop(name) for name in INSTANCE_FIELDS if name in merged}
+def score_keywords(keywords: Mapping[str, Any], *, what: str = "scorer option", also: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``keywords`` checked as the scorer's options and size sources: an unknown name or a bad value is an
+    :class:`~trace_tasks.errors.OptionError` naming it (never a ``TypeError`` about an internal signature).
+    ``also`` are the other names the caller accepted (listed in the message)."""
+    unknown = sorted(set(keywords) - set(SCORE_KEYWORDS), key=str)
+    if unknown:
+        raise OptionError(f"unknown {what}(s) {unknown}; accepted: {[*also, *SCORE_KEYWORDS]}")
+    options_from({name: value for name, value in keywords.items() if name in OPTION_DEFAULTS})
+    return dict(keywords)
+
+
+def _record_instance(merged: dict[str, Any]) -> dict[str, Any]:
+    """The instance record's fields, taken out of ``merged`` (``None`` sizes and metadata left out)."""
+    instance = {name: merged.pop(name) for name in RECORD_FIELDS if name in merged}
     # image_size and metadata default to None in score_trace_response: the instance has none then.
     for name in ("image_size", "metadata"):
         if name in instance and instance[name] is None:
             del instance[name]
+    return instance
+
+
+def _score_one(item: Mapping[str, Any], options: Mapping[str, Any]) -> BatchResult:
     try:
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"a score_trace_batch item must be a mapping (an instance record with its 'response'), got {type(item).__name__}"
+            )
+        merged = {**options, **item}
+        instance = _record_instance(merged)
         compiled = INSTANCE_CACHE.compile(instance)  # InstanceError lists every problem
         if "response" not in merged:
             raise ResponseTypeError("score_trace_batch item lacks 'response' (the model output to score)")
-        return cast(BatchResult, compiled.score(merged.pop("response"), **merged))
+        response = merged.pop("response")
+        keywords = score_keywords(merged, what="item key", also=("response", *RECORD_FIELDS))
+        return cast(BatchResult, compiled.score(response, **keywords))
     except Exception as exc:  # isolate the item: a caller mistake in one row must not sink the batch
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def score_instance(instance: Mapping[str, Any], response: str, **options: Any) -> dict[str, float]:
+    """Score ``response`` against a whole instance record: exactly ``score_trace_response``'s dict.
+
+    ``instance`` is a record as the data tools read it (``answer_gt``,
+    ``annotation_gt``, ``reward_contract``, and optionally ``id``,
+    ``image_size``, ``metadata``, ``prompt``, ``image``), validated as
+    ``trace-tasks validate`` validates it (compiled once per content, in a
+    bounded cache shared with :func:`score_trace_batch`). ``options`` are the
+    scorer's (``trace_reward_mode``, the weights, ``trace_recovery``, ...) and
+    its further size sources (``image_sizes``, ``extra_info``).
+
+    Raises :class:`~trace_tasks.errors.OptionError` for an unknown or invalid
+    option (checked first), :class:`~trace_tasks.errors.ResponseTypeError` for
+    a non-string response, and :class:`~trace_tasks.errors.InstanceError`
+    naming every problem of an invalid record (a ``response`` key in the
+    record is one: pass the response as the argument).
+    """
+    checked = score_keywords(options)
+    text = check_response(response)
+    name = instance.get("id") if isinstance(instance, Mapping) else None
+    record = f"instance {name!r}" if isinstance(name, str) else None
+    if isinstance(instance, Mapping) and "response" in instance:
+        raise InstanceError(
+            [Problem("$.response", "is not an instance field: pass the response as score_instance's second argument")],
+            record=record,
+        )
+    compiled = INSTANCE_CACHE.compile(instance, record=record)
+    return compiled.score(text, **checked)
 
 
 def _score_chunk(chunk: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> list[BatchResult]:

@@ -40,6 +40,7 @@ __all__ = ["CompiledInstance", "compile_instance"]
 
 _DEFAULT_MODE = "answer_and_annotation"
 _DEFAULT_FORMULA = "gated"
+_DEFAULT_RECOVERY = "lenient"
 #: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
 Sizes = tuple[Any, Any, Any, Any]
 
@@ -134,6 +135,8 @@ class CompiledInstance:
         image_sizes: Any = None,
         metadata: Any = None,
         extra_info: Any = None,
+        trace_recovery: Any = _DEFAULT_RECOVERY,
+        format_accept_answer_tag: Any = False,
     ) -> dict[str, float]:
         """Score one response: exactly ``score_trace_response(response=response, **instance fields, **options)``.
 
@@ -151,6 +154,8 @@ class CompiledInstance:
             format_weight,
             trace_annotation_reward_formula,
             point_half_life_px,
+            trace_recovery,
+            format_accept_answer_tag,
         )
         return self.run(check_response(response), opts, _sizes(image_size, image_sizes, metadata, extra_info))
 
@@ -168,6 +173,8 @@ class CompiledInstance:
         image_sizes: Any = None,
         metadata: Any = None,
         extra_info: Any = None,
+        trace_recovery: Any = _DEFAULT_RECOVERY,
+        format_accept_answer_tag: Any = False,
     ) -> list[dict[str, float]]:
         """Score a group of responses to this instance (a GRPO group), in order; options as for :meth:`score`.
 
@@ -183,6 +190,8 @@ class CompiledInstance:
             format_weight,
             trace_annotation_reward_formula,
             point_half_life_px,
+            trace_recovery,
+            format_accept_answer_tag,
         )
         texts = [check_response(response) for response in responses]
         sizes = _sizes(image_size, image_sizes, metadata, extra_info)

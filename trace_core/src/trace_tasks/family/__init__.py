@@ -4,7 +4,7 @@
 
 * building a family from one primitive: :class:`Primitive`, :class:`ShapeFamily`
   (types you own), :class:`ShapeRewards` (reward versions for someone else's
-  types), :func:`pairwise`;
+  types), :func:`pairwise`, :func:`scale_xy`, :func:`infer_item_schema`;
 * reading raw values: :func:`coordinates`, :func:`coordinate`, :func:`is_flat`,
   :func:`make_parser`, :func:`parse_collection`, :func:`parse_map`,
   :func:`from_numpy` (numpy arrays and scalars as plain values); raise
@@ -15,7 +15,9 @@
   :func:`soft_similarity`, :func:`half_life_diagnostic`;
 * the records hooks exchange: :class:`AnnotationTypeSpec`, :class:`RewardIdSpec`,
   :class:`AnswerTypeSpec`, :class:`ScoringContext`, :class:`AnnotationScore`,
-  :class:`AnnotationExplanation`, :class:`ExplainedItem`, :class:`MatchedPair`;
+  :class:`AnnotationExplanation`, :class:`ExplainedItem`, :class:`MatchedPair`,
+  :class:`NativeFormat`; :func:`schema_problems` and :func:`unsupported_keywords`
+  (JSON Schema checks of declared value schemas);
   the drawables :class:`Box`, :class:`Point`, :class:`Polyline`,
   :class:`Polygon`, :class:`Circle`, :class:`Label`; and :data:`hookimpl` for
   a hand-written plugin;
@@ -33,9 +35,9 @@ from trace_tasks.family._distance import LN2, half_life_diagnostic, soft_similar
 from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check_family, hostile_values, orphan_problems
 from trace_tasks.family._matching import Matched, match_sequence, match_set
 from trace_tasks.family._parsing import make_parser, parse_collection, parse_map
-from trace_tasks.family._primitives import Matrix, Primitive, pairwise
+from trace_tasks.family._primitives import Matrix, Primitive, pairwise, scale_xy
 from trace_tasks.family._scoring import make_explainer, make_scorer
-from trace_tasks.family._shapes import ShapeFamily, ShapeRewards, TypeRow
+from trace_tasks.family._shapes import ShapeFamily, ShapeRewards, TypeRow, infer_item_schema
 from trace_tasks.plugins import (
     DRAWABLES,
     SHAPES,
@@ -49,6 +51,7 @@ from trace_tasks.plugins import (
     ExplainedItem,
     Label,
     MatchedPair,
+    NativeFormat,
     Point,
     Polygon,
     Polyline,
@@ -57,6 +60,8 @@ from trace_tasks.plugins import (
     anchor,
     extent_points,
     hookimpl,
+    schema_problems,
+    unsupported_keywords,
 )
 from trace_tasks.reading import from_numpy
 
@@ -81,6 +86,7 @@ __all__ = [
     "Matched",
     "MatchedPair",
     "Matrix",
+    "NativeFormat",
     "Point",
     "Polygon",
     "Polyline",
@@ -102,6 +108,7 @@ __all__ = [
     "half_life_diagnostic",
     "hookimpl",
     "hostile_values",
+    "infer_item_schema",
     "is_flat",
     "make_explainer",
     "make_parser",
@@ -112,5 +119,8 @@ __all__ = [
     "pairwise",
     "parse_collection",
     "parse_map",
+    "scale_xy",
+    "schema_problems",
     "soft_similarity",
+    "unsupported_keywords",
 ]

@@ -57,6 +57,13 @@ Per annotation type, with the examples the owner declares
     (or a scalar type's parsed value) draws to a list of
     :mod:`trace_tasks.family` drawables with finite coordinates (``None``
     means the owner cannot draw the item and is not a problem).
+``schema``
+    when the type declares ``AnnotationTypeSpec.json_schema``: it uses only
+    keywords :func:`~trace_tasks.family.schema_problems` checks, every example
+    validates against it, and it rejects every value of a wrong shape that
+    does not parse (the example inside a list, the example under a key,
+    the example with its first array of numbers one short, ``"junk"``,
+    ``None``, ``True``): a constrained decoder must not be able to emit those.
 ``hook``
     through ``registry.manager.hook`` the parse, score, explain and draw hooks
     return the responsible plugin's answer: every other plugin returns ``None``.
@@ -90,6 +97,8 @@ from trace_tasks.plugins import (
     ScoringContext,
     extent_points,
     get_registry,
+    schema_problems,
+    unsupported_keywords,
 )
 from trace_tasks.scoring import PluginBug, checked_score, is_diagnostic_key
 
@@ -408,6 +417,33 @@ class _TypeCheck:
             )
         return parsed
 
+    # -- the declared JSON Schema
+
+    def check_schema(self) -> None:
+        schema = self.spec.json_schema if self.spec is not None else None
+        if schema is None:
+            return
+        unknown = unsupported_keywords(schema)
+        if unknown:
+            self.problem("schema", f"json_schema uses keywords the kit cannot check: {unknown}")
+            return
+        examples = tuple(self.spec.examples) if self.spec is not None else ()
+        for i, raw in enumerate(examples):
+            found = schema_problems(copy.deepcopy(raw), schema, limit=1)
+            if found:
+                self.problem(
+                    "schema", f"example #{i} {_short(raw)} does not validate against the declared json_schema: {found[0]}"
+                )
+        for value in _wrong_shapes(examples):
+            if self._parse_quietly(value) is not _MISSING:
+                continue  # it parses: not a wrong shape for this type
+            if not schema_problems(value, schema, limit=1):
+                self.problem(
+                    "schema",
+                    f"the declared json_schema accepts {_short(value)}, which does not parse as {self.name}: "
+                    "a constrained decoder could emit it",
+                )
+
     # -- scoring
 
     def score(self, reward: RewardEntry, prediction: Any, target: Any, what: str, *, hostile: bool = False) -> _Checked | None:
@@ -711,6 +747,34 @@ class _TypeCheck:
                          "not the plugin's own explanation", reward.reward_id)  # fmt: skip
 
 
+def _shortened(value: Any) -> Any:
+    """``value`` with its first array of numbers one item short (``None`` when it holds none)."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return value[:-1]
+        for i, item in enumerate(value):
+            short = _shortened(item)
+            if short is not None:
+                return [*value[:i], short, *value[i + 1 :]]
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            short = _shortened(item)
+            if short is not None:
+                return {**value, key: short}
+    return None
+
+
+def _wrong_shapes(examples: Sequence[Any]) -> list[Any]:
+    """Values of a wrong shape built from the examples, for the ``schema`` check (fresh objects)."""
+    out: list[Any] = ["junk", None, True]
+    for example in examples:
+        out += [[copy.deepcopy(example)], {"value": copy.deepcopy(example)}]
+        short = _shortened(copy.deepcopy(example))
+        if short is not None:
+            out.append(short)
+    return out
+
+
 def _list_of(value: Any, n: int) -> bool:
     return isinstance(value, list) and len(value) >= n
 
@@ -769,6 +833,7 @@ def check_family(registry: Registry | None = None, types: Iterable[str] | str | 
     for name in names:
         check = _TypeCheck(registry, registry.annotation_types[name], report)
         parsed = check.parse_examples()
+        check.check_schema()
         check.check_ids(parsed)
     return report.finish()
 

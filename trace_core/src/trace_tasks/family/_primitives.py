@@ -40,6 +40,18 @@ class Primitive:
     drawables (pixel coordinates); ``examples`` are raw items that parse (give
     two distinct ones, so sets can be permuted); ``parsed_item`` says in words
     what ``parse_item`` returns.
+
+    For prompts, constrained decoding and diagnostics: ``json_schema`` is the
+    JSON Schema of one raw item in canonical form (``None``: inferred from
+    ``examples`` when they are all arrays of numbers, or arrays of such
+    arrays, of one size); ``item_form`` writes one item literally
+    (``[x0, y0, x1, y1]``) and ``item_help`` says what its numbers are;
+    ``native_keys`` are the mapping keys under which model families put one
+    item in their native output (Qwen-VL's ``bbox_2d``), recognised in a
+    prediction that does not parse; ``scale`` returns a parsed item with its x
+    coordinates times ``scale_x`` and its y coordinates times ``scale_y``
+    (:func:`scale_xy` for a flat tuple of x, y pairs), for the tools' check of
+    normalised coordinates.
     """
 
     name: str
@@ -54,6 +66,16 @@ class Primitive:
     draw: Callable[[Any], Sequence[Drawable]] | None = None
     examples: tuple[Any, ...] = ()
     parsed_item: str = ""
+    json_schema: Mapping[str, Any] | None = None
+    item_form: str = ""
+    item_help: str = ""
+    native_keys: tuple[str, ...] = ()
+    scale: Callable[[Any, float, float], Any] | None = None
+
+
+def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:
+    """A flat item of alternating x and y coordinates (a point, a box's corners, a segment's ends), scaled."""
+    return tuple(value * (scale_x if i % 2 == 0 else scale_y) for i, value in enumerate(item))
 
 
 def pairwise(similarity: Callable[[Any, Any, ScoringContext], float]) -> Matrix:

@@ -9,6 +9,11 @@ draw their scores for free.
 
 * :class:`ShapeFamily` owns annotation types (parse, default reward id, draw)
   and scores its own reward ids; an entry point may name the instance itself.
+  From the primitive it also derives each type's JSON Schema and prompt
+  wording (``AnnotationTypeSpec.json_schema``, ``value_format``), recognises
+  model-native spellings of a value that does not parse
+  (``trace_native_annotation``) and scales parsed values for the tools'
+  normalised-coordinates check (``trace_scale_annotation``).
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from trace_tasks.errors import FamilyDefinitionError
+from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.family._scoring import make_explainer, make_scorer
@@ -28,10 +33,12 @@ from trace_tasks.plugins import (
     AnnotationScore,
     AnnotationTypeSpec,
     Drawable,
+    NativeFormat,
     RewardIdSpec,
     ScoringContext,
     hookimpl,
 )
+from trace_tasks.reading import from_numpy, is_mapping, read_annotation_string
 
 __all__ = ["ShapeFamily", "ShapeRewards", "TypeRow"]
 
@@ -121,12 +128,85 @@ class ShapeFamily(_ShapeScoring):
             "set_map": f"dict of stripped str key -> list of {item}",
         }[shape]
 
+    def _json_schema(self, shape: str) -> dict[str, Any] | None:
+        """The JSON Schema of a value of ``shape`` over the primitive's item schema (``None`` when there is none)."""
+        item = (
+            dict(self.primitive.json_schema)
+            if self.primitive.json_schema is not None
+            else infer_item_schema(self.primitive.examples)
+        )
+        if item is None:
+            return None
+        if shape == "scalar":
+            return item
+        if shape in ("set", "sequence"):
+            return {"type": "array", "items": item}
+        if shape == "map":
+            return {"type": "object", "additionalProperties": item}
+        return {"type": "object", "additionalProperties": {"type": "array", "items": item}}
+
+    def _item_words(self) -> str:
+        prim = self.primitive
+        form = prim.item_form or f"one {prim.name}"
+        return f"{form} ({prim.item_help})" if prim.item_help else form
+
+    def _value_format(self, shape: str) -> str:
+        item, name = self._item_words(), self.primitive.name
+        return {
+            "scalar": f"one {name} {item}",
+            "set": f"a list of every {name}, each {item}, in any order ([] when there is none)",
+            "sequence": f"a list of {name} items in the order the task asks for, each {item}",
+            "map": f"an object mapping each role key the task names to one {name} {item}",
+            "set_map": f"an object mapping each role key the task names to a list of {name} items, each {item}",
+        }[shape]
+
+    def expected_form(self, shape: str) -> str:
+        """A value of ``shape`` written literally, as diagnostics name it (``[[x0, y0, x1, y1], ...]``)."""
+        form = self.primitive.item_form or f"<{self.primitive.name}>"
+        return {
+            "scalar": form,
+            "set": f"[{form}, ...]",
+            "sequence": f"[{form}, ...] (in order)",
+            "map": f'{{"<role>": {form}, ...}}',
+            "set_map": f'{{"<role>": [{form}, ...], ...}}',
+        }[shape]
+
     @hookimpl
     def trace_annotation_types(self) -> list[AnnotationTypeSpec]:
         return [
-            AnnotationTypeSpec(name, ids, shape=shape, examples=self._examples(shape), parsed_value=self._parsed_value(shape))
+            AnnotationTypeSpec(
+                name,
+                ids,
+                shape=shape,
+                examples=self._examples(shape),
+                parsed_value=self._parsed_value(shape),
+                json_schema=self._json_schema(shape),
+                value_format=self._value_format(shape),
+            )
             for name, (shape, ids) in self.types.items()
         ]
+
+    @hookimpl
+    def trace_native_annotation(self, annotation_type: str, value: object) -> NativeFormat | None:
+        row = self.types.get(annotation_type)
+        if row is None:
+            return None
+        return _native(self, row[0], value)
+
+    @hookimpl
+    def trace_scale_annotation(self, annotation_type: str, value: Any, scale_x: float, scale_y: float) -> Any:
+        row = self.types.get(annotation_type)
+        scale = self.primitive.scale
+        if row is None or scale is None:
+            return None
+        shape = row[0]
+        if shape == "scalar":
+            return scale(value, scale_x, scale_y)
+        if shape in ("set", "sequence"):
+            return [scale(item, scale_x, scale_y) for item in value]
+        if shape == "map":
+            return {key: scale(item, scale_x, scale_y) for key, item in value.items()}
+        return {key: [scale(item, scale_x, scale_y) for item in items] for key, items in value.items()}
 
     @hookimpl
     def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
@@ -163,3 +243,120 @@ class ShapeRewards(_ShapeScoring):
     @hookimpl
     def trace_reward_ids(self) -> list[RewardIdSpec]:
         return [RewardIdSpec(rid, name, self.description) for rid, (name, _, _) in self.rewards.items()]
+
+
+# --- JSON Schema of one item, inferred from the examples ------------------------------------
+
+
+def _numeric_structure(value: Any) -> Any:
+    """``"n"`` for a number, ``(length, inner)`` for a non-empty array of one structure, else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return "n"
+    if isinstance(value, (list, tuple)) and value:
+        inner = {repr(_numeric_structure(item)) for item in value}
+        first = _numeric_structure(value[0])
+        return (len(value), first) if len(inner) == 1 and first is not None else None
+    return None
+
+
+def _structure_schema(structure: Any) -> dict[str, Any]:
+    if structure == "n":
+        return {"type": "number"}
+    length, inner = structure
+    return {"type": "array", "items": _structure_schema(inner), "minItems": length, "maxItems": length}
+
+
+def infer_item_schema(examples: Sequence[Any]) -> dict[str, Any] | None:
+    """The JSON Schema of an item whose examples are all arrays of one fixed numeric structure, else ``None``.
+
+    ``[10, 20, 110, 220]`` gives an array of exactly 4 numbers; ``[[10, 10], [200, 40]]``
+    an array of 2 arrays of 2 numbers. Anything else (no examples, mixed sizes,
+    mappings, strings) has no inferred schema: declare ``Primitive.json_schema``.
+    """
+    structures = {repr(_numeric_structure(example)) for example in examples}
+    if len(structures) != 1:
+        return None
+    structure = _numeric_structure(examples[0])
+    if not isinstance(structure, tuple):
+        return None
+    return _structure_schema(structure)
+
+
+# --- model-native spellings of a value that did not parse -------------------------------------
+
+#: The key of a label beside an item in model-native lists (Qwen-VL's grounding output).
+LABEL_KEY = "label"
+
+
+def _item(prim: Primitive, raw: Any) -> bool:
+    parse_item = prim.parse_item
+    if parse_item is None:
+        return False
+    try:
+        parse_item(raw)
+    except AnnotationParseError:
+        return False
+    return True
+
+
+def _under_native_key(prim: Primitive, value: Any) -> tuple[str, Any] | None:
+    """``(key, item)`` when ``value`` is a mapping holding one item under a native key."""
+    if not is_mapping(value):
+        return None
+    for key in prim.native_keys:
+        if key in value and _item(prim, from_numpy(value[key])):
+            return key, from_numpy(value[key])
+    return None
+
+
+def _labels_as_keys(labels: list[Any]) -> bool:
+    stripped = [label.strip() for label in labels if isinstance(label, str)]
+    return len(stripped) == len(labels) and all(stripped) and len(set(stripped)) == len(stripped)
+
+
+def _native(family: ShapeFamily, shape: str, value: Any) -> NativeFormat | None:
+    """What a model wrote instead of a value of ``shape``, when it is a known native spelling."""
+    prim = family.primitive
+    if isinstance(value, str):
+        value, ok = read_annotation_string(value)
+        if not ok:
+            return None
+    value = from_numpy(value)
+    expected = family.expected_form(shape)
+    form = prim.item_form or f"<{prim.name}>"
+    if isinstance(value, (list, tuple)) and value and all(is_mapping(item) for item in value):
+        found = [_under_native_key(prim, item) for item in value]
+        if all(found):
+            pairs = [pair for pair in found if pair is not None]
+            key = pairs[0][0]
+            items = [item for _, item in pairs]
+            labels = [item.get(LABEL_KEY) for item in value]
+            label = ', "label": ...' if any(LABEL_KEY in item for item in value) else ""
+            converted: Any = None
+            if shape == "scalar" and len(items) == 1:
+                converted = items[0]
+            elif shape in ("set", "sequence"):
+                converted = items
+            elif shape == "map" and _labels_as_keys(labels):
+                converted = {label_.strip(): item for label_, item in zip(labels, items, strict=True)}
+            elif shape == "set_map" and all(isinstance(label_, str) and label_.strip() for label_ in labels):
+                groups: dict[str, list[Any]] = {}
+                for label_, item in zip(labels, items, strict=True):
+                    groups.setdefault(label_.strip(), []).append(item)
+                converted = groups
+            return NativeFormat(
+                f'[{{"{key}": {form}{label}}}, ...] (a list of objects, each holding one {prim.name} under "{key}", '
+                "as Qwen-VL grounding output writes it)",
+                expected,
+                converted,
+            )
+    pair = _under_native_key(prim, value)
+    if pair is not None:
+        key, item = pair
+        converted = item if shape == "scalar" else [item] if shape in ("set", "sequence") else None
+        return NativeFormat(f'{{"{key}": {form}, ...}} (one {prim.name} under the key "{key}")', expected, converted)
+    if shape == "scalar" and isinstance(value, (list, tuple)) and len(value) == 1 and _item(prim, from_numpy(value[0])):
+        return NativeFormat(f"[{form}] (a list holding the one {prim.name})", expected, from_numpy(value[0]))
+    return None

@@ -352,12 +352,16 @@ LOG_KEY_SETS: tuple[str, ...] = ("charted", "all")
 REFUSED_KEY = "trace_refused"
 
 
-def logged_keys(log_keys: str) -> tuple[str, ...]:
-    """The keys an adapter logs for ``log_keys`` (``"charted"`` or ``"all"``); a caller mistake raises."""
+def logged_keys(log_keys: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The keys an adapter logs for ``log_keys`` (``"charted"`` or ``"all"``); a caller mistake raises.
+
+    ``options`` are the adapter's scorer options: with an opt-in response
+    policy (docs/contracts.md §3.7) ``"all"`` includes its indicators.
+    """
     if log_keys == "charted":
         return CHARTED_KEYS
     if log_keys == "all":
-        return stable_keys()
+        return stable_keys(options)
     raise OptionError(f"log_keys must be one of {list(LOG_KEY_SETS)}, got {log_keys!r}")
 
 
@@ -408,15 +412,17 @@ def strip_special_tokens(text: str) -> str:
             return text[:end]
 
 
-def stable_keys() -> tuple[str, ...]:
+def stable_keys(options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """The keys ``score_trace_response`` returns for every call, in its order (``trace_tasks.result_keys``).
 
-    Those are all keys except the per-type diagnostics; the one-hot
-    ``annotation_type_*`` keys follow the installed families.
+    Those are all keys except the per-type diagnostics (and the
+    ``annotation_native_format`` flag); the one-hot ``annotation_type_*`` keys
+    follow the installed families, and with ``options`` (scorer options) that
+    opt into a response policy, its indicators follow them.
     """
-    return result_keys()
+    return result_keys(None, options_from(options) if options else None)
 
 
-def stable_view(result: Mapping[str, float]) -> dict[str, float]:
-    """``result`` restricted to :func:`stable_keys` (every key always present)."""
-    return {key: float(result.get(key, 0.0)) for key in stable_keys()}
+def stable_view(result: Mapping[str, float], keys: tuple[str, ...] | None = None) -> dict[str, float]:
+    """``result`` restricted to ``keys`` (default :func:`stable_keys`), a missing key as 0.0."""
+    return {key: float(result.get(key, 0.0)) for key in (keys if keys is not None else stable_keys())}

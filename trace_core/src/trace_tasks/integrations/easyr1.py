@@ -83,9 +83,9 @@ class ComputeScore:
         if not isinstance(diagnostics, bool):
             raise OptionError(f"diagnostics must be True or False, got {diagnostics!r}")
         self.log_keys = log_keys
-        self.keys = tuple(dict.fromkeys(("overall", "accuracy", *logged_keys(log_keys))))
-        self.diagnostics = diagnostics
         self.options = scorer_options(options, strict=True)
+        self.keys = tuple(dict.fromkeys(("overall", "accuracy", *logged_keys(log_keys, self.options))))
+        self.diagnostics = diagnostics
 
     @overload
     def __call__(self, reward_inputs: Mapping[str, Any], **options: Any) -> _Score: ...

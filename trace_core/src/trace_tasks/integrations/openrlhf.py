@@ -176,7 +176,7 @@ def score_queries(
     for one that is no instance at all
     (every label is compiled before any query is scored).
     """
-    keys = logged_keys(log_keys)
+    keys = logged_keys(log_keys, options)
     prompts = _check_lengths(queries, prompts, labels)
     entries = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
     return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
@@ -255,10 +255,11 @@ def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **o
     ``"raise"`` (ERROR log, then the error). Returns a plain function, since
     OpenRLHF 0.9.0 wraps it with ``ray.remote``.
     """
-    keys = logged_keys(log_keys)
+    logged_keys(log_keys)  # an unknown set raises before anything else
     if on_invalid not in ON_INVALID:
         raise OptionError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
     picked = scorer_options(options, strict=True)
+    keys = logged_keys(log_keys, picked)
 
     def reward_func(queries: Sequence[Any], prompts: Sequence[Any], labels: Sequence[Any], **kwargs: Any) -> dict[str, Any]:
         call_options = {**picked, **scorer_options(kwargs, strict=False)} if kwargs else picked

@@ -194,7 +194,7 @@ def _score_arrow_batch(
 
     if expected is not None:
         check_worker(expected)
-    keys = stable_keys()
+    keys = stable_keys(options)
     columns: dict[str, list[float]] = {key: [] for key in keys}
     errors: list[str | None] = []
     responses = batch.column(response_column).to_pylist()
@@ -211,7 +211,7 @@ def _score_arrow_batch(
             compiled, inputs = compile_ground_truth(instance, where="instance")  # InstanceError for a broken one
             text = response if isinstance(response, str) else ""
             row = _row_overrides(own, i) if own else {}
-            result = stable_view(compiled.score(text, **{**inputs, **options, **row}))  # the row's own keys win
+            result = stable_view(compiled.score(text, **{**inputs, **options, **row}), keys)  # the row's own keys win
             error = None
         except Exception as exc:  # one bad row must not sink a job over millions of rows
             result = dict.fromkeys(keys, 0.0)

@@ -90,8 +90,8 @@ class _Scorer:
             raise OptionError(f"returns must be one of {list(RETURN_SHAPES)}, got {returns!r}")
         self.returns = returns
         self.log_keys = log_keys
-        self.keys = logged_keys(log_keys)
         self.options = scorer_options(options, strict=True)
+        self.keys = logged_keys(log_keys, self.options)
 
     def score(
         self, compiled: CompiledInstance, inputs: dict[str, Any], solution_str: Any, extra_info: Any, options: dict[str, Any]

@@ -34,6 +34,7 @@ from trace_tasks.plugins._records import (
     AnswerTypeSpec,
     ExplainedItem,
     MatchedPair,
+    NativeFormat,
     RewardIdSpec,
     ScoringContext,
 )
@@ -59,6 +60,7 @@ from trace_tasks.plugins._registry import (
     unpin_reward_id,
     unregister_plugin,
 )
+from trace_tasks.plugins._schema import JSON_SCHEMA_DIALECT, SUPPORTED_KEYWORDS, schema_problems, unsupported_keywords
 
 __all__ = [
     "ALLOW_ENV",
@@ -68,10 +70,12 @@ __all__ = [
     "BUILTIN_PLUGIN_NAME",
     "DRAWABLES",
     "ENTRY_POINT_GROUP",
+    "JSON_SCHEMA_DIALECT",
     "OFFICIAL_TYPES",
     "PINS_ENV",
     "PROJECT_NAME",
     "SHAPES",
+    "SUPPORTED_KEYWORDS",
     "AnnotationExplanation",
     "AnnotationScore",
     "AnnotationTypeEntry",
@@ -83,6 +87,7 @@ __all__ = [
     "ExplainedItem",
     "Label",
     "MatchedPair",
+    "NativeFormat",
     "PluginInfo",
     "Point",
     "Polygon",
@@ -102,6 +107,8 @@ __all__ = [
     "raise_for_unknown_type",
     "register_plugin",
     "reset_registry",
+    "schema_problems",
     "unpin_reward_id",
     "unregister_plugin",
+    "unsupported_keywords",
 ]

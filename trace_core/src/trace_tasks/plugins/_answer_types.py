@@ -111,23 +111,58 @@ def _collection_check(what: str, kinds: tuple[type, ...], shape: str) -> Callabl
     return check
 
 
+_TEXT_SCHEMA = {"type": "string", "minLength": 1}
+
 BUILTIN_ANSWER_TYPES: tuple[AnswerTypeSpec, ...] = (
-    AnswerTypeSpec("integer", description="a whole number", check_value=_numeric_check(_integral, "an integer", "7")),
     AnswerTypeSpec(
-        "number", description="a real number, compared exactly", check_value=_numeric_check(_finite_real, "a number", "3.5")
+        "integer",
+        description="a whole number",
+        check_value=_numeric_check(_integral, "an integer", "7"),
+        json_schema={"type": "integer"},
+        examples=(3,),
     ),
     AnswerTypeSpec(
-        "string", reads_json_strings=False, description="text, stripped and case-folded", check_value=_text_check("a string")
+        "number",
+        description="a real number, compared exactly",
+        check_value=_numeric_check(_finite_real, "a number", "3.5"),
+        json_schema={"type": "number"},
+        examples=(2.5,),
     ),
-    AnswerTypeSpec("boolean", description="true or false (never equal to 1 or 0)", check_value=_check_boolean),
     AnswerTypeSpec(
-        "option_letter", description="a multiple-choice letter such as 'B'", check_value=_text_check("an option_letter")
+        "string",
+        reads_json_strings=False,
+        description="text, stripped and case-folded",
+        check_value=_text_check("a string"),
+        json_schema=_TEXT_SCHEMA,
+        examples=("red",),
     ),
-    AnswerTypeSpec("pi_expression", description="an expression in pi such as '12π'", check_value=_text_check("a pi_expression")),
+    AnswerTypeSpec(
+        "boolean",
+        description="true or false (never equal to 1 or 0)",
+        check_value=_check_boolean,
+        json_schema={"type": "boolean"},
+        examples=(True,),
+    ),
+    AnswerTypeSpec(
+        "option_letter",
+        description="a multiple-choice letter such as 'B'",
+        check_value=_text_check("an option_letter"),
+        json_schema=_TEXT_SCHEMA,
+        examples=("B",),
+    ),
+    AnswerTypeSpec(
+        "pi_expression",
+        description="an expression in pi such as '12π'",
+        check_value=_text_check("a pi_expression"),
+        json_schema=_TEXT_SCHEMA,
+        examples=("12π",),
+    ),
     AnswerTypeSpec(
         "index_list",
         description="an ordered list of indices or labels",
         check_value=_collection_check("an index_list", (list, tuple), "a list of indices or labels such as [2, 0, 1]"),
+        json_schema={"type": "array", "items": {"type": ["integer", "string"]}},
+        examples=([2, 0, 1],),
     ),
     AnswerTypeSpec(
         "matrix",
@@ -135,6 +170,8 @@ BUILTIN_ANSWER_TYPES: tuple[AnswerTypeSpec, ...] = (
         check_value=_collection_check(
             "a matrix", (list, tuple, Mapping), "nested lists (or mappings) of numbers such as [[1, 2], [3, 4]]"
         ),
+        json_schema={"type": ["array", "object"]},
+        examples=([[1, 2], [3, 4]],),
     ),
 )
 

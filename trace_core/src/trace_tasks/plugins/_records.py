@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,10 @@ def _non_empty(instance: object, attribute: attrs.Attribute[Any], value: str) ->
 
 def _ids(value: object) -> tuple[str, ...]:
     return tuple(value)  # type: ignore[arg-type]
+
+
+def _values(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
 
 
 def _shape(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -41,6 +45,14 @@ class AnnotationTypeSpec:
     ``examples`` are raw values (as JSON would give them) that must parse, and
     ``parsed_value`` says in words what Python value the parse hook returns,
     the contract third-party scorers of the type rely on.
+
+    For prompts and constrained decoding (``trace_tasks.response_json_schema``,
+    ``trace_tasks.format_instructions``): ``json_schema`` is the JSON Schema
+    (draft 2020-12, a JSON-ready mapping) of a value written in the type's
+    canonical form, which every value it accepts should parse as (the family
+    kit checks that the examples validate and that a wrong shape does not);
+    ``None`` leaves the value unconstrained. ``value_format`` says in words,
+    for a prompt, how to write a value (``a box [x0, y0, x1, y1] in pixels``).
     """
 
     name: str = attrs.field(validator=_non_empty)
@@ -49,6 +61,8 @@ class AnnotationTypeSpec:
     shape: str = attrs.field(default="", validator=_shape)
     examples: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
     parsed_value: str = ""
+    json_schema: Mapping[str, Any] | None = None
+    value_format: str = ""
 
     @reward_ids.validator
     def _check_ids(self, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
@@ -85,12 +99,37 @@ class AnswerTypeSpec:
     instance is validated; returns what is wrong with it (a message saying what
     to write instead) or ``None`` when the value is a usable target. ``None``
     (the default) accepts any value.
+
+    ``json_schema``: the JSON Schema (draft 2020-12) of an answer written in
+    the type's canonical form, for ``trace_tasks.response_json_schema``
+    (``None``: unconstrained); ``examples``: answers in that form, the first of
+    which ``trace_tasks.format_instructions`` shows in its example object.
     """
 
     name: str = attrs.field(validator=_non_empty)
     reads_json_strings: bool = True
     description: str = ""
     check_value: Callable[[Any], str | None] | None = None
+    json_schema: Mapping[str, Any] | None = None
+    examples: tuple[Any, ...] = attrs.field(default=(), converter=_values)
+
+
+@attrs.frozen(slots=True)
+class NativeFormat:
+    """A model-native spelling of an annotation value, recognised by the type's owner.
+
+    Returned by ``trace_native_annotation`` for a predicted value that did not
+    parse: ``found`` names the shape found (``'[{"bbox_2d": [x0, y0, x1, y1],
+    "label": ...}] (Qwen-VL grounding output)'``), ``expected`` the shape the
+    contract expects (``'[x0, y0, x1, y1]'``). ``converted`` is the value
+    rewritten in the contract's shape when the owner can say what it would be
+    (tools score it to show what the reading would have earned; the reward
+    never does), else ``None``.
+    """
+
+    found: str
+    expected: str
+    converted: Any = None
 
 
 @attrs.frozen(slots=True)

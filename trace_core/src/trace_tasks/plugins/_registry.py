@@ -92,7 +92,9 @@ class AnnotationTypeEntry:
     ``reward_ids`` are every id declared for the type (the owner's first, then
     other plugins'); ``pinned_by`` says where the user's pin came from
     (``TRACE_TASKS_REWARD_IDS`` or ``pin_reward_id()``), ``None`` when the
-    owner's default is current. ``draw`` is the owner's drawing hook, if any.
+    owner's default is current. ``draw`` is the owner's drawing hook, if any;
+    ``native`` its ``trace_native_annotation`` and ``scale`` its
+    ``trace_scale_annotation``, if any.
     """
 
     name: str
@@ -104,6 +106,8 @@ class AnnotationTypeEntry:
     pinned_by: str | None = None
     spec: AnnotationTypeSpec | None = None
     draw: Callable[..., Any] | None = None
+    native: Callable[..., Any] | None = None
+    scale: Callable[..., Any] | None = None
 
 
 @attrs.frozen(slots=True)
@@ -540,6 +544,8 @@ def _index(
     scorers = _impls_by_plugin(pm, "trace_score_annotation")
     explainers = _impls_by_plugin(pm, "trace_explain_annotation")
     drawers = _impls_by_plugin(pm, "trace_draw_annotation")
+    natives = _impls_by_plugin(pm, "trace_native_annotation")
+    scalers = _impls_by_plugin(pm, "trace_scale_annotation")
 
     owners = _owned_types(pm, who)
     for name, (plugin, _) in owners.items():
@@ -572,6 +578,8 @@ def _index(
             pinned_by=pinned_by.get(name),
             spec=spec,
             draw=drawers.get(plugin),
+            native=natives.get(plugin),
+            scale=scalers.get(plugin),
         )
         for name, (plugin, spec) in owners.items()
     }

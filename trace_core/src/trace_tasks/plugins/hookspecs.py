@@ -4,9 +4,12 @@
   ``trace_answer_types``, ``trace_resolve_reward_id``; asked once when the
   registry is built;
 * **per response**: ``trace_parse_annotation``, ``trace_score_annotation``;
-  called by the scoring pipeline on the responsible plugin only;
-* **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``;
-  optional, asked by ``trace-tasks explain``, reports and frame checks.
+  called by the scoring pipeline on the responsible plugin only; and the
+  optional ``trace_native_annotation``, asked only after a prediction failed
+  to parse;
+* **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``,
+  ``trace_scale_annotation``; optional, asked by ``trace-tasks explain``,
+  reports and frame checks.
 
 A plugin is a module or object exposing functions marked with
 ``trace_tasks.hookimpl`` and named like the specs below; it is found through an
@@ -43,6 +46,7 @@ from trace_tasks.plugins._records import (
     AnnotationScore,
     AnnotationTypeSpec,
     AnswerTypeSpec,
+    NativeFormat,
     RewardIdSpec,
     ScoringContext,
 )
@@ -131,6 +135,26 @@ def trace_score_annotation(reward_id: str, prediction: object, target: object, c
     """
 
 
+@hookspec(firstresult=True)
+def trace_native_annotation(annotation_type: str, value: object) -> NativeFormat | None:
+    """Recognise a model-native spelling of a predicted value that did not parse as ``annotation_type``.
+
+    Optional capability, called by the scoring pipeline on the type's owner
+    only, and only after the owner's parse hook refused a predicted value
+    (never for a value that parses, so it costs nothing on the hot path).
+    ``value`` is the raw predicted value (or, when the response holds no final
+    object, the value its final block holds). Return a
+    :class:`~trace_tasks.family.NativeFormat` naming the shape found and the one
+    the contract expects when ``value`` has a shape a model family is known to
+    write (Qwen-VL's ``[{"bbox_2d": [...], "label": ...}]``, a one-item list
+    for a single box): the result dict then reports
+    ``annotation_native_format`` 1.0 and ``trace-tasks explain`` prints both.
+    The reward is unchanged: the value still did not parse. Return ``None``
+    otherwise, and for a type you do not own; an exception is a plugin bug
+    (logged once, read as ``None``).
+    """
+
+
 # -------------------------------------------------------------------------
 # tools: optional capabilities for explain, reports and frame checks, never needed to score
 # -------------------------------------------------------------------------
@@ -160,4 +184,19 @@ def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawab
     parsed value itself). Returns boxes, points, polylines, polygons, circles or
     labels from :mod:`trace_tasks.family` (the drawables). Return ``None`` for a type you do
     not own.
+    """
+
+
+@hookspec(firstresult=True)
+def trace_scale_annotation(annotation_type: str, value: object, scale_x: float, scale_y: float) -> object | None:
+    """Return the parsed ``value`` of ``annotation_type`` with every x multiplied by ``scale_x``, every y by ``scale_y``.
+
+    Optional capability, called on the type's owner by the scoring pipeline
+    when a tool keeps the run's trail (``trace-tasks explain``, reports), with
+    a parsed prediction: read as normalised coordinates (0-1: scaled by the
+    image size; 0-1000: by the size / 1000) it is scored again, and the tools
+    hint at normalised coordinates when a reading scores clearly better; never
+    in an ordinary scoring call. Return a value the type's score hooks accept
+    (a parsed value), or ``None`` for a type you do not own or a value you
+    cannot scale.
     """

@@ -8,12 +8,16 @@ families' parsers come in through this door; the modules behind it are internal.
 from trace_tasks.reading._extraction import (
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
+    FINAL_ONLY,
+    LENIENT,
+    OUTSIDE_THINK,
     Extraction,
     FormatCheck,
     answer_tags,
     extract,
     fenced_blocks,
     final_block,
+    outside_think,
     think_text,
 )
 from trace_tasks.reading._literals import (
@@ -29,7 +33,10 @@ from trace_tasks.reading._values import from_numpy, is_mapping
 __all__ = [
     "ANSWER_AND_ANNOTATION_KEYS",
     "ANSWER_KEYS",
+    "FINAL_ONLY",
+    "LENIENT",
     "MIN_LITERAL_CHARGE",
+    "OUTSIDE_THINK",
     "Extraction",
     "FormatCheck",
     "answer_tags",
@@ -42,6 +49,7 @@ __all__ = [
     "load_json",
     "load_json_or_literal",
     "load_literal",
+    "outside_think",
     "read_annotation_string",
     "think_text",
 ]

@@ -9,6 +9,13 @@ Two questions are answered separately (docs/contracts.md §3):
   ``annotation``? The final block first; then the whole response; then top-level
   balanced objects, fenced blocks and ``<answer>`` tags, each from last to first.
 
+Two opt-in departures (docs/contracts.md §3.7) change those answers:
+``recovery`` ``"outside_think"`` reads the recovery candidates and the atomic
+answer from the text outside ``<think>...</think>`` (:func:`outside_think`),
+``"final_only"`` takes the final block or nothing (and the whole response as an
+atomic answer in answer mode only); ``answer_tag`` lets a response end with
+``<answer>OBJ</answer>``, OBJ being the final block.
+
 Every scan below moves through the text once, jumping between structural
 characters with ``str.find``/``str.rfind`` (C speed); no parser is tried at every
 brace and no regex backtracks. A text with many structural tokens (brace or
@@ -36,6 +43,10 @@ ANSWER_OPEN = "<answer>"
 ANSWER_CLOSE = "</answer>"
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
+#: ``recovery`` values, as :mod:`trace_tasks.scoring` names them (``trace_recovery``).
+LENIENT = "lenient"
+OUTSIDE_THINK = "outside_think"
+FINAL_ONLY = "final_only"
 ANSWER_KEYS = frozenset({"answer"})
 ANSWER_AND_ANNOTATION_KEYS = frozenset({"answer", "annotation"})
 #: Structural steps a Python scan takes before it starts over in numpy: an ordinary
@@ -69,6 +80,10 @@ class Extraction:
     payload: Mapping[Any, Any] | None  # the recovered mapping, None when none was found
     last_answer_tag: str | None  # content of the last <answer>...</answer>, if any
     source: str = ""  # which candidate the payload came from ("final block", ...), "" when none
+    #: How the atomic answer is read: ``"lenient"`` (the whole response), ``"outside_think"``
+    #: (the text outside ``<think>...</think>``), ``"final_only"`` (answer mode only, no tags).
+    recovery: str = LENIENT
+    answer_mode: bool = False  # the output mode's keys are ``{"answer"}`` (only ``final_only`` asks)
 
     @property
     def found(self) -> bool:
@@ -81,14 +96,22 @@ class Extraction:
         found, else the whole stripped response (so a response ``7`` scores).
         Like everything else, it is read from the last ``MAX_RESPONSE_CHARS``
         characters only: a 16 MiB response must not be decoded and compared whole.
+        With ``outside_think`` both are read from the text outside
+        ``<think>...</think>``; with ``final_only`` only an answer-mode response
+        without a payload has one: the whole stripped response.
         """
         answer = self.payload.get("answer") if self.payload is not None else None
         if answer is not None:
             return answer
+        recovery = self.recovery
+        if recovery == FINAL_ONLY and (self.payload is not None or not self.answer_mode):
+            return None
         if self.payload is None and self.last_answer_tag is not None:
             return self.last_answer_tag.strip()
         if len(response) > MAX_RESPONSE_CHARS:
             response = response[-MAX_RESPONSE_CHARS:]
+        if recovery == OUTSIDE_THINK:
+            response = outside_think(response)
         return response.strip()
 
 
@@ -454,9 +477,20 @@ def answer_tags(text: str) -> list[str]:
     return out
 
 
-def final_block(text: str) -> str | None:
-    """The final block the response ends with: last fence content or bare object."""
+def final_block(text: str, answer_tag: bool = False) -> str | None:
+    """The final block the response ends with: last fence content or bare object.
+
+    With ``answer_tag`` (``format_accept_answer_tag``), a response ending with
+    ``</answer>`` has the stripped content of that last tag pair as its final
+    block, which must then be exactly the final object to parse.
+    """
     text = text.rstrip()
+    if answer_tag and text.endswith(ANSWER_CLOSE):
+        close = len(text) - len(ANSWER_CLOSE)
+        open_ = text.rfind(ANSWER_OPEN, 0, close)
+        if open_ < 0:
+            return None
+        return text[open_ + len(ANSWER_OPEN) : close].strip() or None
     if text.endswith(FENCE):
         close = len(text) - 3
         open_ = text.rfind(FENCE, 0, close)
@@ -470,9 +504,11 @@ def final_block(text: str) -> str | None:
     return None
 
 
-def check_format(text: str, required_keys: frozenset[str], parser: _Parser | None = None) -> FormatCheck:
+def check_format(
+    text: str, required_keys: frozenset[str], parser: _Parser | None = None, answer_tag: bool = False
+) -> FormatCheck:
     """Format diagnostics of ``text`` for an output mode with ``required_keys``."""
-    block = final_block(text)
+    block = final_block(text, answer_tag)
     if block is None:
         return FormatCheck(False, False, False, None, None)
     value, ok = (parser or _Parser()).parse(block)
@@ -557,23 +593,66 @@ def plain_final_object(text: str, required_keys: frozenset[str]) -> Extraction |
     return Extraction(FormatCheck(True, True, schema_ok, block, value), value, None, "the final block")
 
 
-def extract(response: str, required_keys: frozenset[str]) -> Extraction:
-    """Format check and recovery of one response, sharing one parse of the final block."""
+def extract(response: str, required_keys: frozenset[str], recovery: str = LENIENT, answer_tag: bool = False) -> Extraction:
+    """Format check and recovery of one response, sharing one parse of the final block.
+
+    ``recovery`` and ``answer_tag`` are the opt-in departures of docs/contracts.md
+    §3.7 (``trace_recovery``, ``format_accept_answer_tag``); the defaults are the contract.
+    """
     text = response if len(response) <= MAX_RESPONSE_CHARS else response[-MAX_RESPONSE_CHARS:]
-    common = plain_final_object(text, required_keys)
+    common = plain_final_object(text, required_keys)  # ends with ``}``: never an ``<answer>`` tag
     if common is not None:
-        return common
+        if recovery == LENIENT:
+            return common
+        return attrs.evolve(common, recovery=recovery, answer_mode=len(required_keys) == 1)
     parser = _Parser()
-    fmt = check_format(text, required_keys, parser)
+    fmt = check_format(text, required_keys, parser, answer_tag)
+    visible = text
     if _holds_prediction(fmt.payload):
         payload, source = fmt.payload, "the final block"
+    elif recovery == FINAL_ONLY:
+        payload, source = None, ""
     else:
-        payload, source = recover_payload(text, parser)
+        if recovery == OUTSIDE_THINK:
+            visible = outside_think(text)
+        payload, source = recover_payload(visible, parser)
     tag = None
-    if payload is None:
-        tags = answer_tags(text)
+    if payload is None and recovery != FINAL_ONLY:
+        tags = answer_tags(visible)
         tag = tags[-1] if tags else None
-    return Extraction(fmt, payload, tag, source)
+    if recovery == LENIENT:
+        return Extraction(fmt, payload, tag, source)
+    return Extraction(fmt, payload, tag, source, recovery, len(required_keys) == 1)
+
+
+def outside_think(text: str) -> str:
+    """``text`` without what lies inside ``<think>...</think>`` (``trace_recovery="outside_think"``).
+
+    Every ``<think>`` opens a span that the next ``</think>`` closes; an unclosed
+    one runs to the end (a generation cut short while thinking). A ``</think>``
+    before any ``<think>`` closes a span opened at the start (chat templates that
+    put ``<think>`` in the prompt). The pieces left are joined by a newline. One
+    pass of ``str.find``; a text without either tag is returned as it is.
+    """
+    first_open = text.find(THINK_OPEN)
+    first_close = text.find(THINK_CLOSE)
+    if first_open < 0 and first_close < 0:
+        return text
+    pos = 0
+    if first_close >= 0 and (first_open < 0 or first_close < first_open):
+        pos = first_close + len(THINK_CLOSE)
+    pieces: list[str] = []
+    while True:
+        start = text.find(THINK_OPEN, pos)
+        if start < 0:
+            pieces.append(text[pos:])
+            break
+        pieces.append(text[pos:start])
+        end = text.find(THINK_CLOSE, start + len(THINK_OPEN))
+        if end < 0:
+            break
+        pos = end + len(THINK_CLOSE)
+    return "\n".join(pieces)
 
 
 def think_text(text: str) -> str | None:

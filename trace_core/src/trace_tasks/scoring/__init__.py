@@ -11,6 +11,7 @@ checks on what score hooks return, and the result dict's keys.
 tools, the CLI and the integrations come in through this door.
 """
 
+from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK
 from trace_tasks.scoring._answers import (
     NEVER_MATCHES,
     answer_target,
@@ -39,13 +40,16 @@ from trace_tasks.scoring._options import (
     MAX_POINT_HALF_LIFE_PX,
     MODE_ALIASES,
     OPTION_DEFAULTS,
+    RECOVERY_MODES,
     ScoringOptions,
     options_from,
+    resolve_answer_tag,
     resolve_formula,
     resolve_mode,
     resolve_options,
+    resolve_recovery,
 )
-from trace_tasks.scoring._pipeline import Target, Trail, prepare_target, required_keys, run
+from trace_tasks.scoring._pipeline import NORMALISED_READINGS, Target, Trail, prepare_target, required_keys, run
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -55,7 +59,17 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
-from trace_tasks.scoring._results import CORE_RESULT_KEYS, FLAG_KEYS, OPTION_KEYS, REWARD_KEYS, compose_result, result_keys
+from trace_tasks.scoring._results import (
+    CORE_RESULT_KEYS,
+    FLAG_KEYS,
+    NATIVE_FORMAT_KEY,
+    OPT_IN_KEYS,
+    OPTION_KEYS,
+    REWARD_KEYS,
+    compose_result,
+    result_keys,
+)
+from trace_tasks.scoring._schema import format_instructions, response_json_schema
 
 __all__ = [
     "ADDITIVE",
@@ -63,6 +77,7 @@ __all__ = [
     "ANSWER_AND_ANNOTATION",
     "CORE_RESULT_KEYS",
     "DEFAULT_HALF_LIFE_PX",
+    "FINAL_ONLY",
     "FLAG_KEYS",
     "FORMULA_ALIASES",
     "GATED",
@@ -70,12 +85,18 @@ __all__ = [
     "HALF_LIFE_MIN_PX",
     "HALF_LIFE_PER_MILLE",
     "HEIGHT_KEYS",
+    "LENIENT",
     "MAX_POINT_HALF_LIFE_PX",
     "MODE_ALIASES",
+    "NATIVE_FORMAT_KEY",
     "NESTED_KEYS",
     "NEVER_MATCHES",
+    "NORMALISED_READINGS",
     "OPTION_DEFAULTS",
     "OPTION_KEYS",
+    "OPT_IN_KEYS",
+    "OUTSIDE_THINK",
+    "RECOVERY_MODES",
     "REWARD_KEYS",
     "UNPARSED",
     "WIDTH_KEYS",
@@ -91,6 +112,7 @@ __all__ = [
     "checked_score",
     "compose_result",
     "find_image_size",
+    "format_instructions",
     "half_life_px",
     "is_diagnostic_key",
     "matches_answer_target",
@@ -101,9 +123,12 @@ __all__ = [
     "read_string_literal",
     "report_plugin_bug",
     "required_keys",
+    "resolve_answer_tag",
     "resolve_formula",
     "resolve_mode",
     "resolve_options",
+    "resolve_recovery",
+    "response_json_schema",
     "result_keys",
     "run",
     "scoring_context",

@@ -15,11 +15,15 @@ from typing import Any
 import attrs
 
 from trace_tasks.errors import OptionError
+from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK
 
 ANSWER = "answer"
 ANSWER_AND_ANNOTATION = "answer_and_annotation"
 GATED = "gated"
 ADDITIVE = "additive"
+#: ``trace_recovery`` values (docs/contracts.md §3.7): the contract's recovery, recovery
+#: outside ``<think>...</think>``, or the final block alone.
+RECOVERY_MODES: tuple[str, ...] = (LENIENT, OUTSIDE_THINK, FINAL_ONLY)
 
 MODE_ALIASES = {
     "answer": ANSWER,
@@ -50,6 +54,13 @@ class ScoringOptions:
     annotation_weight: float
     format_weight: float
     point_half_life_px: float | None
+    recovery: str = LENIENT  # one of RECOVERY_MODES
+    answer_tag: bool = False  # format_accept_answer_tag
+
+    @property
+    def departs(self) -> bool:
+        """Whether an opt-in option of docs/contracts.md §3.7 departs from the contract (its indicators are reported)."""
+        return self.recovery != LENIENT or self.answer_tag
 
 
 def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: str) -> str:
@@ -82,6 +93,26 @@ def resolve_formula(value: Any) -> str:
         "['additive', 'gated']; aliases ['additive', 'answer_gated', 'gated', 'gated_annotation', 'linear', "
         "'separate'] are accepted",
     )
+
+
+def resolve_recovery(value: Any) -> str:
+    """``lenient``, ``outside_think`` or ``final_only`` (stripped, lower-cased; ``None`` means ``lenient``)."""
+    if value is None:
+        return LENIENT
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in RECOVERY_MODES:
+            return key
+    raise OptionError(f"Trace trace_recovery must be one of {list(RECOVERY_MODES)} (default 'lenient'), got {value!r}")
+
+
+def resolve_answer_tag(value: Any) -> bool:
+    """``format_accept_answer_tag``: a boolean (numpy booleans too), nothing else."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise OptionError(f"Trace format_accept_answer_tag must be True or False, got {value!r}")
 
 
 def _real(value: Any, name: str) -> float:
@@ -118,7 +149,14 @@ def _half_life(value: Any) -> float | None:
 
 
 def _resolve(
-    mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any
+    mode: Any,
+    answer_weight: Any,
+    annotation_weight: Any,
+    format_weight: Any,
+    formula: Any,
+    half_life: Any,
+    recovery: Any = LENIENT,
+    answer_tag: Any = False,
 ) -> ScoringOptions:
     fw = _real(format_weight, "format_weight")
     if not 0.0 <= fw <= 1.0:
@@ -131,7 +169,16 @@ def _resolve(
     if not total > 0 or not math.isfinite(total):
         raise OptionError("Trace reward weights must sum to a positive value")
     hl = _half_life(half_life)
-    return ScoringOptions(resolve_mode(mode), resolve_formula(formula), aw / total, nw / total, fw, hl)
+    return ScoringOptions(
+        resolve_mode(mode),
+        resolve_formula(formula),
+        aw / total,
+        nw / total,
+        fw,
+        hl,
+        resolve_recovery(recovery),
+        resolve_answer_tag(answer_tag),
+    )
 
 
 # typed=True: True and 1 hash alike, but only one of them is a valid weight.
@@ -139,10 +186,17 @@ _cached = functools.lru_cache(maxsize=256, typed=True)(_resolve)
 
 
 def resolve_options(
-    mode: Any, answer_weight: Any, annotation_weight: Any, format_weight: Any, formula: Any, half_life: Any
+    mode: Any,
+    answer_weight: Any,
+    annotation_weight: Any,
+    format_weight: Any,
+    formula: Any,
+    half_life: Any,
+    recovery: Any = LENIENT,
+    answer_tag: Any = False,
 ) -> ScoringOptions:
     """Validate and normalize scorer options; raises :class:`~trace_tasks.errors.OptionError` naming the bad option."""
-    args = (mode, answer_weight, annotation_weight, format_weight, formula, half_life)
+    args = (mode, answer_weight, annotation_weight, format_weight, formula, half_life, recovery, answer_tag)
     try:
         return _cached(*args)
     except TypeError:  # an unhashable option value: validate without the cache
@@ -157,6 +211,8 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "format_weight": 0.0,
     "trace_annotation_reward_formula": "gated",
     "point_half_life_px": None,
+    "trace_recovery": LENIENT,
+    "format_accept_answer_tag": False,
 }
 
 
@@ -177,4 +233,6 @@ def options_from(options: Mapping[str, Any]) -> ScoringOptions:
         merged["format_weight"],
         merged["trace_annotation_reward_formula"],
         merged["point_half_life_px"],
+        merged["trace_recovery"],
+        merged["format_accept_answer_tag"],
     )

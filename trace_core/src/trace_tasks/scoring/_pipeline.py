@@ -6,12 +6,16 @@ prepared once, at validation), ``trace-tasks explain`` and report, batch,
 server and trainer adapters. The steps, in order:
 
 1. **extraction**: the final object of the response, under the response's
-   literal-reader budget;
+   literal-reader budget (with the options' recovery and answer-tag policy,
+   docs/contracts.md §3.7);
 2. **answer**: the predicted answer against the prepared answer target
    (``answer_exact_match_v0``);
 3. **annotation**: the owner's parse of the prediction (what is left of the
    same budget), then the current reward id's score hook against the parsed
-   target, in the target's :class:`~trace_tasks.plugins.ScoringContext`;
+   target, in the target's :class:`~trace_tasks.plugins.ScoringContext`; a
+   prediction that does not parse is shown to the owner's
+   ``trace_native_annotation``, if any (a model-native shape sets
+   ``annotation_native_format``; only on this failure path);
 4. **composition**: the flat result dict (:func:`~trace_tasks.scoring._results.compose_result`).
 
 Preparing a target (the contract gate, the target's parse under its own
@@ -25,6 +29,11 @@ after the score with the very values and context the score hook got (a shape
 family's explanation is its scorer run with a trail of matches). Nothing is
 extracted, parsed or prepared a second time, so an explanation cannot drift
 from the reward; the result is the score hook's, exactly as without a trail.
+With a trail the run also scores what the tools' hints need, by the same
+score hook and never into the result: the parsed prediction read as
+normalised 0-1 and 0-1000 coordinates (the owner's ``trace_scale_annotation``,
+when the image size is known), and a model-native value rewritten in the
+contract's shape (``NativeFormat.converted``).
 """
 
 from __future__ import annotations
@@ -36,11 +45,20 @@ from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
     AnnotationExplanation,
     AnnotationTypeEntry,
+    NativeFormat,
     Registry,
     RewardEntry,
     ScoringContext,
 )
-from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, Extraction, extract, is_mapping, literal_budget
+from trace_tasks.reading import (
+    ANSWER_AND_ANNOTATION_KEYS,
+    ANSWER_KEYS,
+    Extraction,
+    extract,
+    is_mapping,
+    literal_budget,
+    load_json_or_literal,
+)
 from trace_tasks.scoring._answers import NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._image_size import find_image_size
@@ -50,12 +68,17 @@ from trace_tasks.scoring._plugin_calls import (
     AnnotationResult,
     PluginBug,
     checked_score,
+    native_format,
     parse_value,
     report_plugin_bug,
 )
 from trace_tasks.scoring._results import compose_result
 
-__all__ = ["UNPARSED", "Target", "Trail", "prepare_target", "required_keys", "run"]
+__all__ = ["NORMALISED_READINGS", "UNPARSED", "Target", "Trail", "prepare_target", "required_keys", "run"]
+
+#: The normalised readings a trail scores a parsed prediction under: name -> (x scale, y scale)
+#: as multiples of the image width and height.
+NORMALISED_READINGS: tuple[tuple[str, float], ...] = (("0-1", 1.0), ("0-1000", 1e-3))
 
 #: ``Target._parsed`` before the lenient target's first parse.
 _PENDING: Any = object()
@@ -199,17 +222,26 @@ class Trail:
     ``parse_errors`` why it did not; ``target`` the parsed target, ``context`` the scoring context;
     ``explanation`` the family's account of the score (``None`` when there is
     none, and ``problem`` says why in one line).
+    ``native`` is the owner's account of a model-native prediction that did not
+    parse (``None`` otherwise) and ``native_reward`` the reward its
+    ``converted`` value would have earned (``None`` when there is none);
+    ``readings`` the annotation reward of the parsed prediction read as
+    pixels and as each of :data:`NORMALISED_READINGS` (empty without an image
+    size or the owner's ``trace_scale_annotation``).
     """
 
     __slots__ = (
         "context",
         "explanation",
         "extraction",
+        "native",
+        "native_reward",
         "parse_errors",
         "parsed_prediction",
         "predicted_answer",
         "prediction",
         "problem",
+        "readings",
         "target",
     )
 
@@ -223,13 +255,16 @@ class Trail:
         self.context: ScoringContext | None = None
         self.explanation: AnnotationExplanation | None = None
         self.problem = ""
+        self.native: NativeFormat | None = None
+        self.native_reward: float | None = None
+        self.readings: dict[str, float] = {}
 
 
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
     with literal_budget(literal_left):
-        ext = extract(text, required_keys(opts.mode))
+        ext = extract(text, required_keys(opts.mode), opts.recovery, opts.answer_tag)
     predicted = ext.answer(text)
     matched = matches_answer_target(predicted, target.answer, reads_json_strings=target.reads_json)
     ann = AnnotationResult(target.type_name)
@@ -239,31 +274,135 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if trail is not None:
         trail.extraction, trail.predicted_answer, trail.prediction = ext, predicted, prediction
     if reward is not None and (prediction is not None or trail is not None):
-        entry = target.entry
-        assert entry is not None
-        parsed_target = target._parsed
-        if parsed_target is _PENDING:  # a lenient target, parsed on first use under its own literal budget
-            parsed_target = target._parsed = parse_value(entry.parse, entry.name, target._value, [MAX_TARGET_LITERAL_BUDGET])
-            if parsed_target is UNPARSED:
-                target.problem = f"the target does not parse as {entry.name}"
-        if parsed_target is not UNPARSED:
-            parsed = UNPARSED
-            if prediction is not None:
-                why = trail.parse_errors if trail is not None else None
-                parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
-            context = target._context  # a compiled target's, when no half-life option overrides it
-            if context is None or opts.point_half_life_px is not None:
-                size = target._size
-                context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
-            if trail is not None:
-                trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
-            if parsed is not UNPARSED:
-                _score(ann, reward, parsed, parsed_target, context, trail)
-            elif trail is not None:
-                _explain(reward, None, parsed_target, context, trail)
+        _annotate(ann, opts, target, reward, prediction, literal_left, trail)
+    if reward is not None and payload is None and target.entry is not None and target.entry.native is not None:
+        bare = _bare_value(ext, text, literal_left)  # no final object at all: perhaps the model's own format
+        if bare is not UNPARSED:
+            parsed_target = target._parsed if target._parsed is not _PENDING else None
+            _native(ann, target.entry, reward, bare, parsed_target, trail.context if trail else None, literal_left, trail)
     if trail is not None and not trail.problem:
         trail.problem = target.problem
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
+
+
+def _annotate(
+    ann: AnnotationResult,
+    opts: ScoringOptions,
+    target: Target,
+    reward: RewardEntry,
+    prediction: Any,
+    literal_left: list[int],
+    trail: Trail | None,
+) -> None:
+    """The annotation step: the target's parse on first use, the prediction's parse, the score into ``ann``."""
+    entry = target.entry
+    assert entry is not None
+    parsed_target = target._parsed
+    if parsed_target is _PENDING:  # a lenient target, parsed on first use under its own literal budget
+        parsed_target = target._parsed = parse_value(entry.parse, entry.name, target._value, [MAX_TARGET_LITERAL_BUDGET])
+        if parsed_target is UNPARSED:
+            target.problem = f"the target does not parse as {entry.name}"
+    if parsed_target is UNPARSED:
+        return
+    parsed = UNPARSED
+    if prediction is not None:
+        why = trail.parse_errors if trail is not None else None
+        parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
+    context = target._context  # a compiled target's, when no half-life option overrides it
+    if context is None or opts.point_half_life_px is not None:
+        size = target._size
+        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+    if trail is not None:
+        trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
+    if parsed is not UNPARSED:
+        _score(ann, reward, parsed, parsed_target, context, trail)
+        if trail is not None:
+            _readings(entry, reward, parsed, parsed_target, context, trail)
+        return
+    if prediction is not None and entry.native is not None:  # the failure path only
+        _native(ann, entry, reward, prediction, parsed_target, context, literal_left, trail)
+    if trail is not None:
+        _explain(reward, None, parsed_target, context, trail)
+
+
+def _bare_value(ext: Extraction, text: str, literal_left: list[int]) -> Any:
+    """What a response without a payload holds as its final value: its final block's, or its whole text when that
+    is one bracketed list (a model's native grounding output), else :data:`UNPARSED`. Only on the failure path."""
+    block = ext.format.answer_block
+    if block is None:
+        stripped = text.strip()
+        if not (stripped.startswith("[") and stripped.endswith("]")):
+            return UNPARSED
+        block = stripped
+    with literal_budget(literal_left):
+        value, ok = load_json_or_literal(block)
+    return value if ok and value is not None and not is_mapping(value) else UNPARSED
+
+
+def _native(
+    ann: AnnotationResult,
+    entry: AnnotationTypeEntry,
+    reward: RewardEntry,
+    value: Any,
+    target: Any,
+    context: ScoringContext | None,
+    literal_left: list[int],
+    trail: Trail | None,
+) -> None:
+    """The failure path of a prediction that did not parse: is it a model-native shape its owner knows?
+
+    Sets ``ann.native`` (the result's ``annotation_native_format``); with a trail,
+    also what the owner's rewritten value would have scored (never the reward).
+    """
+    native = native_format(entry, value, literal_left)
+    if native is None:
+        return
+    ann.native = True
+    if trail is None:
+        return
+    trail.native = native
+    if native.converted is None or target is None or target is UNPARSED or context is None:
+        return
+    converted = parse_value(entry.parse, entry.name, native.converted, literal_left)
+    if converted is not UNPARSED:
+        trail.native_reward = _reward_of(reward, converted, target, context)
+
+
+def _reward_of(reward: RewardEntry, prediction: Any, target: Any, context: ScoringContext) -> float | None:
+    """The checked reward of one more score call, for a tool's hint; ``None`` when the hook fails."""
+    try:
+        score = reward.score(reward_id=reward.reward_id, prediction=prediction, target=target, context=context)
+        return checked_score(score, reward.plugin, reward.reward_id)[0]
+    except Exception:  # a limit, or a bug the ordinary score call already reports
+        return None
+
+
+def _readings(
+    entry: AnnotationTypeEntry, reward: RewardEntry, parsed: Any, target: Any, context: ScoringContext, trail: Trail
+) -> None:
+    """With a trail: the reward of the parsed prediction read as pixels and as normalised coordinates.
+
+    Asked of the owner's ``trace_scale_annotation`` (tools only), with the image size.
+    """
+    scale = entry.scale
+    size = context.image_size
+    if scale is None or size is None:
+        return
+    width, height = size
+    found: dict[str, float] = {}
+    for name, factor in NORMALISED_READINGS:
+        try:
+            scaled = scale(annotation_type=entry.name, value=parsed, scale_x=width * factor, scale_y=height * factor)
+        except Exception:  # the owner cannot scale this value: no reading
+            continue
+        if scaled is None:
+            continue
+        got = _reward_of(reward, scaled, target, context)
+        if got is not None:
+            found[name] = got
+    pixels = _reward_of(reward, parsed, target, context) if found else None
+    if pixels is not None:  # readings only when there is something to compare
+        trail.readings.update({"pixels": pixels, **found})
 
 
 def _score(

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trace_tasks.plugins import AnnotationScore
+from trace_tasks.plugins import AnnotationScore, AnnotationTypeEntry, NativeFormat
 from trace_tasks.reading import from_numpy, is_mapping, literal_budget
 
 log = logging.getLogger("trace_tasks.core.reward_scoring")  # the logger users already configure
@@ -151,13 +151,39 @@ def parse_value(
         return UNPARSED
 
 
-class AnnotationResult:
-    """The annotation part of one scored response (reward, parse flag, type one-hot, diagnostics)."""
+def native_format(entry: AnnotationTypeEntry, value: Any, literal_left: list[int]) -> NativeFormat | None:
+    """The owner's ``trace_native_annotation`` of a predicted value that did not parse, or ``None``.
 
-    __slots__ = ("diagnostics", "parse_ok", "reward", "type_name")
+    Asked only after a failed parse (never on the hot path), under what is left
+    of the response's literal budget. A hook that raises or returns something
+    other than a :class:`~trace_tasks.plugins.NativeFormat` is the plugin's bug:
+    logged once, read as ``None``.
+    """
+    native = entry.native
+    if native is None:
+        return None
+    try:
+        with literal_budget(literal_left):
+            found = native(annotation_type=entry.name, value=value)
+    except Exception as exc:
+        report_plugin_bug(entry.plugin, entry.name, "native", f"trace_native_annotation raised {type(exc).__name__}: {exc}")
+        return None
+    if found is None or isinstance(found, NativeFormat):
+        return found
+    report_plugin_bug(
+        entry.plugin, entry.name, "native", f"trace_native_annotation returned {type(found).__name__} instead of a NativeFormat"
+    )
+    return None
+
+
+class AnnotationResult:
+    """The annotation part of one scored response (reward, parse flag, type one-hot, diagnostics, native-shape flag)."""
+
+    __slots__ = ("diagnostics", "native", "parse_ok", "reward", "type_name")
 
     def __init__(self, type_name: str | None = None) -> None:
         self.reward = 0.0
         self.parse_ok = 0.0
         self.type_name = type_name
         self.diagnostics: Mapping[str, float] = {}
+        self.native = False  # the prediction did not parse but has a model-native shape its owner knows

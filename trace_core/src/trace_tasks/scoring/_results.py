@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._options import ANSWER, GATED, ScoringOptions
+from trace_tasks.scoring._options import ANSWER, GATED, RECOVERY_MODES, ScoringOptions
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -49,15 +49,28 @@ FLAG_KEYS: tuple[str, ...] = (
 CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "trace_reward")
 
 
-def result_keys(registry: Registry | None = None) -> tuple[str, ...]:
+#: The indicators of the opt-in departures from the contract (docs/contracts.md §3.7), present
+#: only when the options depart from it (``trace_recovery`` other than ``lenient``, or
+#: ``format_accept_answer_tag``): then all four follow the ``annotation_type_<name>`` one-hot.
+OPT_IN_KEYS: tuple[str, ...] = (*(f"trace_recovery_{mode}" for mode in RECOVERY_MODES), "format_accept_answer_tag")
+#: Reported after everything else when a prediction that did not parse has a model-native
+#: shape its owner recognises (``trace_native_annotation``): always 1.0 when present.
+NATIVE_FORMAT_KEY = "annotation_native_format"
+
+
+def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = None) -> tuple[str, ...]:
     """The keys every result dict holds, in order: :data:`CORE_RESULT_KEYS`, then one
-    ``annotation_type_<name>`` indicator per installed annotation type (official order first).
+    ``annotation_type_<name>`` indicator per installed annotation type (official order first),
+    then :data:`OPT_IN_KEYS` when ``opts`` depart from the contract (docs/contracts.md §3.7).
 
     Per-type diagnostics (``annotation_pred_size``...) come after these, only
-    when an annotation was scored; trainer adapters log exactly these keys.
+    when an annotation was scored, and :data:`NATIVE_FORMAT_KEY` only when a
+    prediction that did not parse has a model-native shape; trainer adapters
+    log exactly these keys.
     """
     registry = registry or get_registry()
-    return CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
+    keys = CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
+    return keys + OPT_IN_KEYS if opts is not None and opts.departs else keys
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -74,7 +87,7 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
         return cached[1], cached[2]
     answer_mode = 1.0 if opts.mode == ANSWER else 0.0
     gated = 1.0 if opts.formula == GATED else 0.0
-    template = dict.fromkeys(result_keys(registry), 0.0)
+    template = dict.fromkeys(result_keys(registry, opts), 0.0)
     template.update(
         {
             "format_weight": opts.format_weight,
@@ -89,6 +102,9 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
             "trace_reward": 1.0,
         }
     )
+    if opts.departs:
+        template[f"trace_recovery_{opts.recovery}"] = 1.0
+        template["format_accept_answer_tag"] = 1.0 if opts.answer_tag else 0.0
     type_keys = dict(registry.type_indicator_keys)
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
         _templates.clear()
@@ -128,4 +144,6 @@ def compose_result(
         result[type_keys[ann.type_name]] = 1.0
     if ann.diagnostics:
         result.update(ann.diagnostics)
+    elif ann.native:
+        result[NATIVE_FORMAT_KEY] = 1.0
     return result
