@@ -154,7 +154,7 @@ class ShapeFamily(_ShapeScoring):
         item, name = self._item_words(), self.primitive.name
         return {
             "scalar": f"one {name} {item}",
-            "set": f"a list of every {name}, each {item}, in any order ([] when there is none)",
+            "set": f"a list of {name} items, each {item}, one per witness, in any order ([] when there is none)",
             "sequence": f"a list of {name} items in the order the task asks for, each {item}",
             "map": f"an object mapping each role key the task names to one {name} {item}",
             "set_map": f"an object mapping each role key the task names to a list of {name} items, each {item}",
