@@ -33,7 +33,16 @@ import attrs
 from trace_tasks.data._compiled import CompiledInstance
 from trace_tasks.data._records import TraceInstance, TrainInstance
 from trace_tasks.data._validation import InstanceReport, Parts, check
-from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Point, Polyline, Registry, extent_points, get_registry
+from trace_tasks.plugins import (
+    AnnotationTypeEntry,
+    AnswerTypeSpec,
+    Box,
+    Point,
+    Polyline,
+    Registry,
+    extent_points,
+    get_registry,
+)
 from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal
 
 __all__ = [
@@ -224,9 +233,11 @@ def _size_text(size: Size) -> str:
 class _Extent:
     """The bounding range of every coordinate of a target, and what the drawables say on the way."""
 
-    __slots__ = ("distance", "max_x", "max_y", "min_x", "min_y", "points", "zero_segments")
+    __slots__ = ("distance", "max_x", "max_y", "min_x", "min_y", "points", "xs", "ys", "zero_segments")
 
     def __init__(self) -> None:
+        self.xs: list[float] = []
+        self.ys: list[float] = []
         self.min_x = self.min_y = float("inf")
         self.max_x = self.max_y = float("-inf")
         self.points = 0
@@ -234,17 +245,33 @@ class _Extent:
         self.zero_segments: list[tuple[str, tuple[float, float]]] = []
 
     def add(self, suffix: str, drawn: list[Any]) -> None:
+        xs, ys = self.xs, self.ys
         for shape in drawn:
-            if isinstance(shape, (Point, Polyline)):
+            kind = type(shape)
+            if kind is Box:  # the common drawables first, without the generator
+                xs += (shape.x0, shape.x1)
+                ys += (shape.y0, shape.y1)
+                continue
+            if kind is Point:
                 self.distance = True
-            if isinstance(shape, Polyline) and len(shape.points) >= 2 and len(set(shape.points)) == 1:
-                self.zero_segments.append((suffix, shape.points[0]))
+                xs.append(shape.x)
+                ys.append(shape.y)
+                continue
+            if isinstance(shape, Polyline):
+                self.distance = True
+                if len(shape.points) >= 2 and len(set(shape.points)) == 1:
+                    self.zero_segments.append((suffix, shape.points[0]))
             for x, y in extent_points(shape):
-                self.points += 1
-                self.min_x = min(self.min_x, x)
-                self.max_x = max(self.max_x, x)
-                self.min_y = min(self.min_y, y)
-                self.max_y = max(self.max_y, y)
+                xs.append(x)
+                ys.append(y)
+
+    def close(self) -> _Extent:
+        """Compute the range of the coordinates added."""
+        xs, ys = self.xs, self.ys
+        self.points = len(xs)
+        if xs:
+            self.min_x, self.max_x, self.min_y, self.max_y = min(xs), max(xs), min(ys), max(ys)
+        return self
 
     def within(self, bound: float) -> bool:
         return self.points > 0 and self.min_x >= 0 and self.min_y >= 0 and self.max_x <= bound and self.max_y <= bound
@@ -269,6 +296,7 @@ def _facts(
         drawn = _drawn(entry, item)
         if drawn:
             extent.add(suffix, drawn)
+    extent.close()
     size = size_image or size_meta
     big = _coordinate_warnings(extent, size, found)
     for suffix, point in extent.zero_segments:
@@ -314,7 +342,7 @@ def _facts(
             )
         )
     answer = data.get("answer_gt")
-    value = answer.get("value") if isinstance(answer, Mapping) else None
+    value = answer.get("value") if type(answer) is dict or isinstance(answer, Mapping) else None
     return _Facts(tuple(found), spec.name, name, shape, sizes, _count(spec, value), big, size, info.siblings)
 
 
@@ -484,9 +512,8 @@ def _image_warning(data: Mapping[str, Any], image_dir: str | None) -> DataWarnin
                 return None
         except (OSError, ValueError):  # a name the system refuses (too long, undecodable)
             continue
-    tried = "from the current directory" + (
-        f" and from {image_dir or '.'}, the instances file's folder" if len(candidates) > 1 else ""
-    )
+    same = len(candidates) == 1 or os.path.abspath(candidates[1]) == os.path.abspath(image)
+    tried = "from the current directory" + ("" if same else f" and from {image_dir}, the instances file's folder")
     return DataWarning(
         "image-missing",
         f"{image!r} names no file (tried {tried}): explain --png and report draw on a blank canvas instead of the "
