@@ -376,3 +376,11 @@ def test_add_compiled_looks_at_a_repeated_instance_once() -> None:
     assert lint_._last is not None and lint_._last[0] is compiled
     assert [w.line for w in lint_.add_compiled(compiled, 2)] == [2] and [w.line for w in first] == [1]
     assert lint_.counts == {"single-key-map": 2} and lint_.lines == 2
+
+
+def test_a_hostile_image_path_gives_a_short_warning(tmp_path: Path) -> None:
+    long_name = "x" * 100_000 + ".png"  # too long for the system: no traceback, a message of bounded length
+    found = DatasetLint(image_dir=tmp_path).add(make("bbox", [1, 2, 30, 40], image=long_name), 1).warnings
+    assert [w.rule for w in found] == ["image-missing"] and len(found[0].message) < 500
+    surrogate = DatasetLint(image_dir=tmp_path).add(make("bbox", [1, 2, 30, 40], image="a\ud800.png"), 1).warnings
+    assert [w.rule for w in surrogate] == ["image-missing"] and "\\ud800" in surrogate[0].message

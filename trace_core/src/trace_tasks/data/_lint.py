@@ -33,6 +33,7 @@ import attrs
 from trace_tasks.data._compiled import CompiledInstance
 from trace_tasks.data._records import TraceInstance, TrainInstance
 from trace_tasks.data._validation import InstanceReport, Parts, check
+from trace_tasks.errors import shown
 from trace_tasks.plugins import (
     AnnotationTypeEntry,
     AnswerTypeSpec,
@@ -516,7 +517,7 @@ def _image_warning(data: Mapping[str, Any], image_dir: str | None) -> DataWarnin
     tried = "from the current directory" + ("" if same else f" and from {image_dir}, the instances file's folder")
     return DataWarning(
         "image-missing",
-        f"{image!r} names no file (tried {tried}): explain --png and report draw on a blank canvas instead of the "
+        f"{shown(image, 120)} names no file (tried {tried}): explain --png and report draw on a blank canvas instead of the "
         "image (scoring never reads it); fix the path (relative to the instances file) or leave the field out",
         "$.image",
     )
