@@ -190,3 +190,16 @@ def test_no_readings_without_an_image_size_and_no_hint_for_a_good_prediction() -
     compiled = compile_instance(instance("bbox", [0, 0, 10, 10], image_size=[400, 400]))
     _, trail = compiled.explain(predicted([0, 0, 10, 10]), options_from({}))
     assert trail.readings["pixels"] == 1.0 and readings_hint(trail.readings) == ""
+
+
+def test_a_trail_without_hints_scores_nothing_more() -> None:
+    # A trail kept for metrics (score --summary-json) skips the readings' extra score calls.
+    from trace_tasks.scoring import Trail
+
+    compiled = compile_instance(instance("point", [905, 100], image_size=[2560, 1440]))
+    trail = Trail()
+    result = compiled.run(predicted([333, 76]), options_from({}), None, trail)
+    assert trail.readings == {} and result == compiled.score(predicted([333, 76]))
+    trail = Trail()
+    compile_instance(instance("bbox", [0, 0, 10, 10])).run(predicted(QWEN_BOX), options_from({}), None, trail)
+    assert trail.native is not None and trail.native_reward is None

@@ -410,9 +410,11 @@ def score_trace_batch(
     timeout: float | None = None,
     **options: Any,
 ) -> list[BatchResult]:
-    """Score each item (the keyword arguments of ``score_trace_response``) in order.
+    """Score each item (the keyword arguments of ``score_trace_response``, or a whole instance record with its
+    ``response``: ``id``, ``prompt`` and ``image`` are validated with the instance) in order.
 
-    ``options`` are defaults applied to every item (an item's own keys win).
+    ``options`` are defaults applied to every item (an item's own keys win); a
+    key that is no record field, option or size source is an ``OptionError`` item.
     ``workers`` is how many processes score, this one included; batches smaller
     than ``2 * MIN_ITEMS_PER_WORKER`` are scored in-process whatever it says.
     ``chunksize`` overrides the size of the chunks sent to child processes.

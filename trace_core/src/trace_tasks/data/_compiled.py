@@ -201,9 +201,11 @@ class CompiledInstance:
     def explain(self, response: str, opts: ScoringOptions, sizes: Sizes | None = None) -> tuple[dict[str, float], Trail]:
         """Score one response and keep the run's :class:`~trace_tasks.scoring.Trail` (what ``trace-tasks explain`` shows).
 
-        The dict is exactly :meth:`score`'s; the trail is a by-product of the same run.
+        The dict is exactly :meth:`score`'s; the trail is a by-product of the same run,
+        with the tools' hints (``Trail(hints=True)``: the normalised readings, what a
+        model-native value would have scored).
         """
-        trail = Trail()
+        trail = Trail(hints=True)
         return self.run(check_response(response), opts, sizes, trail), trail
 
     def run(self, text: str, opts: ScoringOptions, sizes: Sizes | None = None, trail: Trail | None = None) -> dict[str, float]:

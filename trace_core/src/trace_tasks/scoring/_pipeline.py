@@ -29,8 +29,8 @@ after the score with the very values and context the score hook got (a shape
 family's explanation is its scorer run with a trail of matches). Nothing is
 extracted, parsed or prepared a second time, so an explanation cannot drift
 from the reward; the result is the score hook's, exactly as without a trail.
-With a trail the run also scores what the tools' hints need, by the same
-score hook and never into the result: the parsed prediction read as
+With a trail built with ``hints=True`` (explain, reports) the run also scores
+what the tools' hints need, by the same score hook and never into the result: the parsed prediction read as
 normalised 0-1 and 0-1000 coordinates (the owner's ``trace_scale_annotation``,
 when the image size is known), and a model-native value rewritten in the
 contract's shape (``NativeFormat.converted``).
@@ -223,17 +223,19 @@ class Trail:
     ``explanation`` the family's account of the score (``None`` when there is
     none, and ``problem`` says why in one line).
     ``native`` is the owner's account of a model-native prediction that did not
-    parse (``None`` otherwise) and ``native_reward`` the reward its
-    ``converted`` value would have earned (``None`` when there is none);
-    ``readings`` the annotation reward of the parsed prediction read as
-    pixels and as each of :data:`NORMALISED_READINGS` (empty without an image
-    size or the owner's ``trace_scale_annotation``).
+    parse (``None`` otherwise). With ``hints`` (what explain and reports ask
+    for; a trail kept for metrics skips the extra score calls),
+    ``native_reward`` is the reward its ``converted`` value would have earned
+    (``None`` when there is none) and ``readings`` the annotation reward of the
+    parsed prediction read as pixels and as each of :data:`NORMALISED_READINGS`
+    (empty without an image size or the owner's ``trace_scale_annotation``).
     """
 
     __slots__ = (
         "context",
         "explanation",
         "extraction",
+        "hints",
         "native",
         "native_reward",
         "parse_errors",
@@ -245,7 +247,8 @@ class Trail:
         "target",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, hints: bool = False) -> None:
+        self.hints = hints
         self.extraction: Extraction | None = None
         self.predicted_answer: Any = None
         self.prediction: Any = None
@@ -316,7 +319,7 @@ def _annotate(
         trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
     if parsed is not UNPARSED:
         _score(ann, reward, parsed, parsed_target, context, trail)
-        if trail is not None:
+        if trail is not None and trail.hints:
             _readings(entry, reward, parsed, parsed_target, context, trail)
         return
     if prediction is not None and entry.native is not None:  # the failure path only
@@ -361,7 +364,7 @@ def _native(
     if trail is None:
         return
     trail.native = native
-    if native.converted is None or target is None or target is UNPARSED or context is None:
+    if not trail.hints or native.converted is None or target is None or target is UNPARSED or context is None:
         return
     converted = parse_value(entry.parse, entry.name, native.converted, literal_left)
     if converted is not UNPARSED:
