@@ -10,6 +10,7 @@ same dict as ``score_trace_response``.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -300,3 +301,29 @@ def test_compiled_instances_groups_records_and_batches_equal_the_scorer(policy: 
     assert score_trace_batch([{**record, "response": response} for response in RESPONSES], **options) == sized
     # The options may also come with each item.
     assert score_trace_batch([{**record, "response": response, **options} for response in RESPONSES]) == sized
+
+
+# --- hostile responses under every policy ------------------------------------------------------------
+
+
+def _hostile_cases() -> list[tuple[str, str]]:
+    from tests.hostile.test_corpus import CASES
+
+    extra = [
+        ("think_flood", "<think>" * 100_000),
+        ("close_flood", "</think>" * 100_000),
+        ("answer_tag_flood", "<answer>" * 80_000 + "</answer>"),
+        ("nested_tags", "<answer><think><answer>{}</answer></think>" * 5_000 + "</answer>"),
+        ("tag_around_deep", "<answer>" + "[" * 100_000 + "</answer>"),
+    ]
+    return [(case.name, case.response) for case in CASES if not case.instance] + extra
+
+
+@pytest.mark.parametrize(("name", "response"), _hostile_cases(), ids=lambda v: v if len(v) < 60 else "")
+def test_hostile_responses_never_raise_under_any_policy(name: str, response: str) -> None:
+    compiled = compile_instance(INT_INSTANCE)
+    for policy in POLICIES[1:]:
+        result = score(response, INT_INSTANCE, **policy)
+        assert all(isinstance(v, float) and math.isfinite(v) for v in result.values()), name
+        assert 0.0 <= result["overall"] <= 1.0
+        assert compiled.score(response, **policy) == result
