@@ -30,6 +30,7 @@ from trace_tasks.cli._report_data import (
     type_table,
     worst,
 )
+from trace_tasks.cli._report_html import SCRIPT
 
 
 def _score(tmp_path: Path, *args: str, name: str = "scores.jsonl") -> Path:
@@ -65,9 +66,10 @@ def test_the_example_report_is_self_contained(tmp_path: Path, example_scores: Pa
     assert code == 0, err
     assert f"wrote {html_path}: 108 rows, 10 worst cases, 10 sampled" in out
     html = html_path.read_text(encoding="utf-8")
-    # Nothing a browser would fetch: no remote URL at all, no script, no stylesheet link, no external image.
+    # Nothing a browser would fetch: no remote URL at all, no script file, no stylesheet link, no external image;
+    # the one script is the fixed sorting code, inline.
     assert "http://" not in html and "https://" not in html
-    assert "<script" not in html.lower() and "<link" not in html.lower()
+    assert html.lower().count("<script") == 1 and f"<script>{SCRIPT}</script>" in html and "<link" not in html.lower()
     assert re.findall(r'src="(?!data:image/png;base64,)', html) == []
     for section in ("summary", "types", "histograms", "failures", "worst", "sample"):
         assert f'id="{section}"' in html
@@ -98,7 +100,8 @@ def test_a_hostile_response_is_escaped(tmp_path: Path) -> None:
     code, _, err = _report(str(scores), "--instances", str(combined), "-o", str(html_path), "--sample", "1")
     assert code == 0, err
     html = html_path.read_text(encoding="utf-8")
-    assert "<script" not in html and "<img src=x" not in html and "<b>id</b>" not in html
+    assert html.count("<script") == 1 and "alert(" not in html.split("<script>")[1] and "<img src=x" not in html
+    assert "<b>id</b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/pre&gt;&lt;img src=x onerror=&quot;alert(2)&quot;&gt;" in html
     assert "&lt;b&gt;id&lt;/b&gt;" in html
 

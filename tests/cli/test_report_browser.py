@@ -1,8 +1,10 @@
 """``trace-tasks report`` in a real headless Chromium (Debian's ``chromium`` package).
 
-The page loads with no console message (the page has no script, so any
-message is an error: a blocked resource, a parse problem), the key numbers
-are in the DOM Chromium built, and a screenshot of it is not blank. The
+The page loads with no console message (its one script, the table sorting,
+logs nothing, so any message is an error: a blocked resource, a parse
+problem, a script error), the key numbers are in the DOM Chromium built, a
+table sorts, the case cards stay short at 1400 and 420 px, and a screenshot
+of it is not blank. The
 console check is first shown to catch a planted error, so it cannot pass
 vacuously. Without Chromium these tests skip with the install command as the
 reason; ``.ci/run`` is expected to install it.
@@ -10,6 +12,7 @@ reason; ``.ci/run`` is expected to install it.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,3 +89,49 @@ def test_a_screenshot_of_the_report_is_not_blank(report: Path, tmp_path: Path) -
         white = sum(count for count, colour in colours if colour == (255, 255, 255))
         assert len(colours) > 50 and white < 0.97 * 1200 * 1600  # text, tables and bars, not an empty page
         assert any(colour == (0x3B, 0x6F, 0xD6) for _, colour in colours)  # the histogram bars' blue
+
+
+@needs_chromium
+def test_a_table_sorts_in_the_browser(report: Path, tmp_path: Path) -> None:
+    # ``#sort=types:3:desc``: the per-type table by mean overall, highest first (the script's link to a sorted view).
+    proc = _chromium("--dump-dom", report.as_uri() + "#sort=types:3:desc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _console(proc.stderr) == []
+    table = proc.stdout.split('<table class="types sortable">', 1)[1].split("</table>", 1)[0]
+    heads = re.findall(r"<th[^>]*>", table)
+    assert 'aria-sort="descending"' in heads[3] and all('aria-sort="none"' in h for i, h in enumerate(heads) if i != 3)
+    cells = re.findall(
+        r'<tr( class="all")?><td>([^<]+)</td><td class="n">\d+</td><td class="n">\d+</td><td class="n">([\d.]+)</td>', table
+    )
+    means = [float(mean) for is_all, _, mean in cells if not is_all]
+    assert len(means) == 12 and means == sorted(means, reverse=True)
+    assert cells[-1][1] == "all"  # the all row stays last
+    unsorted = report.read_text(encoding="utf-8").split('<table class="types sortable">', 1)[1]
+    first = re.findall(r"<tr><td>([^<]+)</td>", unsorted.split("</table>", 1)[0])
+    assert first == sorted(first) and [name for _, name, _ in cells[:-1]] != first  # the order did change
+
+
+#: Appended to a copy of the page: the tallest case card and the page's width against the window's, into the DOM.
+PROBE = (
+    '<script>window.addEventListener("load", function () { var m = 0;'
+    'document.querySelectorAll(".case").forEach(function (c) { m = Math.max(m, c.getBoundingClientRect().height); });'
+    'document.body.setAttribute("data-case-max", String(Math.round(m)));'
+    'document.body.setAttribute("data-widths", document.documentElement.scrollWidth + "/" + window.innerWidth); });'
+    "</script>"
+)
+
+
+@needs_chromium
+@pytest.mark.parametrize(("width", "tallest"), [(1400, 400), (420, 560)])
+def test_case_cards_are_compact_at_two_widths(report: Path, tmp_path: Path, width: int, tallest: int) -> None:
+    probe = tmp_path / "probe.html"
+    html = report.read_text(encoding="utf-8")
+    assert html.count('class="case"') == 20 and html.count('src="data:image/png;base64,') in (0, 20)
+    probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    proc = _chromium(f"--window-size={width},1600", "--dump-dom", probe.as_uri(), cwd=tmp_path)
+    assert proc.returncode == 0 and _console(proc.stderr) == [], proc.stderr[-2000:]
+    found = re.search(r'data-case-max="(\d+)"', proc.stdout)
+    widths = re.search(r'data-widths="(\d+)/(\d+)"', proc.stdout)
+    assert found is not None and widths is not None, proc.stdout[-500:]
+    assert 100 < int(found.group(1)) <= tallest  # the issue's cards were about 900 px tall
+    assert int(widths.group(1)) <= int(widths.group(2))  # nothing wider than the window

@@ -9,6 +9,9 @@ row's flags (``docs/contracts.md`` sections 3.2 and 7), never re-derived.
 
 from __future__ import annotations
 
+import array
+import bisect
+import heapq
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -128,20 +131,6 @@ FAILURES: tuple[tuple[str, str, str, Callable[[Row], bool]], ...] = (
 )  # fmt: skip
 
 
-def failure_counts(rows: Iterable[Row]) -> dict[str, int]:
-    """How many scored rows fall in each failure category, plus ``not_scored`` (error lines) and ``rows``."""
-    counts = dict.fromkeys([key for key, *_ in FAILURES], 0)
-    counts["not_scored"] = counts["rows"] = 0
-    for row in rows:
-        counts["rows"] += 1
-        if not row.scored:
-            counts["not_scored"] += 1
-            continue
-        for key, _, _, test in FAILURES:
-            counts[key] += test(row)
-    return counts
-
-
 # --- per-type statistics ---
 
 
@@ -156,66 +145,397 @@ class TypeStats:
     failures: Mapping[str, int]
 
 
-def by_type(rows: Sequence[Row]) -> dict[str, list[Row]]:
-    """Rows grouped by annotation type, types sorted by name (unscored rows under :data:`UNKNOWN_TYPE`)."""
-    groups: dict[str, list[Row]] = {}
+def histogram(values: Iterable[float], bins: int = BINS) -> list[int]:
+    """Counts of ``values`` in ``bins`` equal bins over [0, 1]; 1.0 falls in the last bin, anything outside is clamped."""
+    counts = [0] * bins
+    for v in values:
+        counts[_bin(v, bins)] += 1
+    return counts
+
+
+def _bin(v: float, bins: int = BINS) -> int:
+    index = math.floor(v * bins) if math.isfinite(v) else 0
+    return min(max(index, 0), bins - 1)
+
+
+def failure_kind(row: Row) -> str:
+    """The first failure category a scored row falls in (:data:`FAILURES` order), ``"none"`` when it is in none."""
+    return next((key for key, _, _, test in FAILURES if test(row)), "none")
+
+
+class Totals:
+    """Running totals of some rows: counts, component sums, failure counts and histograms, updated per row."""
+
+    __slots__ = ("failures", "histograms", "rows", "scored", "sums")
+
+    def __init__(self) -> None:
+        self.rows = self.scored = 0
+        self.sums = dict.fromkeys([key for key, _ in COMPONENTS], 0.0)
+        self.failures = dict.fromkeys([key for key, *_ in FAILURES], 0)
+        self.failures["not_scored"] = 0
+        self.histograms = {key: [0] * BINS for key, _ in COMPONENTS}
+
+    def add(self, row: Row, kinds: Sequence[str] = ()) -> None:
+        """Count ``row``; ``kinds`` are the failure categories it falls in (computed once by the caller)."""
+        self.rows += 1
+        if not row.scored:
+            self.failures["not_scored"] += 1
+            return
+        self.scored += 1
+        for key, _ in COMPONENTS:
+            v = value(row, key)
+            self.sums[key] += v
+            self.histograms[key][_bin(v)] += 1
+        for kind in kinds:
+            self.failures[kind] += 1
+
+    def stats(self, name: str) -> TypeStats:
+        means = {key: (self.sums[key] / self.scored if self.scored else 0.0) for key, _ in COMPONENTS}
+        return TypeStats(name, self.rows, self.scored, means, {**self.failures, "rows": self.rows})
+
+
+#: The biggest per-row changes kept each way (improved, worsened) in a paired comparison.
+CHANGES_SHOWN = 10
+#: A paired row whose overall moved by at most this much is unchanged.
+UNCHANGED_TOLERANCE = 1e-9
+
+
+def _id_text(row_id: Any) -> str:
+    return row_id if isinstance(row_id, str) else group_name(row_id)
+
+
+def pair_keys(row: Row) -> tuple[int, int]:
+    """The two join keys of a row, as 64-bit hashes: by (id, line), and by id alone."""
+    text = _id_text(row.id)
+    return hash((text, row.line)), hash((text, None))
+
+
+class BaselineIndex:
+    """The baseline's scored rows for a per-row join: sorted 64-bit key hashes and ``overall`` (16 bytes a row a key).
+
+    Joined first by (id, line), else by id when the id is on one baseline row
+    only (an id on several rows, as a GRPO group's, joins only by line). A
+    key seen twice cannot join.
+    """
+
+    def __init__(self) -> None:
+        self._by_line: list[array.array[int]] = [array.array("q"), array.array("q")]
+        self._values = array.array("d")
+        self._sorted: list[tuple[array.array[int], array.array[float]]] = []
+        self.rows = 0
+
+    def add(self, row: Row) -> None:
+        if not row.scored:
+            return
+        by_line, by_id = pair_keys(row)
+        self._by_line[0].append(by_line)
+        self._by_line[1].append(by_id)
+        self._values.append(value(row, "overall"))
+        self.rows += 1
+
+    def freeze(self) -> None:
+        """Sort the keys (ambiguous ones get NaN); call once, after the last :meth:`add`."""
+        import numpy as np  # a dependency of the scorer (scipy's assignment); only a --baseline run needs it here
+
+        for keys in self._by_line:
+            found = np.frombuffer(keys, dtype=np.int64)
+            order = np.argsort(found, kind="stable")
+            sorted_keys, values = found[order], np.frombuffer(self._values, dtype=np.float64)[order]
+            if len(sorted_keys) > 1:
+                twice = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+                values[twice] = values[twice + 1] = np.nan
+            self._sorted.append((array.array("q", sorted_keys.tobytes()), array.array("d", values.tobytes())))
+            del found, order, sorted_keys, values
+        self._by_line = []
+        self._values = array.array("d")
+
+    def lookup(self, row: Row) -> float | None:
+        """The baseline ``overall`` of the row joined with ``row`` (None: no single partner)."""
+        for key, (keys, values) in zip(pair_keys(row), self._sorted, strict=True):
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                found = values[at]
+                if not math.isnan(found):
+                    return found
+        return None
+
+
+@attrs.frozen(slots=True)
+class Change:
+    """One row in both runs: where it is, and its overall in each."""
+
+    number: int
+    id: Any
+    line: int | None
+    type: str
+    before: float
+    now: float
+
+    @property
+    def delta(self) -> float:
+        return self.now - self.before
+
+
+@attrs.define
+class PairedTotals:
+    """Per type, the paired rows: how many improved, worsened or stayed, and the sum of their deltas."""
+
+    paired: int = 0
+    improved: int = 0
+    worsened: int = 0
+    unchanged: int = 0
+    delta_sum: float = 0.0
+
+    def add(self, delta: float) -> None:
+        self.paired += 1
+        self.delta_sum += delta
+        if delta > UNCHANGED_TOLERANCE:
+            self.improved += 1
+        elif delta < -UNCHANGED_TOLERANCE:
+            self.worsened += 1
+        else:
+            self.unchanged += 1
+
+    @property
+    def mean_delta(self) -> float:
+        return self.delta_sum / self.paired if self.paired else 0.0
+
+
+@attrs.frozen
+class Paired:
+    """A per-row comparison with the baseline: totals per type (and :data:`ALL`), the biggest changes each way."""
+
+    by_type: Mapping[str, PairedTotals]
+    unpaired: int  # scored rows of this run with no single partner in the baseline
+    baseline_rows: int  # scored rows of the baseline
+    improved: Sequence[Change]
+    worsened: Sequence[Change]
+
+
+class Aggregate:
+    """Everything ``report`` shows of a scores file, updated one row at a time: memory bounded by the options.
+
+    Held: per type (and per ``group_by`` value) a :class:`Totals`; the
+    ``worst`` lowest-overall rows of each (type, failure kind) in a heap; a
+    reservoir of ``sample`` rows (seeded); the first scored row; with
+    ``keep_lines``, each scored row's input line, overall and options (for the
+    metrics re-scoring); with ``baseline``, the per-row join's totals and the
+    :data:`CHANGES_SHOWN` biggest changes each way.
+    """
+
+    def __init__(
+        self,
+        *,
+        worst: int = 0,
+        sample: int = 0,
+        seed: int = 0,
+        group_by: str | None = None,
+        keep_lines: bool = False,
+        baseline: BaselineIndex | None = None,
+    ) -> None:
+        self.totals: dict[str, Totals] = {}
+        self.all = Totals()
+        self.group_by = group_by
+        self.groups: dict[str, Totals] = {}
+        self.groups_all = Totals()
+        self.column_seen = False
+        self.first_scored: Row | None = None
+        self._worst_count = max(worst, 0)
+        self._worst: dict[tuple[str, str], list[tuple[float, int, Row]]] = {}
+        self._sample_count = max(sample, 0)
+        self._sample: list[Row] = []
+        self._rng = random.Random(seed)
+        self.keep_lines = keep_lines
+        self.lines: dict[int, tuple[Any, Mapping[str, Any]]] = {}
+        self._options: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        self._baseline = baseline
+        self._paired: dict[str, PairedTotals] = {}
+        self._unpaired = 0
+        self._improved: list[tuple[float, int, Change]] = []
+        self._worsened: list[tuple[float, int, Change]] = []
+
+    def add(self, row: Row) -> None:
+        kinds = [key for key, _, _, test in FAILURES if test(row)] if row.scored else []
+        self.all.add(row, kinds)
+        totals = self.totals.get(row.type)
+        if totals is None:
+            totals = self.totals[row.type] = Totals()
+        totals.add(row, kinds)
+        seen = self.all.rows - 1  # rows before this one
+        if seen < self._sample_count:
+            self._sample.append(row)
+        elif self._sample_count:
+            at = self._rng.randrange(seen + 1)
+            if at < self._sample_count:
+                self._sample[at] = row
+        if not row.scored:
+            return
+        if self.first_scored is None:
+            self.first_scored = row
+        overall = value(row, "overall")
+        if self._worst_count:
+            heap = self._worst.setdefault((row.type, kinds[0] if kinds else "none"), [])
+            item = (-overall, -row.number, row)  # a max-heap of the lowest: the top is the one to drop
+            if len(heap) < self._worst_count:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+        if self.group_by is not None:
+            extra = row.scores.get("extra")
+            found = extra.get(self.group_by) if isinstance(extra, Mapping) else None
+            self.column_seen = self.column_seen or (isinstance(extra, Mapping) and self.group_by in extra)
+            name = group_name(found)
+            group = self.groups.get(name)
+            if group is None:
+                group = self.groups[name] = Totals()
+            group.add(row, kinds)
+            self.groups_all.add(row, kinds)
+        if self.keep_lines and row.line is not None:
+            options = run_options(row)
+            key = tuple(options.items())
+            self.lines[row.line] = (row.scores.get("overall"), self._options.setdefault(key, options))
+        if self._baseline is not None:
+            self._pair(row, overall)
+
+    def _pair(self, row: Row, overall: float) -> None:
+        assert self._baseline is not None
+        before = self._baseline.lookup(row)
+        if before is None:
+            self._unpaired += 1
+            return
+        delta = overall - before
+        for name in (row.type, ALL):
+            totals = self._paired.get(name)
+            if totals is None:
+                totals = self._paired[name] = PairedTotals()
+            totals.add(delta)
+        if delta > UNCHANGED_TOLERANCE or delta < -UNCHANGED_TOLERANCE:
+            heap = self._improved if delta > 0 else self._worsened
+            item = (abs(delta), -row.number, Change(row.number, row.id, row.line, row.type, before, overall))
+            if len(heap) < CHANGES_SHOWN:
+                heapq.heappush(heap, item)
+            elif item[:2] > heap[0][:2]:
+                heapq.heapreplace(heap, item)
+
+    # --- what the page shows ---
+
+    def type_table(self) -> list[TypeStats]:
+        """One :class:`TypeStats` per annotation type (sorted by name), then :data:`ALL`."""
+        return [*(self.totals[name].stats(name) for name in sorted(self.totals)), self.all.stats(ALL)]
+
+    def group_table(self) -> list[TypeStats]:
+        """One :class:`TypeStats` per value of the ``group_by`` column (scored rows only), then :data:`ALL`."""
+        return [*(self.groups[name].stats(name) for name in sorted(self.groups)), self.groups_all.stats(ALL)]
+
+    def histograms(self) -> dict[str, dict[str, list[int]]]:
+        """Per type with a scored row, per component: the histogram of the scored rows' values."""
+        return {
+            name: {key: list(counts) for key, counts in self.totals[name].histograms.items()}
+            for name in sorted(self.totals)
+            if self.totals[name].scored
+        }
+
+    def worst(self) -> list[Row]:
+        """The lowest-overall scored rows, taken in turn across types, and within a type across failure kinds.
+
+        Each (type, failure kind) keeps its rows by ``overall`` (ties: file
+        order); within a type the failure kinds take turns (the kind with the
+        lowest row first), then the types take turns the same way, so neither
+        a type nor a kind whose rows all tie at 0 can fill the section alone.
+        """
+        per_type: dict[str, list[list[Row]]] = {}
+        for (name, _), heap in self._worst.items():
+            per_type.setdefault(name, []).append([row for _, _, row in sorted(heap, reverse=True)])
+        groups = [_take_turns(lists, self._worst_count) for lists in per_type.values()]
+        return _take_turns(groups, self._worst_count)
+
+    def sample(self) -> list[Row]:
+        """The reservoir's rows (the same seed gives the same rows), in file order."""
+        return sorted(self._sample, key=lambda r: r.number)
+
+    def paired(self) -> Paired | None:
+        """The per-row comparison (None without a baseline)."""
+        if self._baseline is None:
+            return None
+        names = [*sorted(set(self._paired) - {ALL}), ALL]
+        return Paired(
+            {name: self._paired.get(name, PairedTotals()) for name in names},
+            self._unpaired,
+            self._baseline.rows,
+            [c for *_, c in sorted(self._improved, key=lambda i: (-i[0], -i[1]))],
+            [c for *_, c in sorted(self._worsened, key=lambda i: (-i[0], -i[1]))],
+        )
+
+
+def _take_turns(groups: Sequence[Sequence[Row]], count: int) -> list[Row]:
+    """Up to ``count`` rows taken in turn from ``groups`` (each in order), the group with the lowest first row first."""
+    ordered = sorted((g for g in groups if g), key=lambda g: (value(g[0], "overall"), g[0].number))
+    picked: list[Row] = []
+    depth = 0
+    while len(picked) < count and any(depth < len(g) for g in ordered):
+        for group in ordered:
+            if depth < len(group) and len(picked) < count:
+                picked.append(group[depth])
+        depth += 1
+    return picked
+
+
+def aggregate(rows: Iterable[Row], **options: Any) -> Aggregate:
+    """An :class:`Aggregate` of ``rows`` (options as its constructor's)."""
+    found = Aggregate(**options)
     for row in rows:
-        groups.setdefault(row.type, []).append(row)
-    return {name: groups[name] for name in sorted(groups)}
+        found.add(row)
+    return found
+
+
+def failure_counts(rows: Iterable[Row]) -> dict[str, int]:
+    """How many scored rows fall in each failure category, plus ``not_scored`` (error lines) and ``rows``."""
+    return dict(aggregate(rows).all.stats(ALL).failures)
 
 
 def stats(name: str, rows: Sequence[Row]) -> TypeStats:
     """Counts, means of the :data:`COMPONENTS` over the scored rows, and failure counts."""
-    scored = [row for row in rows if row.scored]
-    means = {key: (math.fsum(value(r, key) for r in scored) / len(scored) if scored else 0.0) for key, _ in COMPONENTS}
-    return TypeStats(name, len(rows), len(scored), means, failure_counts(rows))
+    return aggregate(rows).all.stats(name)
 
 
-def type_table(rows: Sequence[Row]) -> list[TypeStats]:
+def type_table(rows: Iterable[Row]) -> list[TypeStats]:
     """One :class:`TypeStats` per annotation type, then :data:`ALL`."""
-    return [*(stats(name, group) for name, group in by_type(rows).items()), stats(ALL, rows)]
+    return aggregate(rows).type_table()
 
 
-def group_table(rows: Sequence[Row], column: str) -> list[TypeStats]:
+def group_table(rows: Iterable[Row], column: str) -> list[TypeStats]:
     """One :class:`TypeStats` per value of a kept column (``score --keep``/``--group-by``: the row's ``extra``), then :data:`ALL`.
 
     Values are named as ``score --group-by`` names them; only scored rows are
     grouped (an error row's line holds no score to read).
     """
-    groups: dict[str, list[Row]] = {}
-    for row in rows:
-        if not row.scored:
-            continue
-        extra = row.scores.get("extra")
-        found = extra.get(column) if isinstance(extra, Mapping) else None
-        groups.setdefault(group_name(found), []).append(row)
-    return [*(stats(name, groups[name]) for name in sorted(groups)), stats(ALL, [r for r in rows if r.scored])]
+    return aggregate(rows, group_by=column).group_table()
 
 
-def has_column(rows: Sequence[Row], column: str) -> bool:
+def has_column(rows: Iterable[Row], column: str) -> bool:
     """Whether any scored row keeps ``column`` under ``extra``."""
-    return any(isinstance(r.scores.get("extra"), Mapping) and column in r.scores["extra"] for r in rows if r.scored)
+    return aggregate(rows, group_by=column).column_seen
 
 
-# --- histograms ---
-
-
-def histogram(values: Iterable[float], bins: int = BINS) -> list[int]:
-    """Counts of ``values`` in ``bins`` equal bins over [0, 1]; 1.0 falls in the last bin, anything outside is clamped."""
-    counts = [0] * bins
-    for v in values:
-        index = math.floor(v * bins) if math.isfinite(v) else 0
-        counts[min(max(index, 0), bins - 1)] += 1
-    return counts
-
-
-def histograms(rows: Sequence[Row]) -> dict[str, dict[str, list[int]]]:
+def histograms(rows: Iterable[Row]) -> dict[str, dict[str, list[int]]]:
     """Per type, per component: the histogram of the scored rows' values."""
-    return {
-        name: {key: histogram(value(r, key) for r in group if r.scored) for key, _ in COMPONENTS}
-        for name, group in by_type(rows).items()
-        if any(r.scored for r in group)
-    }
+    return aggregate(rows).histograms()
+
+
+def worst(rows: Sequence[Row], count: int) -> list[Row]:
+    """The ``count`` scored rows with the lowest ``overall`` (ties: file order)."""
+    scored = [row for row in rows if row.scored]
+    return sorted(scored, key=lambda r: (value(r, "overall"), r.number))[: max(count, 0)]
+
+
+def worst_spread(rows: Iterable[Row], count: int) -> list[Row]:
+    """The ``count`` lowest-overall scored rows taken in turn across types and failure kinds (:meth:`Aggregate.worst`)."""
+    return aggregate(rows, worst=count).worst()
+
+
+def sample(rows: Iterable[Row], count: int, seed: int) -> list[Row]:
+    """``count`` rows drawn at random with ``seed`` (reservoir sampling: the same seed gives the same rows), in file order."""
+    return aggregate(rows, sample=count, seed=seed).sample()
 
 
 # --- comparing two runs ---
@@ -252,47 +572,11 @@ def deltas(current: Sequence[TypeStats], baseline: Sequence[TypeStats]) -> list[
     return out
 
 
-# --- which cases to show ---
-
-
-def worst(rows: Sequence[Row], count: int) -> list[Row]:
-    """The ``count`` scored rows with the lowest ``overall`` (ties: file order)."""
-    scored = [row for row in rows if row.scored]
-    return sorted(scored, key=lambda r: (value(r, "overall"), r.number))[: max(count, 0)]
-
-
-def worst_spread(rows: Sequence[Row], count: int) -> list[Row]:
-    """The ``count`` lowest-overall scored rows taken in turn from each annotation type.
-
-    Each type's rows are ordered by ``overall`` (ties: file order); the types
-    take turns, the type with the lowest row first, so a type whose rows all
-    tie at 0 cannot fill the section alone.
-    """
-    groups = [
-        sorted(group, key=lambda r: (value(r, "overall"), r.number)) for group in by_type([r for r in rows if r.scored]).values()
-    ]
-    groups.sort(key=lambda group: (value(group[0], "overall"), group[0].number))
-    picked: list[Row] = []
-    depth = 0
-    while len(picked) < count and any(depth < len(group) for group in groups):
-        for group in groups:
-            if depth < len(group) and len(picked) < count:
-                picked.append(group[depth])
-        depth += 1
-    return picked
-
-
 def options_differences(now: Mapping[str, Any], before: Mapping[str, Any]) -> list[str]:
     """The scorer options two runs differ in, as ``key: X here, Y in the baseline`` (their first scored rows' echoes)."""
     return [
         f"{key}: {now.get(key)!r} here, {before.get(key)!r} in the baseline" for key in now if now.get(key) != before.get(key)
     ]
-
-
-def sample(rows: Sequence[Row], count: int, seed: int) -> list[Row]:
-    """``count`` rows drawn at random with ``seed`` (the same seed gives the same rows), in file order."""
-    picked = random.Random(seed).sample(range(len(rows)), min(max(count, 0), len(rows)))
-    return [rows[i] for i in sorted(picked)]
 
 
 def run_options(row: Row) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The HTML page of ``trace-tasks report``: one self-contained file, pure functions of the report's data.
 
-No network: no script, no stylesheet or font link, no remote image; the CSS is
-in a ``<style>`` element, charts are inline SVG (:mod:`trace_tasks.cli._svg`)
-and pictures are ``data:`` URIs. Everything that comes from a file (ids,
+No network: no stylesheet or font link, no remote image, no script file; the
+CSS is in a ``<style>`` element, charts are inline SVG
+(:mod:`trace_tasks.cli._svg`), pictures are ``data:`` URIs, and one small
+inline script (:data:`SCRIPT`, fixed text: nothing from a file reaches it)
+makes the tables sortable. Everything that comes from a file (ids,
 responses, errors, explanations, type names) is escaped with
 :func:`html.escape`: model output is hostile and must never become markup.
 A lone surrogate (valid in JSON, never in UTF-8) is shown as U+FFFD, so the
@@ -23,7 +25,9 @@ from trace_tasks.cli._report_data import (
     ALL,
     COMPONENTS,
     FAILURES,
+    Change,
     Delta,
+    Paired,
     Row,
     TypeStats,
 )
@@ -48,7 +52,63 @@ tr.flag td { background: #fff4d6; }
   body { padding: 0 .4em; font-size: 13px; } th, td { padding: 2px 4px; }
   .case { padding: .4em .5em; } table.summary td { word-break: break-all; }
 }
+.case h3 { display: inline; font-size: 1em; margin: 0; } .case .overall { float: right; font-weight: bold; }
+.case table.pe { margin: .3em 0; width: 100%; table-layout: fixed; } .case table.pe th:first-child { width: 6.5em; }
+.case table.pe code { display: block; max-height: 3.6em; overflow: auto; word-break: break-all; font-size: 12px; } .case table.pe tr.expected td { background: #f3f8f3; }
+.case-main { display: flex; gap: .8em; align-items: flex-start; }
+.case-main pre.breakdown { flex: 1; margin: 0; max-height: 9.5em; font-size: 12px; }
+.case-main img { max-height: 150px; max-width: 45%; }
+.case details { margin: .2em 0; } .case details pre { max-height: 16em; font-size: 12px; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
+table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+@media (max-width: 600px) { .case-main { flex-direction: column; } .case-main img { max-width: 100%; } }
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
+"""
+
+#: The page's one script: click (or Enter on) a column head of a ``table.sortable`` to sort its rows by that column
+#: (numbers as numbers, a cell's ``data-sort`` first; the ``all`` row stays last); ``#sort=CLASS:COLUMN:asc|desc``
+#: in the address sorts a table on load (a link to a sorted view, and what the browser test uses).
+SCRIPT = """
+(function () {
+  function key(cell) {
+    var text = cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent.trim();
+    var n = parseFloat(text);
+    return isNaN(n) ? text.toLowerCase() : n;
+  }
+  function compare(x, y) {
+    if (typeof x !== typeof y) { return typeof x === "number" ? -1 : 1; }
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  function sortBy(table, column, ascending) {
+    var head = table.rows[0], rows = Array.prototype.slice.call(table.rows, 1);
+    var moving = rows.filter(function (r) { return !r.classList.contains("all"); });
+    var fixed = rows.filter(function (r) { return r.classList.contains("all"); });
+    moving.sort(function (a, b) {
+      var c = compare(key(a.cells[column]), key(b.cells[column]));
+      return ascending ? c : -c;
+    });
+    moving.concat(fixed).forEach(function (r) { r.parentNode.appendChild(r); });
+    Array.prototype.forEach.call(head.cells, function (th) { th.setAttribute("aria-sort", "none"); });
+    head.cells[column].setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    Array.prototype.forEach.call(table.rows[0].cells, function (th, column) {
+      th.tabIndex = 0;
+      th.setAttribute("aria-sort", "none");
+      var go = function () { sortBy(table, column, th.getAttribute("aria-sort") !== "ascending"); };
+      th.addEventListener("click", go);
+      th.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); go(); }
+      });
+    });
+  });
+  var wanted = /^#sort=([A-Za-z-]+):(\\d+):(asc|desc)$/.exec(window.location.hash);
+  if (wanted) {
+    var table = document.querySelector("table.sortable." + wanted[1]), column = Number(wanted[2]);
+    if (table && table.rows[0].cells[column]) { sortBy(table, column, wanted[3] === "asc"); }
+  }
+})();
 """
 
 
@@ -62,6 +122,9 @@ class Case:
     picture: bytes | None = None
     note: str = ""
     breakdown: tuple[str, ...] = ()  # default: from the row alone (no formula)
+    #: (answer, annotation) as JSON text: what the response gave and what the instance expects (with --instances).
+    predicted: tuple[str, str] | None = None
+    expected: tuple[str, str] | None = None
 
 
 @attrs.frozen
@@ -75,6 +138,8 @@ class Report:
     worst: Sequence[Case] = ()
     sample: Sequence[Case] = ()
     deltas: Sequence[Delta] | None = None
+    #: The per-row comparison with the baseline (rows joined by (id, line), else id).
+    paired: Paired | None = None
     baseline_name: str = ""
     notes: tuple[str, ...] = ()
     baseline_warning: str = ""
@@ -131,7 +196,7 @@ def group_table_section(column: str, table: Sequence[TypeStats]) -> str:
     return (
         f'<h2 id="groups">Per {e(column)}</h2><p class="muted">Scored rows by their value of {e(column)} '
         "(kept by score under 'extra'; a value that is not text is written as JSON, a missing one as null).</p>"
-        f'<div class="wide"><table class="groups"><tr><th>{e(column)}</th><th>scored</th>{head}</tr>{"".join(rows)}</table></div>'
+        f'<div class="wide"><table class="groups sortable"><tr><th>{e(column)}</th><th>scored</th>{head}</tr>{"".join(rows)}</table></div>'
     )
 
 
@@ -143,7 +208,7 @@ def type_table_section(table: Sequence[TypeStats]) -> str:
         cls = ' class="all"' if s.name == ALL else ""
         rows.append(f'<tr{cls}><td>{e(s.name)}</td><td class="n">{s.rows}</td><td class="n">{s.scored}</td>{means}</tr>')
     return (
-        '<h2 id="types">Per annotation type</h2><div class="wide"><table class="types"><tr><th>annotation type</th><th>rows</th>'
+        '<h2 id="types">Per annotation type</h2><div class="wide"><table class="types sortable"><tr><th>annotation type</th><th>rows</th>'
         f"<th>scored</th>{head}</tr>{''.join(rows)}</table></div>"
     )
 
@@ -191,7 +256,7 @@ def failures_section(table: Sequence[TypeStats]) -> str:
         '<h2 id="failures">Failures</h2>'
         "<p class=\"muted\">Counts of scored rows (and share of the type's scored rows), read from each row's flags; "
         "a row can be in several columns. <i>not scored</i> counts error lines.</p>"
-        f'<div class="wide"><table class="failures"><tr><th>type</th><th>not scored</th>{head}</tr>{"".join(rows)}</table></div>'
+        f'<div class="wide"><table class="failures sortable"><tr><th>type</th><th>not scored</th>{head}</tr>{"".join(rows)}</table></div>'
         f"<ul>{legend}</ul>"
     )
 
@@ -228,7 +293,7 @@ def metrics_section(by_type: Mapping[str, Mapping[str, float]], overall: Mapping
         "the predicted and target items, averaged over rows; acc@sim0.5 for points and segments (within one half-life); "
         f"size_mae, the mean absolute set-size error of parsed predictions.{' ' + e(note) if note else ''}</p>"
         f'<p class="run-metrics">{e(run_line)}</p>'
-        f'<div class="wide"><table class="metrics"><tr><th>type</th>{head}</tr>{"".join(rows)}</table></div>'
+        f'<div class="wide"><table class="metrics sortable"><tr><th>type</th>{head}</tr>{"".join(rows)}</table></div>'
     )
 
 
@@ -260,7 +325,7 @@ def audit_section(entries: Sequence[Mapping[str, object]], table: Sequence[TypeS
         "the majority answer of each (answer type, annotation type) group, alone or with an empty, whole-image or mean "
         "annotation, and the correct answer alone or with the whole image (references). Compare with this run's mean "
         f"overall per type.{' ' + e(note) if note else ''}</p>{warning}"
-        '<div class="wide"><table class="audit"><tr><th>type</th><th>policy</th><th>rows</th><th>mean overall</th>'
+        '<div class="wide"><table class="audit sortable"><tr><th>type</th><th>policy</th><th>rows</th><th>mean overall</th>'
         f"<th>this run</th><th></th></tr>{''.join(rows)}</table></div>"
     )
 
@@ -288,7 +353,7 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str =
         f'<h2 id="baseline">Compared with {e(baseline_name)}</h2>'
         + (f'<p class="warning" role="alert">{e(warning)}</p>' if warning else "")
         + '<p class="muted">Means over scored rows; delta = this run minus the baseline.</p>'
-        f'<div class="wide"><table class="baseline"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>'
+        f'<div class="wide"><table class="baseline sortable"><tr><th>type</th><th>rows now</th><th>rows before</th>{head}</tr>'
         f"{''.join(rows)}</table></div>"
     )
 
@@ -298,29 +363,106 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}\n... ({len(text) - limit} more characters of {len(text)})"
 
 
+#: Characters of a predicted or expected value shown up front in a case (the rest is in the fold).
+VALUE_CHARS = 160
+
+
+def _value(text: str) -> str:
+    short = text if len(text) <= VALUE_CHARS else f"{text[:VALUE_CHARS]}... ({len(text)} characters)"
+    return f"<code>{e(short)}</code>"
+
+
+def _predicted_expected(case: Case) -> str:
+    """The strip at the top of a case: predicted and expected answer and annotation, side by side."""
+    if case.predicted is None or case.expected is None:
+        return ""
+    (answer, annotation), (answer_gt, annotation_gt) = case.predicted, case.expected
+    return (
+        '<table class="pe"><tr><th></th><th>answer</th><th>annotation</th></tr>'
+        f'<tr class="predicted"><th scope="row">predicted</th><td>{_value(answer)}</td><td>{_value(annotation)}</td></tr>'
+        f'<tr class="expected"><th scope="row">expected</th><td>{_value(answer_gt)}</td><td>{_value(annotation_gt)}</td></tr>'
+        "</table>"
+    )
+
+
 def case_html(case: Case) -> str:
+    """A compact card: a one-line title with the overall, predicted vs expected, the breakdown beside a thumbnail.
+
+    The response and the explanation are folded below (their first lines are
+    what the strip above already says).
+    """
     row = case.row
     title = f"{row.type} · id {row.id!r} · scores line {row.number}" + (f" · input line {row.line}" if row.line else "")
-    parts = [f'<div class="case" data-line="{row.number}"><h3>{e(title)}</h3>']
+    overall = f' <span class="overall">overall {row.scores["overall"]:.3f}</span>' if row.scored else ""
+    parts = [f'<div class="case" data-line="{row.number}"><h3>{e(title)}</h3>{overall}', _predicted_expected(case)]
+    main = []
     if row.error is not None:
-        parts.append(f"<p>not scored: {e(row.error)}</p>")
+        main.append(f"<p>not scored: {e(row.error)}</p>")
     else:
         lines = case.breakdown or tuple(reward_breakdown(row.scores))
-        parts.append(f'<pre class="breakdown">{e(chr(10).join(lines))}</pre>')
+        main.append(f'<pre class="breakdown">{e(chr(10).join(lines))}</pre>')
+    if case.picture is not None:
+        data = base64.b64encode(case.picture).decode("ascii")
+        main.append(f'<img alt="{e("overlay of " + str(row.id))}" src="data:image/png;base64,{data}">')
+    parts.append(f'<div class="case-main">{"".join(main)}</div>')
     if case.response is not None:
-        parts.append(f'<p>response:</p><pre class="response">{e(excerpt(case.response))}</pre>')
+        parts.append(
+            f"<details><summary>response ({len(case.response)} characters)</summary>"
+            f'<pre class="response">{e(excerpt(case.response))}</pre></details>'
+        )
         surrogates = without_surrogates(case.response)[1]
         if surrogates:
             parts.append(f'<p class="muted note">note: {e(surrogate_note(surrogates))}</p>')
     if case.explanation:
         parts.append(f"<details><summary>explanation</summary><pre>{e(chr(10).join(case.explanation))}</pre></details>")
-    if case.picture is not None:
-        data = base64.b64encode(case.picture).decode("ascii")
-        parts.append(f'<img alt="{e("overlay of " + str(row.id))}" src="data:image/png;base64,{data}">')
     if case.note:
         parts.append(f'<p class="muted">{e(case.note)}</p>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def paired_section(paired: Paired, baseline_name: str) -> str:
+    """The per-row comparison: per type how many rows improved, worsened or stayed, then the biggest changes."""
+    rows = []
+    for name, t in paired.by_type.items():
+        cls = ' class="all"' if name == ALL else ""
+        rows.append(
+            f'<tr{cls} data-type="{e(name)}"><td>{e(name)}</td><td class="n">{t.paired}</td>'
+            f'<td class="n" data-improved="{t.improved}">{t.improved}</td>'
+            f'<td class="n" data-worsened="{t.worsened}">{t.worsened}</td>'
+            f'<td class="n" data-unchanged="{t.unchanged}">{t.unchanged}</td>{signed(t.mean_delta if t.paired else None)}'
+            f"<td>{delta_bar_svg(t.mean_delta) if t.paired else ''}</td></tr>"
+        )
+    total = paired.by_type[ALL].paired if ALL in paired.by_type else 0
+    intro = (
+        f"This run's scored rows joined with those of {baseline_name}: by (id, line), else by id when the id is on one "
+        f"baseline row. {total} rows paired; {paired.unpaired} of this run's scored rows have no partner "
+        f"(the baseline has {paired.baseline_rows} scored rows). Delta = overall here minus overall in the baseline; "
+        "unchanged: within 1e-9."
+    )
+    return (
+        '<h2 id="paired">Row by row against the baseline</h2>'
+        f'<p class="muted">{e(intro)}</p>'
+        '<div class="wide"><table class="paired sortable"><tr><th>type</th><th>paired</th><th>improved</th>'
+        f"<th>worsened</th><th>unchanged</th><th>mean delta</th><th></th></tr>{''.join(rows)}</table></div>"
+        + _changes_table("improved", "Biggest improvements", paired.improved)
+        + _changes_table("worsened", "Biggest drops", paired.worsened)
+    )
+
+
+def _changes_table(name: str, title: str, changes: Sequence[Change]) -> str:
+    if not changes:
+        return f'<h3>{e(title)}</h3><p class="muted">none</p>'
+    rows = "".join(
+        f'<tr data-line="{c.number}"><td class="n">{c.number}</td><td>{e(repr(c.id))}</td>'
+        f'<td class="n">{c.line if c.line is not None else "-"}</td><td>{e(c.type)}</td>'
+        f'<td class="n">{num(c.before)}</td><td class="n">{num(c.now)}</td>{signed(c.delta)}<td>{delta_bar_svg(c.delta)}</td></tr>'
+        for c in changes
+    )
+    return (
+        f'<h3>{e(title)}</h3><div class="wide"><table class="changes {name} sortable"><tr><th>scores line</th><th>id</th>'
+        f"<th>input line</th><th>type</th><th>before</th><th>now</th><th>delta</th><th></th></tr>{rows}</table></div>"
+    )
 
 
 def cases_section(anchor: str, title: str, intro: str, cases: Sequence[Case]) -> str:
@@ -343,11 +485,13 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         sections.append(audit_section(report.audit, report.table, report.audit_note))
     if report.deltas is not None:
         sections.append(baseline_section(report.deltas, report.baseline_name, report.baseline_warning))
+    if report.paired is not None:
+        sections.append(paired_section(report.paired, report.baseline_name))
     sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst))
     sections.append(cases_section("sample", "Random sample", sample_intro, report.sample))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(report.title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{e(report.title)}</h1>" + "".join(sections) + "</body></html>\n"
+        f"<h1>{e(report.title)}</h1>" + "".join(sections) + f"<script>{SCRIPT}</script></body></html>\n"
     )

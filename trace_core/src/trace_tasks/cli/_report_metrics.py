@@ -6,21 +6,21 @@ through the very slots and scorer of ``score --summary-json``
 (:func:`trace_tasks.cli._metrics.score_compiled_with_metrics`), each row with
 the options its own scores row echoes, into a
 :class:`~trace_tasks.cli._summary.Summary`. Memory: the summary's sums, the
-instances index in the two-file layout, and the options of each scores row.
+instances index in the two-file layout, and per scored row its input line,
+overall and (shared) options.
 A row whose re-scored ``overall`` differs from the scores file's is counted:
 the file was scored with other inputs or another version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._metrics import METRICS_KEY, score_compiled_with_metrics
-from trace_tasks.cli._report_data import Row, run_options
 from trace_tasks.cli._rows import InstanceIndex, combined_slots, joined_slots
 from trace_tasks.cli._summary import Summary
 from trace_tasks.scoring import options_from
@@ -36,9 +36,8 @@ class RunMetrics:
     disagreeing: int
 
 
-def run_metrics(rows: Sequence[Row], instances: str, responses: str | None) -> RunMetrics:
-    """Re-score the inputs of ``rows`` with a trail; only the input lines the scores file scored count."""
-    by_line = {row.line: row for row in rows if row.scored and row.line is not None}
+def run_metrics(by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], instances: str, responses: str | None) -> RunMetrics:
+    """Re-score the input lines of ``by_line`` (line: the scores file's overall and the row's options) with a trail."""
     summary = Summary()
     disagreeing = rescored = 0
     with open_binary(instances) as fh:
@@ -54,18 +53,19 @@ def run_metrics(rows: Sequence[Row], instances: str, responses: str | None) -> R
     return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing)
 
 
-def _score(slots: Any, by_line: Mapping[int, Row], summary: Summary) -> tuple[int, int]:
+def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], summary: Summary) -> tuple[int, int]:
     disagreeing = rescored = 0
     for slot in slots:
-        row = by_line.get(slot.line)
-        if row is None or slot.item is None or slot.compiled is None:
+        found = by_line.get(slot.line)
+        if found is None or slot.item is None or slot.compiled is None:
             continue
-        result = score_compiled_with_metrics(slot, options_from(run_options(row)))
+        overall, options = found
+        result = score_compiled_with_metrics(slot, options_from(dict(options)))
         values = result.pop(METRICS_KEY, None)
         if values is None:
             continue
         rescored += 1
-        disagreeing += result.get("overall") != row.scores.get("overall")
+        disagreeing += result.get("overall") != overall
         summary.add_scores(slot.annotation_type, result)
         summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
     return disagreeing, rescored

@@ -61,7 +61,7 @@ def histogram_svg(
 
 
 def delta_bar_svg(change: float | None, *, width: int = 80, height: int = 12) -> str:
-    """A bar from the middle, right and green for a gain, left and red for a loss (``change`` in [-1, 1])."""
+    """A bar from the middle, right and green for a gain, left and red for a loss (``change`` in [-1, 1]); hover: its value."""
     if change is None:
         return ""
     middle = width / 2
@@ -69,7 +69,8 @@ def delta_bar_svg(change: float | None, *, width: int = 80, height: int = 12) ->
     x = middle if change >= 0 else middle - length
     colour = "#2a8a2a" if change >= 0 else "#c03030"
     return (
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f'<svg class="delta" width="{width}" height="{height}" viewBox="0 0 {width} {height}" data-change="{change:.6f}">'
+        f"<title>{change:+.3f}</title>"
         f'<rect x="{x:.1f}" y="2" width="{length:.1f}" height="{height - 4}" fill="{colour}"/>'
         f'<line x1="{middle}" y1="0" x2="{middle}" y2="{height}" stroke="{AXIS_RGB}"/></svg>'
     )

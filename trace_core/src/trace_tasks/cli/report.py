@@ -9,9 +9,15 @@ seeded random sample, each with its reward breakdown, its response excerpt,
 the ``explain`` report and the overlay picture (when the instances are given,
 and Pillow is installed for the picture).
 
-The statistics are pure functions of the scores rows
-(:mod:`trace_tasks.cli._report_data`), the page a pure function of them
-(:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
+The scores file is streamed: each row updates an
+:class:`~trace_tasks.cli._report_data.Aggregate` (counts, sums, histogram
+bins, failure counts; the worst rows of each type and failure kind in bounded
+heaps; a seeded reservoir of sampled rows; with ``--baseline``, the per-row
+join against the baseline streamed first into a compact
+:class:`~trace_tasks.cli._report_data.BaselineIndex`) and is dropped, so memory
+does not grow with the rows (1,000,000 rows: about 50 MB,
+``benchmarks/bench_report.py``). The page is a pure function of the
+aggregates (:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
 
 Besides the files named on the command line, the report reads one thing: the
 ``image`` an instance names, for the overlay picture of a case shown. Only a
@@ -24,6 +30,7 @@ so an instance cannot put a local file into a page meant to be shared.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import warnings
@@ -38,18 +45,14 @@ from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._options import int_at_least
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
 from trace_tasks.cli._report_data import (
+    Aggregate,
+    BaselineIndex,
     Row,
     ScoresFileError,
     deltas,
-    group_table,
-    has_column,
-    histograms,
     options_differences,
-    read_rows,
+    parse_row,
     run_options,
-    sample,
-    type_table,
-    worst_spread,
 )
 from trace_tasks.cli._report_html import Case, Report, page
 from trace_tasks.data import compile_instance
@@ -80,7 +83,8 @@ def register(subparsers: Any) -> None:
             "written by 'trace-tasks score': the run summary, the per-type table, histograms of each reward component "
             "per type, the failure breakdown, the worst cases and a seeded random sample. With --instances (and "
             "--responses for the two-file layout) each case shows its response and explanation, and its overlay "
-            "picture when Pillow is installed. With --baseline, the two runs are compared per type."
+            "picture when Pillow is installed. With --baseline, the two runs are compared per type and row by row "
+            "(rows paired by id and line, else id)."
         ),
     )
     parser.add_argument("scores", metavar="SCORES", help="scores file written by 'trace-tasks score' (.jsonl, .jsonl.gz)")
@@ -93,7 +97,7 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_OUTPUT,
         help=f"the HTML file (default %(default)s); {REPLACED_WHEN_DONE}",
     )
-    parser.add_argument("--baseline", metavar="OTHER_SCORES", help="another scores file to compare with, per type")
+    parser.add_argument("--baseline", metavar="OTHER_SCORES", help="another scores file to compare with, per type and row by row")
     parser.add_argument(
         "--sample", type=int_at_least(0), default=10, metavar="N", help="random cases shown (default %(default)s)"
     )
@@ -124,11 +128,16 @@ def register(subparsers: Any) -> None:
     )
 
 
-def load_scores(path: str) -> list[Row]:
-    """The rows of a scores file; :class:`UsageError` naming the first bad line."""
+def stream_scores(path: str, into: Aggregate | BaselineIndex, *also: Aggregate) -> None:
+    """Every row of a scores file into ``into`` (and ``also``), one at a time; :class:`UsageError` naming the first bad line."""
+    source = "<stdin>" if path == STDIO else path
     with open_binary(path) as fh:
         try:
-            return read_rows(read_lines(fh, path), "<stdin>" if path == STDIO else path)
+            for line in read_lines(fh, path):
+                row = parse_row(line, source)
+                into.add(row)
+                for other in also:
+                    other.add(row)
         except ScoresFileError as exc:
             raise UsageError(str(exc)) from None
 
@@ -136,31 +145,42 @@ def load_scores(path: str) -> list[Row]:
 def run(args: argparse.Namespace) -> int:
     if args.responses is not None and args.instances is None:
         raise UsageError("--responses needs --instances (the responses are explained against their instances)")
-    rows = load_scores(args.scores)
-    baseline = load_scores(args.baseline) if args.baseline else None
-    table = type_table(rows)
-    worst_rows, sample_rows = worst_spread(rows, args.worst), sample(rows, args.sample, args.seed)
+    index, before = None, None
+    if args.baseline:  # first: its rows are joined with this run's as they stream
+        index, before = BaselineIndex(), Aggregate()
+        stream_scores(args.baseline, index, before)
+        index.freeze()
+    wants_metrics = bool(args.instances) and not getattr(args, "no_metrics", False)
+    found = Aggregate(
+        worst=args.worst, sample=args.sample, seed=args.seed, group_by=getattr(args, "group_by", None) or None,
+        keep_lines=wants_metrics, baseline=index,
+    )  # fmt: skip
+    stream_scores(args.scores, found)
+    table = found.type_table()
+    worst_rows, sample_rows = found.worst(), found.sample()
     cases = build_cases(args, [*worst_rows, *sample_rows])
     report = Report(
         title=f"trace-tasks report: {args.scores}",
-        summary=summary(args, rows, table),
+        summary=summary(args, found, table),
         table=table,
-        histograms=histograms(rows),
+        histograms=found.histograms(),
         worst=[cases[r.number] for r in worst_rows],
         sample=[cases[r.number] for r in sample_rows],
-        deltas=deltas(table, type_table(baseline)) if baseline is not None else None,
+        deltas=deltas(table, before.type_table()) if before is not None else None,
+        paired=found.paired(),
         baseline_name=args.baseline or "",
         notes=_notes(args),
-        baseline_warning=baseline_warning(rows, baseline) if baseline is not None else "",
-        **audit_fields(args, rows),
-        **metrics_fields(args, rows),
-        **group_fields(args, rows),
+        baseline_warning=baseline_warning(found.first_scored, before.first_scored) if before is not None else "",
+        **audit_fields(args, found.first_scored),
+        **metrics_fields(args, found),
+        **group_fields(args, found),
     )
     html = page(
         report,
         worst_intro=(
             f"The {len(worst_rows)} scored rows with the lowest overall reward, taken in turn from each annotation "
-            "type (the type with the lowest row first; ties in file order)."
+            "type (the type with the lowest row first), and within a type from each failure kind (a row's first "
+            "failure column, or none); ties in file order."
         ),
         sample_intro=f"{len(sample_rows)} rows drawn at random with seed {args.seed} (the same seed gives the same rows).",
     )
@@ -168,17 +188,16 @@ def run(args: argparse.Namespace) -> int:
         assert out is not None
         out.write(html)
     if args.output != STDIO:
-        print(f"wrote {args.output}: {len(rows)} rows, {len(report.worst)} worst cases, {len(report.sample)} sampled")
+        print(f"wrote {args.output}: {found.all.rows} rows, {len(report.worst)} worst cases, {len(report.sample)} sampled")
     return EXIT_OK
 
 
-def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any]) -> tuple[tuple[str, str], ...]:
+def summary(args: argparse.Namespace, found: Aggregate, table: Sequence[Any]) -> tuple[tuple[str, str], ...]:
     overall = table[-1]
-    scored = [r for r in rows if r.scored]
-    options = run_options(scored[0]) if scored else {}
+    options = run_options(found.first_scored) if found.first_scored is not None else {}
     items = [
         ("scores file", args.scores),
-        ("rows", f"{len(rows)}: {overall.scored} scored, {len(rows) - overall.scored} not scored"),
+        ("rows", f"{overall.rows}: {overall.scored} scored, {overall.rows - overall.scored} not scored"),
         ("annotation types", str(len(table) - 1)),
         *((f"mean {key}", f"{value:.4f}") for key, value in overall.means.items()),
     ]
@@ -192,35 +211,35 @@ def summary(args: argparse.Namespace, rows: Sequence[Row], table: Sequence[Any])
     return tuple(items)
 
 
-def group_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+def group_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
     """The ``--group-by`` table's data: the column and its table (only the ``all`` row when no row keeps it)."""
     column = getattr(args, "group_by", None)
     if not column:
         return {}
-    table = group_table(rows, column) if has_column(rows, column) else []
+    table = found.group_table() if found.column_seen else []
     return {"group_by": column, "groups": table}
 
 
-def metrics_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+def metrics_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
     """The field metrics section's data (:mod:`trace_tasks.cli._report_metrics`), unless ``--no-metrics``."""
     if not args.instances or getattr(args, "no_metrics", False):
         return {}
     from trace_tasks.cli._report_metrics import run_metrics
 
-    found = run_metrics(rows, args.instances, args.responses)
-    scored = sum(row.scored for row in rows)
+    metrics = run_metrics(found.lines, args.instances, args.responses)
+    scored = found.all.scored
     notes = []
-    if found.rescored != scored:
-        notes.append(f"{found.rescored} of the {scored} scored rows were found in the inputs and re-scored.")
-    if found.disagreeing:
+    if metrics.rescored != scored:
+        notes.append(f"{metrics.rescored} of the {scored} scored rows were found in the inputs and re-scored.")
+    if metrics.disagreeing:
         notes.append(
-            f"{found.disagreeing} re-scored row(s) got another overall than the scores file: other inputs or another "
+            f"{metrics.disagreeing} re-scored row(s) got another overall than the scores file: other inputs or another "
             "version scored this file, and the metrics describe the re-scoring."
         )
-    return {"metrics": found.by_type, "metrics_overall": found.overall, "metrics_note": " ".join(notes)}
+    return {"metrics": metrics.by_type, "metrics_overall": metrics.overall, "metrics_note": " ".join(notes)}
 
 
-def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any]:
+def audit_fields(args: argparse.Namespace, scored: Row | None) -> dict[str, Any]:
     """The audit section's data (``trace-tasks audit`` on ``--instances``, with the run's options), unless ``--no-audit``.
 
     The options are those the first scored row echoes, except the point
@@ -231,7 +250,6 @@ def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any
         return {}
     from trace_tasks.cli import audit
 
-    scored = next((r for r in rows if r.scored), None)
     options = {**run_options(scored), "point_half_life_px": None} if scored is not None else {}
     with open_binary(args.instances) as fh:
         instances = audit.load(read_lines(fh, args.instances), args.instances)
@@ -242,10 +260,8 @@ def audit_fields(args: argparse.Namespace, rows: Sequence[Row]) -> dict[str, Any
     return {"audit": result.entries(), "audit_note": note}
 
 
-def baseline_warning(rows: Sequence[Row], baseline: Sequence[Row]) -> str:
-    """A warning when the baseline was scored with other scorer options (its deltas then mix options and model)."""
-    now = next((r for r in rows if r.scored), None)
-    before = next((r for r in baseline if r.scored), None)
+def baseline_warning(now: Row | None, before: Row | None) -> str:
+    """A warning when the baseline was scored with other scorer options (its first scored row against this run's)."""
     if now is None or before is None:
         return ""
     differences = options_differences(run_options(now), run_options(before))
@@ -359,7 +375,22 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
     breakdown = tuple(reward_breakdown(row.scores, reward_id=explained.reward_id, formula=formula))
     image, refused = _image(instance.data.get("image"), instances_path)
     picture, why = _picture(explained, image)
-    return Case(row, response, explained.lines, picture, "; ".join(n for n in (note, refused, why) if n), breakdown)
+    notes = "; ".join(n for n in (note, refused, why) if n)
+    return Case(row, response, explained.lines, picture, notes, breakdown, *predicted_expected(explained))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def predicted_expected(explained: Any) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(answer, annotation) the response gave, as the scorer read them, and those the instance expects, as JSON text."""
+    trail, data = explained.trail, explained.instance.data
+    gt = data.get("annotation_gt")
+    return (
+        (_json(trail.predicted_answer), _json(trail.prediction)),
+        (_json(data["answer_gt"]["value"]), _json(gt.get("value") if isinstance(gt, Mapping) else None)),
+    )
 
 
 def _image(image: Any, instances_path: str) -> tuple[str | None, str]:
