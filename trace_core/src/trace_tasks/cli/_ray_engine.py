@@ -222,7 +222,9 @@ def scorer(metrics: bool) -> Any:
 class ShardScorer:
     """The scoring actor: the registry and an instance cache per process, each row scored as the local engine does."""
 
-    def __init__(self, options: Mapping[str, Any], formats: list[str], expected: Mapping[str, Any], metrics: bool = False) -> None:
+    def __init__(
+        self, options: Mapping[str, Any], formats: list[str], expected: Mapping[str, Any], metrics: bool = False
+    ) -> None:
         check_node(expected)
         self.opts = options_from(options)
         self.formats = formats
