@@ -196,8 +196,12 @@ def _scipy_pairs(arr: np.ndarray) -> list[tuple[int, int]]:
     # Imported here: scipy costs ~0.1 s to import and answer-only users never need it.
     from scipy.optimize import linear_sum_assignment
 
-    rows, cols = linear_sum_assignment(arr, maximize=True)
-    return list(zip(rows.tolist(), cols.tolist(), strict=False))
+    # Rows in a canonical order (sorted by their values): the predictions of a set have no order, and
+    # among assignments whose totals tie up to rounding the solver's pick depends on the row order, so
+    # a shuffled (or, for segments, reversed) prediction could change the reward's last bit.
+    order = np.lexsort(arr.T[::-1])
+    rows, cols = linear_sum_assignment(arr[order], maximize=True)
+    return list(zip(order[rows].tolist(), cols.tolist(), strict=False))
 
 
 def _argmax(values: Sequence[float]) -> int:
