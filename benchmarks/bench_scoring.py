@@ -50,7 +50,7 @@ from trace_tasks.family import Primitive, ScoringContext, match_set
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, ANSWER_KEYS, extract
 from trace_tasks.scoring import ANSWER, find_image_size, half_life_px, resolve_mode
-from trace_tasks.scoring._answers import answers_match
+from trace_tasks.scoring._answers import answer_target, matches_answer_target
 
 #: n x m set shapes of the crossover table, by growing cell count.
 CROSSOVER_SHAPES = ((4, 4), (4, 5), (5, 5), (5, 6), (6, 6), (6, 7), (6, 8), (7, 7), (8, 8), (10, 10), (16, 16), (32, 32))
@@ -155,7 +155,7 @@ def run_extract(staged: Sequence[Staged]) -> None:
 
 def run_answer(staged: Sequence[Staged]) -> None:
     for s in staged:
-        answers_match(s.answer, s.answer_gt, reads_json_strings=s.reads_json)
+        matches_answer_target(s.answer, answer_target(s.answer_gt, reads_json_strings=s.reads_json), reads_json_strings=s.reads_json)
 
 
 def run_parse(staged: Sequence[Staged]) -> None:
@@ -248,7 +248,7 @@ def stages_and_floor(items: list[Item], staged: list[Staged], mix: float, repeat
     section("cost of each stage (stage functions timed directly), us per response of the mix")
     parts = {
         "extraction (extract)": best_of(repeats, lambda: run_extract(staged)),
-        "answer (answers_match)": best_of(repeats, lambda: run_answer(staged)),
+        "answer (answer_target + matches_answer_target)": best_of(repeats, lambda: run_answer(staged)),
         "annotation parse (registry parse)": best_of(repeats, lambda: run_parse(staged)),
         "matching (registry score)": best_of(repeats, lambda: run_match(staged)),
     }
