@@ -196,7 +196,8 @@ def test_verl_naive_manager_raises_and_the_next_row_scores(kind: str, as_string:
             extra_info=dict(extra_info),
         )
     _assert_names(caught.value, kind)
-    assert str(caught.value).startswith("ground_truth: invalid instance: ")
+    # verl passes no row index; its preprocessing scripts put one in extra_info, which the error names
+    assert str(caught.value).startswith("ground_truth (dataset row extra_info['index']=0): invalid instance: ")
     good = verl.compute_score(
         data_source="trace_tasks", solution_str=GOOD_RESPONSE, ground_truth=as_json(GOOD), extra_info=dict(extra_info)
     )
@@ -216,7 +217,9 @@ def test_verl_batch_manager_raises_naming_the_row(kind: str) -> None:
         extra_infos=np.array([{"index": 0}, {"index": 1}], dtype=object),
         format_weight=0.1,
     )
-    with pytest.raises(InstanceError, match=r"^ground_truths\[1\]: invalid instance") as caught:
+    with pytest.raises(
+        InstanceError, match=r"^ground_truths\[1\] \(dataset row extra_info\['index'\]=1\): invalid instance"
+    ) as caught:
         call(solution_strs=[GOOD_RESPONSE, response], ground_truths=[as_json(GOOD), as_json(inst)])
     _assert_names(caught.value, kind)
     (good,) = verl.compute_score_batch(
@@ -256,7 +259,7 @@ def test_trl_reward_function_raises_instead_of_none(kind: str) -> None:
     # TRL 1.16 trl/trainer/grpo_trainer.py l.1626-1628: reward_func(prompts=..., completions=...,
     # completion_ids=..., **reward_kwargs) with no try, so the exception stops training with its message.
     # None would become NaN (l.1630), "not applicable", and hide the broken row: never returned for one.
-    with pytest.raises(InstanceError, match=r"^row 1: invalid instance") as caught:
+    with pytest.raises(InstanceError, match=r"^position 1 in this call: invalid instance") as caught:
         func(**_trl_kwargs([(GOOD_RESPONSE, GOOD), (response, inst)], metrics))
     _assert_names(caught.value, kind)
     assert metrics == []  # refused before anything was scored or logged
@@ -294,7 +297,9 @@ def test_easyr1_batch_function_raises_naming_the_input(kind: str) -> None:
         {"response": GOOD_RESPONSE, "response_length": 20, "ground_truth": as_json(GOOD)},
         {"response": response, "response_length": 20, "ground_truth": as_json(inst)},
     ]
-    with pytest.raises(InstanceError, match=r"^reward_inputs\[1\]\.ground_truth: invalid instance") as caught:
+    with pytest.raises(
+        InstanceError, match=r"^reward_inputs\[1\]\.ground_truth \(position 1 in this call\): invalid instance"
+    ) as caught:
         reward_fn(inputs)
     _assert_names(caught.value, kind)
     (good,) = reward_fn(inputs[:1])
@@ -321,7 +326,7 @@ def test_openrlhf_reward_file_logs_error_once_and_counts_the_refusal(kind: str, 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1, "one ERROR line per label content"
     message = errors[0].getMessage()
-    assert path in message and word in message and "labels[0]: invalid instance" in message
+    assert path in message and word in message and "labels[0] (position 0 in this call): invalid instance" in message
     assert '"answer_gt"' in message  # the row itself
     # The next sample, a good label, scores exactly as score_trace_response does.
     good = openrlhf.reward_func([PROMPT + GOOD_RESPONSE + "<|im_end|>"], [PROMPT], [as_json(GOOD)])
@@ -339,7 +344,7 @@ def test_openrlhf_on_invalid_raise_logs_error_once_then_raises(kind: str, caplog
     # OpenRLHF 0.9.0 openrlhf/utils/remote_rm_utils.py l.49-83: ray.remote(reward_func) on chunks, ray.get with no
     # try (experience_maker.py l.418): the exception stops the run with its message.
     for _ in range(2):
-        with pytest.raises(InstanceError, match=r"^labels\[0\]: invalid instance") as caught:
+        with pytest.raises(InstanceError, match=r"^labels\[0\] \(position 0 in this call\): invalid instance") as caught:
             reward_func([PROMPT + response], [PROMPT], [as_json(inst)])
         _assert_names(caught.value, kind)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
@@ -356,7 +361,7 @@ def test_openrlhf_label_that_is_no_instance_is_logged_too(caplog: pytest.LogCapt
     caplog.set_level(logging.INFO, logger="trace_tasks.integrations.openrlhf")
     got = openrlhf.reward_func([PROMPT + GOOD_RESPONSE], [PROMPT], ["{not json"])
     assert _first(got["extra_logs"][REFUSED_KEY]) == 1.0
-    with pytest.raises(ValueError, match=r"labels\[0\] is a string but not JSON"):
+    with pytest.raises(ValueError, match=r"labels\[0\] \(position 0 in this call\) is a string but not JSON"):
         openrlhf.make_reward_func(on_invalid="raise")([PROMPT + GOOD_RESPONSE], [PROMPT], ["{not json"])
     assert [r.levelno for r in caplog.records] == [logging.ERROR]  # once per label content
 

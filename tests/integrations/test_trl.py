@@ -325,7 +325,7 @@ def test_caller_mistakes_raise() -> None:
     with pytest.raises(ValueError, match="lacks the column"):
         func(prompts=["q"], completions=["a"], answer_gt=[INSTANCES[0]["answer_gt"]])
     inst = INSTANCES[0]
-    with pytest.raises(ValueError, match="row 0"):
+    with pytest.raises(ValueError, match="position 0 in this call"):
         func(
             prompts=["q"],
             completions=["a"],

@@ -75,6 +75,6 @@ def test_warnings_never_change_the_reward(caplog: pytest.LogCaptureFixture) -> N
     )
     assert got == [reference(RESPONSE, row)["overall"] for row in rows]
     assert [m.split(": ")[:2] for m in _logged(caplog)] == [
-        ["row 0", "warning[single-key-map]"],
-        ["row 1", "warning[missing-image-size]"],
+        ["position 0 in this call", "warning[single-key-map]"],
+        ["position 1 in this call", "warning[missing-image-size]"],
     ]

@@ -49,6 +49,7 @@ import collections
 import importlib
 import json
 import logging
+import sys
 import threading
 from collections.abc import Hashable, Mapping
 from types import ModuleType
@@ -350,6 +351,59 @@ LOG_KEY_SETS: tuple[str, ...] = ("charted", "all")
 #: Logged by the adapters that refuse a broken row without stopping the trainer:
 #: 1.0 for a row whose instance was refused (its rewards are 0), else 0.0.
 REFUSED_KEY = "trace_refused"
+
+
+#: ``on_invalid`` values of the adapters that can keep going past a broken row:
+#: score it 0 with :data:`REFUSED_KEY` 1.0 (the full key set), or raise.
+ON_INVALID: tuple[str, ...] = ("zero", "raise")
+
+
+def check_on_invalid(on_invalid: str) -> str:
+    """``on_invalid`` itself, or :class:`~trace_tasks.errors.OptionError` for anything but :data:`ON_INVALID`."""
+    if on_invalid not in ON_INVALID:
+        raise OptionError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
+    return on_invalid
+
+
+def refused_row(keys: tuple[str, ...]) -> dict[str, float]:
+    """The row a refused instance returns: every key of ``keys`` at 0.0 and :data:`REFUSED_KEY` 1.0.
+
+    The same keys as a scored row (which carries :data:`REFUSED_KEY` 0.0), so a
+    trainer that stacks rows by the first row's keys (verl's reward loop) never
+    meets a row that lacks one.
+    """
+    row = dict.fromkeys(keys, 0.0)
+    row[REFUSED_KEY] = 1.0
+    return row
+
+
+def position(i: int, name: str | None = None) -> str:
+    """How an error names the ``i``-th item of a reward call whose trainer passes no dataset row index.
+
+    ``"position 2 in this call"`` (or ``"labels[2] (position 2 in this call)"``
+    with ``name``): the index in the batch the trainer handed over, which is not
+    the dataset row.
+    """
+    where = f"position {i} in this call"
+    return where if name is None else f"{name}[{i}] ({where})"
+
+
+def log_error(log: logging.Logger, message: str, *args: Any) -> None:
+    """``log.error(message, *args)``, with the level in the line even when nothing configured logging.
+
+    With no handler anywhere on the logger's chain, Python prints through its
+    last-resort handler, which writes the bare message (OpenRLHF 0.11.2's
+    reward workers: a refusal would be a stderr line with no "ERROR" in it);
+    then the line goes to stderr as ``ERROR <logger>: <message>``.
+    """
+    if log.hasHandlers():
+        log.error(message, *args)
+        return
+    if not log.isEnabledFor(logging.ERROR):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.handle(log.makeRecord(log.name, logging.ERROR, "(trace_tasks)", 0, message, args, None))
 
 
 def logged_keys(log_keys: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:

@@ -38,7 +38,8 @@ Errors: every input's instance is validated through the strict path
 (:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
 of rollouts compiles its ground truth once) before anything is scored. A
 broken one raises :class:`~trace_tasks.instances.InstanceError` (a
-``ValueError``) naming ``reward_inputs[i].ground_truth`` and listing every
+``ValueError``) naming ``reward_inputs[i].ground_truth (position i in this call)``
+(EasyR1 passes no dataset row index) and listing every
 problem; an invalid option raises :class:`~trace_tasks.errors.OptionError` (a
 ``ValueError``). EasyR1 calls the function
 with no ``try`` (``verl/workers/reward/function.py`` l.95) inside a Ray actor
@@ -57,6 +58,7 @@ from trace_tasks.integrations._common import (
     compile_ground_truth,
     diagnostics,
     logged_keys,
+    position,
     scorer_options,
     strip_special_tokens,
 )
@@ -102,7 +104,7 @@ class ComputeScore:
         for i, item in enumerate(reward_inputs):
             if not isinstance(item, Mapping):
                 raise OptionError(f"reward_inputs[{i}] must be a mapping, got {type(item).__name__}")
-            compiled_all.append(self._compile(item, f"reward_inputs[{i}].ground_truth"))
+            compiled_all.append(self._compile(item, f"reward_inputs[{i}].ground_truth ({position(i)})"))
         return [self._score(item, entry, picked) for item, entry in zip(reward_inputs, compiled_all, strict=True)]
 
     @staticmethod

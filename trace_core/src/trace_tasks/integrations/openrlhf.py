@@ -65,10 +65,13 @@ from typing import Any, Optional
 from trace_tasks.data import CompiledInstance
 from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import (
+    ON_INVALID,
     REFUSED_KEY,
     SPECIAL_TOKENS,
     compile_ground_truth,
+    log_error,
     logged_keys,
+    position,
     scorer_options,
     strip_special_tokens,
     to_plain,
@@ -90,8 +93,6 @@ logger = logging.getLogger(__name__)
 #: Prefer :func:`make_reward_func` in the reward file: ``train_ppo_ray`` forwards
 #: only a few variables of its own to its Ray actors.
 OPTIONS_ENV = "TRACE_TASKS_OPTIONS"
-#: ``on_invalid`` values: score a broken label 0 and count it (``trace_refused``), or raise.
-ON_INVALID: tuple[str, ...] = ("zero", "raise")
 _LABEL_PREVIEW = 300
 
 _Entry = Optional[tuple[CompiledInstance, dict[str, Any]]]
@@ -223,7 +224,8 @@ def _log_refusal(label: Any, error: ValueError, *, on_invalid: str) -> None:
         if on_invalid == "zero"
         else "the error is raised (OpenRLHF >= 0.10 catches it, logs it at INFO and gives the sample no reward)"
     )
-    logger.error(
+    log_error(
+        logger,
         "trace_tasks refuses a broken trace instance in the label column (--data.label_key / --label_key): %s; "
         "label: %s; %s. Fix the dataset (`trace-tasks validate FILE` lists every broken row).",
         error,
@@ -267,7 +269,7 @@ def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **o
         entries: list[_Entry] = []
         for i, label in enumerate(labels):
             try:
-                entries.append(compile_ground_truth(label, where=f"labels[{i}]"))
+                entries.append(compile_ground_truth(label, where=position(i, "labels")))
             except ValueError as exc:  # InstanceError, or a label that is no instance at all
                 _log_refusal(label, exc, on_invalid=on_invalid)
                 if on_invalid == "raise":

@@ -65,6 +65,7 @@ from trace_tasks.integrations._common import (
     SIZE_FIELDS,
     compile_ground_truth,
     logged_keys,
+    position,
     row_options,
     scorer_options,
     stable_keys,
@@ -146,7 +147,8 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
         if all(row[name] is None for name in REQUIRED_FIELDS):
             compiled.append(None)  # not a trace row: TRL's "not applicable"
         else:
-            compiled.append(compile_ground_truth(row, where=f"row {i}"))  # raises InstanceError
+            # TRL passes no dataset row index: the error names the position in the reward call
+            compiled.append(compile_ground_truth(row, where=position(i)))  # raises InstanceError
     results: _Results = []
     for i, (completion, entry) in enumerate(zip(completions, compiled, strict=True)):
         if entry is None:

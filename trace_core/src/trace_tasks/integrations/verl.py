@@ -7,14 +7,19 @@ verl 0.9.x (current: the reward-loop managers ``naive`` (default), ``dapo``,
     from trace_tasks.integrations.verl import make_compute_score
     compute_score = make_compute_score(format_weight=0.1)
 
-    reward.custom_reward_function.path=trace_reward.py   # (or the legacy custom_reward_function.path)
+    reward.custom_reward_function.path=trace_reward.py
 
-verl 0.8 and earlier (``reward_model.reward_manager=naive|dapo|batch|prime``):
-the same ``compute_score`` for ``naive`` and ``dapo``;
-``compute_score = make_compute_score_batch(...)`` for ``batch`` (one call per
-batch); ``compute_score = make_compute_score(returns="float")`` for ``prime``,
-which takes ``result[0]`` of anything but a number and zeroes the whole batch
-on the dict.
+(``main_ppo`` of verl 0.9.1 does not migrate the legacy top-level
+``custom_reward_function.*`` keys: only ``experimental/fully_async_policy/fully_async_main.py``
+l.237 calls ``migrate_legacy_reward_impl``.)
+
+verl 0.8.0 always builds the reward-loop manager (naive, dapo...); the batch and
+prime managers below can be selected up to v0.7.0 (``use_reward_loop=False``,
+``reward_model.reward_manager=batch|prime``): ``compute_score =
+make_compute_score_batch(...)`` for ``batch`` (one call per batch);
+``compute_score = make_compute_score(returns="float")`` for ``prime``, which
+takes ``result[0]`` of anything but a number and zeroes the whole batch on the
+dict.
 
 The dataset row's ``reward_model.ground_truth`` is the trace instance (a
 mapping or, more robust in parquet, its JSON string). ``extra_info`` may carry
@@ -47,18 +52,36 @@ l.138-143) and the trainer's ``ray.get`` re-raises (l.350-356), so the step
 stops with our message, which is what a broken dataset deserves. verl 0.8's
 Prime manager is the exception: it catches a row's error, prints it and scores
 the row 0 (``workers/reward_manager/prime.py`` l.40-42, 81-83); the ``rate_limited``
-manager logs it at ERROR and scores 0 (``reward_manager/limited.py`` l.460-467).
-Model output never raises.
+manager logs it at ERROR and returns ``{"error", "acc"}`` for the row
+(``reward_manager/limited.py`` l.460-467), which ``compute_rm_score`` cannot stack
+with the other rows (``reward_loop.py`` l.364-369: ``KeyError``). For that
+manager use ``on_invalid="zero"``: a broken row is logged at ERROR (naming
+``extra_info['index']``, the dataset row, when the row has one) and returns
+every key of a scored row at 0.0 with ``trace_refused`` 1.0 (0.0 on every
+scored row). Model output never raises.
 """
 
 from __future__ import annotations
 
+import logging
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trace_tasks.data import CompiledInstance
 from trace_tasks.errors import OptionError
-from trace_tasks.integrations._common import compile_ground_truth, logged_keys, row_options, scorer_options
+from trace_tasks.integrations._common import (
+    REFUSED_KEY,
+    check_on_invalid,
+    compile_ground_truth,
+    log_error,
+    logged_keys,
+    refused_row,
+    row_options,
+    scorer_options,
+)
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "RETURN_SHAPES",
@@ -85,13 +108,36 @@ def _merged(base: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict[str, Any
 class _Scorer:
     """What both verl call shapes share: options checked once, the keys to report."""
 
-    def __init__(self, *, returns: str, log_keys: str, options: Mapping[str, Any]) -> None:
+    def __init__(self, *, returns: str, log_keys: str, options: Mapping[str, Any], on_invalid: str = "raise") -> None:
         if returns not in RETURN_SHAPES:
             raise OptionError(f"returns must be one of {list(RETURN_SHAPES)}, got {returns!r}")
         self.returns = returns
         self.log_keys = log_keys
+        self.on_invalid = check_on_invalid(on_invalid)
         self.options = scorer_options(options, strict=True)
         self.keys = logged_keys(log_keys, self.options)
+        #: Every row's keys: ``score``, ``acc``, the logged keys and, with ``on_invalid="zero"``, :data:`REFUSED_KEY`.
+        self.row_keys = tuple(dict.fromkeys(("score", "acc", *self.keys)))
+
+    def compile(self, ground_truth: Any, where: str) -> tuple[CompiledInstance, dict[str, Any]] | None:
+        """The row's compiled instance; ``None`` for a refused one (``on_invalid="zero"``, logged at ERROR)."""
+        try:
+            return compile_ground_truth(ground_truth, where=where)  # raises InstanceError / RecordError
+        except ValueError as exc:
+            if self.on_invalid == "raise":
+                raise
+            log_error(
+                logger,
+                "trace_tasks refuses a broken trace instance in reward_model.ground_truth: %s; "
+                "the row is scored 0 with %s=1.0. Fix the dataset (`trace-tasks validate FILE` lists every broken row).",
+                exc,
+                REFUSED_KEY,
+            )
+            return None
+
+    def refused(self) -> dict[str, float] | float:
+        """A refused row: 0.0, or every key of a scored row at 0.0 with :data:`REFUSED_KEY` 1.0."""
+        return 0.0 if self.returns == "float" else refused_row(self.row_keys)
 
     def score(
         self, compiled: CompiledInstance, inputs: dict[str, Any], solution_str: Any, extra_info: Any, options: dict[str, Any]
@@ -102,10 +148,27 @@ class _Scorer:
         overall = result["overall"]
         if self.returns == "float":
             return overall
-        return {"score": overall, "acc": overall, **{key: float(result.get(key, 0.0)) for key in self.keys}}
+        row = {"score": overall, "acc": overall, **{key: float(result.get(key, 0.0)) for key in self.keys}}
+        if self.on_invalid == "zero":
+            row[REFUSED_KEY] = 0.0
+        return row
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(returns={self.returns!r}, log_keys={self.log_keys!r}, **{self.options!r})"
+        return (
+            f"{type(self).__name__}(returns={self.returns!r}, log_keys={self.log_keys!r}, "
+            f"on_invalid={self.on_invalid!r}, **{self.options!r})"
+        )
+
+
+def _where(extra_info: Any, position: int | None = None) -> str:
+    """The row's name in an error: verl passes no row index, but its preprocessing scripts put one in
+    ``extra_info``; without it, a batch call's error names the position in the call."""
+    name = "ground_truth" if position is None else f"ground_truths[{position}]"
+    if isinstance(extra_info, Mapping):
+        index = extra_info.get("index")
+        if isinstance(index, (numbers.Integral, str)) and not isinstance(index, bool):
+            return f"{name} (dataset row extra_info['index']={index})"
+    return name if position is None else f"{name} (position {position} in this call)"
 
 
 class ComputeScore(_Scorer):
@@ -119,8 +182,10 @@ class ComputeScore(_Scorer):
         self, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None, **kwargs: Any
     ) -> dict[str, float] | float:
         options = _merged(self.options, kwargs)
-        compiled, inputs = compile_ground_truth(ground_truth, where="ground_truth")  # raises InstanceError
-        return self.score(compiled, inputs, solution_str, extra_info, options)
+        entry = self.compile(ground_truth, _where(extra_info))  # raises InstanceError unless on_invalid="zero"
+        if entry is None:
+            return self.refused()
+        return self.score(entry[0], entry[1], solution_str, extra_info, options)
 
 
 class ComputeScoreBatch(_Scorer):
@@ -143,25 +208,34 @@ class ComputeScoreBatch(_Scorer):
             raise OptionError(f"got {n} solution_strs but {len(extra_infos)} extra_infos")
         options = _merged(self.options, kwargs)
         # Every row first: a broken instance raises before anything is scored.
-        compiled = [compile_ground_truth(truth, where=f"ground_truths[{i}]") for i, truth in enumerate(ground_truths)]
+        compiled = [
+            self.compile(truth, _where(extra, i)) for i, (truth, extra) in enumerate(zip(ground_truths, extra_infos, strict=True))
+        ]
         return [
-            self.score(instance, inputs, solution, extra, options)
-            for (instance, inputs), solution, extra in zip(compiled, solution_strs, extra_infos, strict=True)
+            self.refused() if entry is None else self.score(entry[0], entry[1], solution, extra, options)
+            for entry, solution, extra in zip(compiled, solution_strs, extra_infos, strict=True)
         ]
 
 
-def make_compute_score(*, returns: str = "dict", log_keys: str = "charted", **options: Any) -> ComputeScore:
+def make_compute_score(
+    *, returns: str = "dict", log_keys: str = "charted", on_invalid: str = "raise", **options: Any
+) -> ComputeScore:
     """A per-row verl reward function with ``options`` (scorer options, checked now).
 
     ``returns``: ``"dict"`` (naive, dapo, the reward loop) or ``"float"`` (Prime).
     ``log_keys``: ``"charted"`` (default) or ``"all"`` (every always-present key).
+    ``on_invalid``: ``"raise"`` (default: the step stops with the message) or
+    ``"zero"`` (ERROR log, the row scored 0 with every key and ``trace_refused``
+    1.0; every row then carries ``trace_refused``): the choice for the
+    ``rate_limited`` manager, which catches the error and returns a row verl
+    cannot stack.
     """
-    return ComputeScore(returns=returns, log_keys=log_keys, options=options)
+    return ComputeScore(returns=returns, log_keys=log_keys, options=options, on_invalid=on_invalid)
 
 
-def make_compute_score_batch(*, log_keys: str = "charted", **options: Any) -> ComputeScoreBatch:
-    """A batch verl reward function (``reward_model.reward_manager=batch``, verl ≤ 0.8) with ``options``."""
-    return ComputeScoreBatch(returns="dict", log_keys=log_keys, options=options)
+def make_compute_score_batch(*, log_keys: str = "charted", on_invalid: str = "raise", **options: Any) -> ComputeScoreBatch:
+    """A batch verl reward function (``reward_model.reward_manager=batch``, verl ≤ 0.7) with ``options``."""
+    return ComputeScoreBatch(returns="dict", log_keys=log_keys, options=options, on_invalid=on_invalid)
 
 
 #: Ready-made functions with the default options, for ``custom_reward_function.name``.
