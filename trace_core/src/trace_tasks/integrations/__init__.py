@@ -8,7 +8,7 @@ optional dependency installed:
 * :mod:`trace_tasks.integrations.trl`: ``make_reward_func``,
   ``make_async_reward_func``, ``make_component_reward_funcs`` for ``GRPOTrainer``
 * :mod:`trace_tasks.integrations.openrlhf`: ``make_reward_func`` for
-  ``--reward.remote_url reward_func.py`` (``--remote_rm_url`` before 0.10.4)
+  ``--reward.remote_url reward_func.py`` (``--remote_rm_url`` before 0.10.2)
 * :mod:`trace_tasks.integrations.server`: the same protocol over HTTP
   (``trace-tasks serve``, needs ``trace-core[server]``)
 * :mod:`trace_tasks.integrations.easyr1`: ``make_compute_score`` (batch and sequential)

@@ -7,9 +7,9 @@ labels)``::
     from trace_tasks.integrations.openrlhf import make_reward_func
     reward_func = make_reward_func(format_weight=0.1)
 
-    # OpenRLHF >= 0.10.4 (0.11.2 current):
+    # OpenRLHF >= 0.10.2 (0.11.2 current; the flags were renamed at 0.10.2):
     python -m openrlhf.cli.train_ppo_ray ... --reward.remote_url reward_func.py --data.label_key instance
-    # OpenRLHF <= 0.10.3 (0.9.0):
+    # OpenRLHF <= 0.10.1 (0.9.0):
     python -m openrlhf.cli.train_ppo_ray ... --remote_rm_url reward_func.py --label_key instance
 
 The label column holds the trace instance (its JSON string, or a mapping).
@@ -41,7 +41,8 @@ is, by default (``on_invalid="zero"``), logged at ERROR level once per label
 content with the label and every problem, and scored 0 with ``trace_refused``
 1.0 in ``extra_logs``: OpenRLHF logs the mean of ``trace_refused`` with the
 step's metrics, so a broken dataset shows in the first step. With a group
-baseline (``--advantage_estimator group_norm``, ``rloo``, ``dr_grpo``...) a
+baseline (``--algo.advantage.estimator group_norm`` on 0.10.2 and later,
+``--advantage_estimator`` before; ``rloo``, ``dr_grpo``...) a
 prompt whose rollouts all score 0 has zero advantage and trains nothing.
 ``on_invalid="raise"`` logs the same line and raises the
 :class:`~trace_tasks.instances.InstanceError` instead (OpenRLHF 0.9.0 does not
