@@ -23,8 +23,12 @@ def test_adapters_import_without_ray_or_fastapi() -> None:
         import trace_tasks, trace_tasks.cli
         import trace_tasks.integrations.verl, trace_tasks.integrations.trl, trace_tasks.integrations.openrlhf
         import trace_tasks.integrations.easyr1, trace_tasks.integrations.ray, trace_tasks.integrations.server
+        import trace_tasks.integrations.swift, trace_tasks.integrations.lmms_eval
         trace_tasks.cli.build_parser()
-        heavy = sorted(m for m in ("ray", "fastapi", "uvicorn", "starlette", "pandas", "pyarrow", "torch") if m in sys.modules)
+        heavy = sorted(
+            m for m in ("ray", "fastapi", "uvicorn", "starlette", "pandas", "pyarrow", "torch", "swift", "lmms_eval")
+            if m in sys.modules
+        )
         print(heavy)
         """
     )
