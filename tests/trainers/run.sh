@@ -23,7 +23,11 @@ else
 fi
 PYTHON="${PYTHON:-python3}"
 
-stamp="torch==$TORCH_VERSION trl==$TRL_VERSION $(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
+# HARNESSES=1 adds ms-swift and lmms-eval (tests/trainers/test_harnesses.py).
+HARNESSES="${HARNESSES:-0}"
+harness_pins=()
+[[ "$HARNESSES" == "1" ]] && harness_pins=("ms-swift==4.6.0" "lmms-eval==0.7.3")
+stamp="torch==$TORCH_VERSION trl==$TRL_VERSION harnesses=$HARNESSES $(sha256sum "$HERE/requirements.txt" | cut -c1-16)"
 if [[ ! -f "$VENV/.trainers-stamp" || "$(cat "$VENV/.trainers-stamp")" != "$stamp" ]]; then
     echo "building $VENV ($stamp)" >&2
     [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
@@ -36,7 +40,7 @@ if [[ ! -f "$VENV/.trainers-stamp" || "$(cat "$VENV/.trainers-stamp")" != "$stam
         "${pip[@]}" "torch==$TORCH_VERSION"
     fi
     # torch is pinned again so that nothing below can replace the CPU build.
-    "${pip[@]}" "torch==$TORCH_VERSION" "trl==$TRL_VERSION" -r "$HERE/requirements.txt" \
+    "${pip[@]}" "torch==$TORCH_VERSION" "trl==$TRL_VERSION" ${harness_pins[@]+"${harness_pins[@]}"} -r "$HERE/requirements.txt" \
         -e "$ROOT/trace_core" -e "$ROOT/trace_plugins_bbox" -e "$ROOT/trace_plugins_point" -e "$ROOT/trace_plugins_segment"
     echo "$stamp" > "$VENV/.trainers-stamp"
 fi
