@@ -4,7 +4,8 @@ One module per trainer, each importable on its own without the trainer or any
 optional dependency installed:
 
 * :mod:`trace_tasks.integrations.verl`: ``make_compute_score`` (reward loop,
-  naive, dapo; ``returns="float"`` for prime), ``make_compute_score_batch``
+  naive, dapo, rate_limited with ``on_invalid="zero"``; ``returns="float"`` for
+  prime), ``make_compute_score_batch``
 * :mod:`trace_tasks.integrations.trl`: ``make_reward_func``,
   ``make_async_reward_func``, ``make_component_reward_funcs`` for ``GRPOTrainer``
 * :mod:`trace_tasks.integrations.openrlhf`: ``make_reward_func`` for
@@ -13,6 +14,10 @@ optional dependency installed:
   (``trace-tasks serve``, needs ``trace-core[server]``)
 * :mod:`trace_tasks.integrations.easyr1`: ``make_compute_score`` (batch and sequential)
 * :mod:`trace_tasks.integrations.ray`: Ray Data scoring (needs ``trace-core[ray]``)
+* :mod:`trace_tasks.integrations.swift`: ``register`` / ``make_orm``, an ms-swift
+  reward plugin for ``--external_plugins`` / ``--reward_funcs``
+* :mod:`trace_tasks.integrations.lmms_eval`: ``make_process_results`` and the
+  ``mean`` aggregations for an lmms-eval task (evaluation)
 
 Each factory takes the scorer options, so they are set in the one-line reward
 file. See ``docs/integrations.md`` for a snippet per trainer and version.
