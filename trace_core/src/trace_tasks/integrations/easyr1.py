@@ -11,7 +11,7 @@ EasyR1 loads a file and calls ``compute_score(reward_inputs, **reward_function_k
 Current EasyR1 (since hiyouga/EasyR1#558, November 2025) reads ``REWARD_TYPE``
 (``"batch"``) and ``REWARD_NAME`` from the file (``verl/workers/reward/function.py``
 l.128-134 at HEAD) and has no ``reward_type`` config key any more (a YAML that
-sets it fails with ``ConfigKeyError``). Older EasyR1 (v0.3.x) picks the manager
+sets it fails with ``ConfigKeyError``). Older EasyR1 (v0.3.1, v0.3.2) picks the manager
 with ``worker.reward.reward_type``: ``batch`` (the default) calls the function
 with the list, ``sequential`` with one input at a time; :class:`ComputeScore`
 takes either (a list gives a list, one mapping gives one dict).
@@ -96,7 +96,7 @@ class ComputeScore:
 
     def __call__(self, reward_inputs: Any, **options: Any) -> Union[_Score, list[_Score]]:
         picked = {**self.options, **scorer_options(options, strict=True)} if options else self.options
-        if isinstance(reward_inputs, Mapping):  # the sequential manager of EasyR1 v0.3.x
+        if isinstance(reward_inputs, Mapping):  # the sequential manager of EasyR1 v0.3.1-v0.3.2
             compiled = self._compile(reward_inputs, "reward_input.ground_truth")
             return self._score(reward_inputs, compiled, picked)
         # Every input first: a broken instance raises before anything is scored.
