@@ -29,7 +29,7 @@ that ``trace-tasks score --summary-json`` reports (:data:`FIELD_METRICS`:
 ``answer_accuracy``, ``acc@iou0.5``, ``acc@iou0.75``, ``acc@sim0.5`` for a
 single box, point or segment; ``f1@iou0.5``, ``f1@iou0.75``, ``f1@sim0.5`` for
 a collection; ``size_mae`` for a set), read from the scorer's own trail by
-:func:`trace_tasks.cli._metrics.row_metrics` (nothing is re-measured here). A
+:func:`trace_tasks.scoring.row_metrics` (nothing is re-measured here). A
 metric that does not apply to the document's type is ``None``; :func:`mean`
 (and :func:`mean_lower_is_better`, for ``size_mae``) average the documents that
 have a value, so ``f1@iou0.5`` is the mean over the collection documents.
@@ -58,7 +58,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from trace_tasks.cli._metrics import ANSWER_ACCURACY, IOU_THRESHOLDS, SIMILARITY_THRESHOLDS, SIZE_MAE, row_metrics, shape_of
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.errors import OptionError
 from trace_tasks.integrations._common import (
@@ -68,7 +67,16 @@ from trace_tasks.integrations._common import (
     log_error,
     scorer_options,
 )
-from trace_tasks.scoring import Trail, options_from
+from trace_tasks.scoring import (
+    ANSWER_ACCURACY,
+    IOU_THRESHOLDS,
+    SIMILARITY_THRESHOLDS,
+    SIZE_MAE,
+    Trail,
+    options_from,
+    row_metrics,
+    shape_of,
+)
 
 __all__ = [
     "FIELD_METRICS",

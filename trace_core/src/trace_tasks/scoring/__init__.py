@@ -31,6 +31,7 @@ from trace_tasks.scoring._context import (
     scoring_context,
 )
 from trace_tasks.scoring._image_size import HEIGHT_KEYS, NESTED_KEYS, WIDTH_KEYS, find_image_size, size_from
+from trace_tasks.scoring._metrics import ANSWER_ACCURACY, IOU_THRESHOLDS, SIMILARITY_THRESHOLDS, SIZE_MAE, row_metrics, shape_of
 from trace_tasks.scoring._options import (
     ADDITIVE,
     ANSWER,
@@ -74,6 +75,7 @@ from trace_tasks.scoring._schema import format_instructions, response_json_schem
 __all__ = [
     "ADDITIVE",
     "ANSWER",
+    "ANSWER_ACCURACY",
     "ANSWER_AND_ANNOTATION",
     "CORE_RESULT_KEYS",
     "DEFAULT_HALF_LIFE_PX",
@@ -85,6 +87,7 @@ __all__ = [
     "HALF_LIFE_MIN_PX",
     "HALF_LIFE_PER_MILLE",
     "HEIGHT_KEYS",
+    "IOU_THRESHOLDS",
     "LENIENT",
     "MAX_POINT_HALF_LIFE_PX",
     "MODE_ALIASES",
@@ -98,6 +101,8 @@ __all__ = [
     "OUTSIDE_THINK",
     "RECOVERY_MODES",
     "REWARD_KEYS",
+    "SIMILARITY_THRESHOLDS",
+    "SIZE_MAE",
     "UNPARSED",
     "WIDTH_KEYS",
     "AnnotationResult",
@@ -130,7 +135,9 @@ __all__ = [
     "resolve_recovery",
     "response_json_schema",
     "result_keys",
+    "row_metrics",
     "run",
     "scoring_context",
+    "shape_of",
     "size_from",
 ]
