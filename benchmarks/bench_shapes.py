@@ -151,11 +151,27 @@ def _runner(shape: str, workload: Any) -> Callable[[], list[dict[str, float]]]:
 
         return compiled
     items = items_of(shape, workload)
+    forget = _forget_targets()
 
     def lenient() -> list[dict[str, float]]:
+        forget()  # every pass a first look at its instances, as grpo-compiled's fresh InstanceCache
         return [score_trace_response(**item) for item in items]
 
     return lenient
+
+
+def _forget_targets() -> Callable[[], None]:
+    """What drops the lenient scorer's remembered target parses (issue 28; nothing in older builds).
+
+    Without it, the rounds' repeated passes over the same instances would find every target already parsed:
+    a second epoch, not the first look the shapes stand for (``grpo`` still reuses a target within its group).
+    """
+    try:
+        from trace_tasks.scoring import _pipeline
+    except ImportError:
+        return lambda: None
+    memos = [getattr(_pipeline, name) for name in ("_parsed_targets", "_seen_targets") if hasattr(_pipeline, name)]
+    return lambda: [memo.clear() for memo in memos] and None
 
 
 def _digest(results: list[dict[str, float]]) -> str:

@@ -35,6 +35,7 @@ keeps, so a valid instance is never parsed twice.
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,7 @@ from trace_tasks.data._records import TraceInstance, TrainInstance, converter, f
 from trace_tasks.errors import Problem, shown, suggest
 from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
-from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
+from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import from_numpy, is_mapping, literal_budget
 from trace_tasks.scoring import (
     HEIGHT_KEYS,
@@ -206,14 +207,74 @@ def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, prob
     )
 
 
+_PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))
+_STR = frozenset((str,))
+#: Longest contract (marshal bytes) whose problems are remembered.
+_MAX_CONTRACT_KEY_BYTES = 2048
+#: The contract checks' problems by exact content, for the registry they were found with (bounded).
+_contract_checks: dict[tuple[Any, ...], tuple[Problem, ...]] = {}
+_contract_checks_registries: list[Registry | None] = [None, None]
+
+
+def _contract_key(payload: Any) -> bytes | None:
+    """An exact key for a contract of plain JSON values two levels deep (``None`` for anything else).
+
+    Only exact built-in types get one (so ``marshal`` is exact: 1, 1.0 and true differ, no object can
+    pass for another); a dataset's instances share a handful of contracts, each then checked once.
+    """
+    if type(payload) is not dict or len(payload) > 8:
+        return None
+    for key, value in payload.items():
+        kind = type(value)
+        if type(key) is not str:
+            return None
+        if kind is dict:
+            if len(value) > 8 or not (_STR.issuperset(map(type, value)) and _PLAIN_SCALARS.issuperset(map(type, value.values()))):
+                return None
+        elif kind not in _PLAIN_SCALARS:
+            return None
+    blob = marshal.dumps(payload)
+    return blob if len(blob) <= _MAX_CONTRACT_KEY_BYTES else None
+
+
 def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Problem], registry: Registry) -> None:
     if "reward_contract" not in data:
         return  # the structure check reports the missing field
     payload = data["reward_contract"]
     annotation_known = parts.entry is not None
-    for problem in contract_problems(
-        payload, answer_type=_type_name(data, "answer_gt"), annotation_type=_type_name(data, "annotation_gt")
-    ):
+    answer_type, annotation_type = _type_name(data, "answer_gt"), _type_name(data, "annotation_gt")
+    blob = _contract_key(payload)
+    memo: tuple[Any, ...] | None = None
+    if blob is not None and type(answer_type) in _PLAIN_SCALARS and type(annotation_type) in _PLAIN_SCALARS:
+        # The rules resolve contracts through the process's registry: pins or plugins changed, other answers.
+        seen, current = _contract_checks_registries, get_registry()
+        if seen[0] is not registry or seen[1] is not current:
+            _contract_checks.clear()
+            seen[0], seen[1] = registry, current
+        memo = (blob, answer_type, annotation_type, parts.annotation_type, annotation_known)
+        found = _contract_checks.get(memo)
+        if found is not None:
+            problems.extend(found)
+            return
+    start = len(problems)
+    _contract_rules(payload, answer_type, annotation_type, annotation_known, parts, problems, registry)
+    if memo is not None:
+        if len(_contract_checks) >= 256:  # a dataset of ever-new contracts: keep memory bounded
+            _contract_checks.clear()
+        _contract_checks[memo] = tuple(problems[start:])
+
+
+def _contract_rules(
+    payload: Any,
+    answer_type: str | None,
+    annotation_type: str | None,
+    annotation_known: bool,
+    parts: Parts,
+    problems: list[Problem],
+    registry: Registry,
+) -> None:
+    """The contract's rules (docs/contracts.md §9) and its unknown keys, into ``problems``."""
+    for problem in contract_problems(payload, answer_type=answer_type, annotation_type=annotation_type):
         if problem.rule == "type_unknown" and parts.annotation_type is not None and not annotation_known:
             continue  # reported at $.annotation_gt.type
         if problem.rule == "family" and problem.message == _missing_family_message(parts.annotation_type, registry):
@@ -253,6 +314,35 @@ def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Pr
     if spec is None or not is_mapping(answer) or "value" not in answer:
         return
     value = answer["value"]
+    kind = type(value)
+    memo: tuple[Any, ...] | None = None
+    if id(spec) in _BUILTIN_SPECS and (
+        (kind is str and len(value) <= _MAX_REMEMBERED_ANSWER) or kind is bool or (kind is int and -(2**63) <= value < 2**63)
+    ):
+        memo = (id(spec), kind, value)  # a built-in type's checks depend on the value only
+        known = _answer_checks.get(memo)
+        if known is not None:
+            parts.answer = known[0]
+            problems.extend(known[1])
+            return
+    start = len(problems)
+    _answer_value_rules(spec, value, parts, problems)
+    if memo is not None:
+        if len(_answer_checks) >= 4096:  # ever-new answers: keep memory bounded
+            _answer_checks.clear()
+        _answer_checks[memo] = (parts.answer, tuple(problems[start:]))
+
+
+#: The built-in answer types (their ids: the specs live as long as the process).
+_BUILTIN_SPECS = frozenset(map(id, BUILTIN_ANSWER_TYPES))
+#: Longest answer string whose checks are remembered.
+_MAX_REMEMBERED_ANSWER = 256
+#: The answer checks of built-in types by exact value ((spec id, type, value): the prepared target and the
+#: problems): a dataset's answers repeat ("B", 7), each then checked once. Bounded.
+_answer_checks: dict[tuple[Any, ...], tuple[Any, tuple[Problem, ...]]] = {}
+
+
+def _answer_value_rules(spec: AnswerTypeSpec, value: Any, parts: Parts, problems: list[Problem]) -> None:
     message = _type_check(spec, value)
     if message:
         problems.append(Problem(_VALUE, message))

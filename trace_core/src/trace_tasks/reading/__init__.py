@@ -18,6 +18,7 @@ from trace_tasks.reading._extraction import (
     fenced_blocks,
     final_block,
     outside_think,
+    plain_final_object,
     think_text,
 )
 from trace_tasks.reading._literals import (
@@ -50,6 +51,7 @@ __all__ = [
     "load_json_or_literal",
     "load_literal",
     "outside_think",
+    "plain_final_object",
     "read_annotation_string",
     "think_text",
 ]

@@ -120,7 +120,7 @@ def _canonical_other(value: Any, depth: int) -> Any:
 
 
 #: The characters a JSON text can start with (after JSON whitespace).
-_JSON_STARTS = frozenset('{["-0123456789tfn')
+JSON_STARTS = _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
 def _tagged(prepared: Any, tag: str) -> bool:

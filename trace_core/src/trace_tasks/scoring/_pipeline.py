@@ -22,6 +22,14 @@ Preparing a target (the contract gate, the target's parse under its own
 literal budget, the image size and context) is its own step, so the lenient
 scorer pays for it per call and a compiled instance once.
 
+The frequent case takes fewer calls inside the same steps (``_LEAN``; the
+differential test tests/core/test_lean_path.py turns it off and compares every
+result): a compact JSON final object is read without entering the literal
+budget (JSON reads no literal), an integer or plain-string answer is compared
+directly, and a built-in family's lenient target parse is remembered by exact
+content (from a value's second sighting: a GRPO group parses its ground truth
+twice, not 8-16 times). Anything unusual takes the general steps.
+
 Given a :class:`Trail`, the same run also keeps what each step saw: the
 extraction, the predicted answer, the parsed values and context, and the
 family's :class:`~trace_tasks.plugins.AnnotationExplanation`, asked right
@@ -38,10 +46,11 @@ contract's shape (``NativeFormat.converted``).
 
 from __future__ import annotations
 
+import marshal
 from typing import Any
 
 from trace_tasks.errors import AnnotationParseError, one_line
-from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_TARGET_LITERAL_BUDGET
+from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
     AnnotationExplanation,
     AnnotationTypeEntry,
@@ -53,13 +62,15 @@ from trace_tasks.plugins import (
 from trace_tasks.reading import (
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
+    LENIENT,
     Extraction,
     extract,
     is_mapping,
     literal_budget,
     load_json_or_literal,
+    plain_final_object,
 )
-from trace_tasks.scoring._answers import NEVER_MATCHES, answer_target, matches_answer_target
+from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._image_size import find_image_size
 from trace_tasks.scoring._options import ANSWER, ScoringOptions
@@ -79,6 +90,10 @@ __all__ = ["NORMALISED_READINGS", "UNPARSED", "Target", "Trail", "prepare_target
 #: The normalised readings a trail scores a parsed prediction under: name -> (x scale, y scale)
 #: as multiples of the image width and height.
 NORMALISED_READINGS: tuple[tuple[str, float], ...] = (("0-1", 1.0), ("0-1000", 1e-3))
+
+#: The lean common path (:func:`run`): the frequent case in fewer calls, the same result.
+#: ``False`` forces the general steps everywhere (tests/core/test_lean_path.py compares the two).
+_LEAN = True
 
 #: ``Target._parsed`` before the lenient target's first parse.
 _PENDING: Any = object()
@@ -266,10 +281,23 @@ class Trail:
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
-    with literal_budget(literal_left):
-        ext = extract(text, required_keys(opts.mode), opts.recovery, opts.answer_tag)
+    keys = required_keys(opts.mode)
+    lean = _LEAN
+    # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
+    # literal, so no budget needs to be in force; anything else takes the general step under the budget.
+    ext = plain_final_object(text, keys) if lean and opts.recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS else None
+    if ext is None:
+        with literal_budget(literal_left):
+            ext = extract(text, keys, opts.recovery, opts.answer_tag)
     predicted = ext.answer(text)
-    matched = matches_answer_target(predicted, target.answer, reads_json_strings=target.reads_json)
+    prepared = target.answer
+    kind = type(predicted)
+    if lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
+        matched = predicted == prepared
+    elif lean and kind is str and type(prepared) is str and not (target.reads_json and predicted.lstrip()[:1] in JSON_STARTS):
+        matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
+    else:
+        matched = matches_answer_target(predicted, prepared, reads_json_strings=target.reads_json)
     ann = AnnotationResult(target.type_name)
     payload = ext.payload
     prediction = payload.get("annotation") if payload is not None else None
@@ -302,7 +330,7 @@ def _annotate(
     assert entry is not None
     parsed_target = target._parsed
     if parsed_target is _PENDING:  # a lenient target, parsed on first use under its own literal budget
-        parsed_target = target._parsed = parse_value(entry.parse, entry.name, target._value, [MAX_TARGET_LITERAL_BUDGET])
+        parsed_target = target._parsed = _parse_target(entry, target._value)
         if parsed_target is UNPARSED:
             target.problem = f"the target does not parse as {entry.name}"
     if parsed_target is UNPARSED:
@@ -326,6 +354,96 @@ def _annotate(
         _native(ann, entry, reward, prediction, parsed_target, context, literal_left, trail)
     if trail is not None:
         _explain(reward, None, parsed_target, context, trail)
+
+
+#: The families shipped with trace-tasks: a parse that depends on the value only, whose result no score hook changes.
+_BUILTIN_FAMILIES = frozenset(("bbox", "point", "segment"))
+_BUILTIN_MODULES = ("trace_plugins_bbox.", "trace_plugins_point.", "trace_plugins_segment.")
+_FAMILY_KIT = ("trace_tasks.family._shapes", "ShapeFamily")
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_STRINGS = frozenset((str,))
+#: Longest target (marshal bytes) whose parse is remembered, and how many are.
+_MAX_TARGET_KEY_BYTES = 1 << 16
+_MAX_REMEMBERED_TARGETS = 2048
+#: Lenient targets' parses by exact content: (id of the type's entry, marshal bytes) -> (entry, parse). A content
+#: seen once is only noted (``_seen_targets``): instances scored once (a shuffled dataset) pay a marshal call, no more.
+_parsed_targets: dict[tuple[int, bytes], tuple[AnnotationTypeEntry, Any]] = {}
+_seen_targets: dict[tuple[int, bytes], None] = {}
+_trusted_entries: dict[int, tuple[AnnotationTypeEntry, bool]] = {}
+
+
+def _trusted(entry: AnnotationTypeEntry) -> bool:
+    """Whether ``entry`` is a built-in family's type (the family kit's parse over a built-in primitive)."""
+    known = _trusted_entries.get(id(entry))
+    if known is not None and known[0] is entry:
+        return known[1]
+    owner = getattr(entry.parse, "__self__", None)
+    item = getattr(getattr(owner, "primitive", None), "parse_item", None)
+    kind = type(owner)  # by name: the family room sits above this one and is not imported here
+    trusted = (
+        entry.plugin in _BUILTIN_FAMILIES
+        and (kind.__module__, kind.__qualname__) == _FAMILY_KIT
+        and str(getattr(item, "__module__", "")).startswith(_BUILTIN_MODULES)
+    )
+    if len(_trusted_entries) >= 1024:  # registries rebuilt again and again (tests): keep memory bounded
+        _trusted_entries.clear()
+    _trusted_entries[id(entry)] = (entry, trusted)
+    return trusted
+
+
+def _exact_json(value: Any) -> bool:
+    """Whether ``value`` holds only exact lists, tuples, str-keyed dicts, strings, numbers, booleans and None.
+
+    Then its marshal bytes are its exact content: each type has its own code (1, 1.0 and true differ, floats
+    bit for bit), and no other object (a subclass, a numpy array written as its buffer's bytes) can give them.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is list or kind is tuple:
+            if not _SCALARS.issuperset(map(type, item)):
+                stack.extend(item)
+        elif kind is dict:
+            if not _STRINGS.issuperset(map(type, item)):
+                return False
+            stack.extend(item.values())
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
+def _parse_target(entry: AnnotationTypeEntry, value: Any) -> Any:
+    """The lenient target's parse (under its own literal budget), remembered by exact content for built-in families.
+
+    A GRPO group scores one ground truth 8-16 times through ``score_trace_response``: its parse is the same every
+    time (a built-in family's parse depends on the value only), so from the second sighting on it is looked up.
+    The key is the value's marshal bytes, kept only for values :func:`_exact_json` accepts, so equal bytes are
+    equal content of the same exact types; anything else (numpy values, subclasses, a third-party family) is
+    parsed every time.
+    """
+    if not _LEAN or not _trusted(entry):
+        return parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
+    try:
+        blob = marshal.dumps(value, 2)  # version 2: no references, the same bytes whatever the sharing
+    except (ValueError, TypeError, OverflowError, RecursionError):  # unmarshallable, or nested too deep
+        blob = b""
+    if not blob or len(blob) > _MAX_TARGET_KEY_BYTES:
+        return parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
+    key = (id(entry), blob)
+    known = _parsed_targets.get(key)
+    if known is not None and known[0] is entry:
+        return known[1]
+    parsed = parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
+    if key not in _seen_targets:  # a first sighting: noted only
+        if len(_seen_targets) >= _MAX_REMEMBERED_TARGETS:
+            _seen_targets.clear()
+        _seen_targets[key] = None
+    elif _exact_json(value):
+        if len(_parsed_targets) >= _MAX_REMEMBERED_TARGETS:
+            _parsed_targets.clear()
+        _parsed_targets[key] = (entry, parsed)
+    return parsed
 
 
 def _bare_value(ext: Extraction, text: str, literal_left: list[int]) -> Any:
