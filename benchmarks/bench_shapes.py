@@ -170,7 +170,7 @@ def _forget_targets() -> Callable[[], None]:
         from trace_tasks.scoring import _pipeline
     except ImportError:
         return lambda: None
-    memos = [getattr(_pipeline, name) for name in ("_parsed_targets", "_seen_targets") if hasattr(_pipeline, name)]
+    memos = [getattr(_pipeline, name) for name in ("_parsed_targets", "_seen_values") if hasattr(_pipeline, name)]
     return lambda: [memo.clear() for memo in memos] and None
 
 

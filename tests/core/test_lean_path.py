@@ -278,7 +278,7 @@ def test_a_remembered_target_follows_every_change_of_its_content() -> None:
     """The same ground-truth object scored again and again, changed in place between calls: never a stale parse."""
     np = pytest.importorskip("numpy")
     _pipeline._parsed_targets.clear()
-    _pipeline._seen_targets.clear()
+    _pipeline._seen_values.clear()
     value: list[Any] = [[0, 0, 10, 10], [20, 20, 30, 30]]
     changes: list[Callable[[], None]] = [
         lambda: None,
@@ -312,7 +312,7 @@ def test_what_is_not_plain_is_parsed_every_time() -> None:
         pass
 
     _pipeline._parsed_targets.clear()
-    _pipeline._seen_targets.clear()
+    _pipeline._seen_values.clear()
     for value in ([np.array([0, 0, 10, 10])], [Row([0, 0, 10, 10])], np.array([[0, 0, 10, 10]]), "[[0, 0, 10, 10]]"):
         for _ in range(3):
             lean, general = _both(lambda value=value: _bbox_call(value))

@@ -365,10 +365,13 @@ _STRINGS = frozenset((str,))
 #: Longest target (marshal bytes) whose parse is remembered, and how many are.
 _MAX_TARGET_KEY_BYTES = 1 << 16
 _MAX_REMEMBERED_TARGETS = 2048
-#: Lenient targets' parses by exact content: (id of the type's entry, marshal bytes) -> (entry, parse). A content
-#: seen once is only noted (``_seen_targets``): instances scored once (a shuffled dataset) pay a marshal call, no more.
+_MAX_SEEN_VALUES = 4096
+#: Lenient targets' parses by exact content: (id of the type's entry, marshal bytes) -> (entry, parse).
 _parsed_targets: dict[tuple[int, bytes], tuple[AnnotationTypeEntry, Any]] = {}
-_seen_targets: dict[tuple[int, bytes], None] = {}
+#: The ids of target values scored once: a value object seen for the first time is only noted, so instances
+#: scored once (a shuffled dataset) pay a dict lookup, no marshal call. An id is only a hint (a new object may
+#: reuse a dead one's id: it then costs one marshal call); what is looked up is the content.
+_seen_values: dict[int, None] = {}
 _trusted_entries: dict[int, tuple[AnnotationTypeEntry, bool]] = {}
 
 
@@ -417,12 +420,18 @@ def _parse_target(entry: AnnotationTypeEntry, value: Any) -> Any:
     """The lenient target's parse (under its own literal budget), remembered by exact content for built-in families.
 
     A GRPO group scores one ground truth 8-16 times through ``score_trace_response``: its parse is the same every
-    time (a built-in family's parse depends on the value only), so from the second sighting on it is looked up.
-    The key is the value's marshal bytes, kept only for values :func:`_exact_json` accepts, so equal bytes are
-    equal content of the same exact types; anything else (numpy values, subclasses, a third-party family) is
-    parsed every time.
+    time (a built-in family's parse depends on the value only), so from the value object's second sighting on
+    it is looked up. The key is the value's marshal bytes, kept only for values :func:`_exact_json` accepts, so
+    equal bytes are equal content of the same exact types; anything else (numpy values, subclasses, a
+    third-party family) is parsed every time.
     """
     if not _LEAN or not _trusted(entry):
+        return parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
+    ident = id(value)
+    if ident not in _seen_values:  # the first sighting of this object: noted only
+        if len(_seen_values) >= _MAX_SEEN_VALUES:
+            _seen_values.clear()
+        _seen_values[ident] = None
         return parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
     try:
         blob = marshal.dumps(value, 2)  # version 2: no references, the same bytes whatever the sharing
@@ -435,11 +444,7 @@ def _parse_target(entry: AnnotationTypeEntry, value: Any) -> Any:
     if known is not None and known[0] is entry:
         return known[1]
     parsed = parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])
-    if key not in _seen_targets:  # a first sighting: noted only
-        if len(_seen_targets) >= _MAX_REMEMBERED_TARGETS:
-            _seen_targets.clear()
-        _seen_targets[key] = None
-    elif _exact_json(value):
+    if _exact_json(value):
         if len(_parsed_targets) >= _MAX_REMEMBERED_TARGETS:
             _parsed_targets.clear()
         _parsed_targets[key] = (entry, parsed)
