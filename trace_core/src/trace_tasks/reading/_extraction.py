@@ -593,14 +593,17 @@ def plain_final_object(text: str, required_keys: frozenset[str]) -> Extraction |
     return Extraction(FormatCheck(True, True, schema_ok, block, value), value, None, "the final block")
 
 
-def extract(response: str, required_keys: frozenset[str], recovery: str = LENIENT, answer_tag: bool = False) -> Extraction:
+def extract(
+    response: str, required_keys: frozenset[str], recovery: str = LENIENT, answer_tag: bool = False, *, plain_tried: bool = False
+) -> Extraction:
     """Format check and recovery of one response, sharing one parse of the final block.
 
     ``recovery`` and ``answer_tag`` are the opt-in departures of docs/contracts.md
     §3.7 (``trace_recovery``, ``format_accept_answer_tag``); the defaults are the contract.
+    ``plain_tried``: the caller found no :func:`plain_final_object` in ``response`` already.
     """
     text = response if len(response) <= MAX_RESPONSE_CHARS else response[-MAX_RESPONSE_CHARS:]
-    common = plain_final_object(text, required_keys)  # ends with ``}``: never an ``<answer>`` tag
+    common = None if plain_tried else plain_final_object(text, required_keys)  # ends with ``}``: never an ``<answer>`` tag
     if common is not None:
         if recovery == LENIENT:
             return common

@@ -285,10 +285,11 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     lean = _LEAN
     # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
     # literal, so no budget needs to be in force; anything else takes the general step under the budget.
-    ext = plain_final_object(text, keys) if lean and opts.recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS else None
+    tried = lean and opts.recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
+    ext = plain_final_object(text, keys) if tried else None
     if ext is None:
         with literal_budget(literal_left):
-            ext = extract(text, keys, opts.recovery, opts.answer_tag)
+            ext = extract(text, keys, opts.recovery, opts.answer_tag, plain_tried=tried)
     predicted = ext.answer(text)
     prepared = target.answer
     kind = type(predicted)
