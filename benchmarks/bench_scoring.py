@@ -155,7 +155,9 @@ def run_extract(staged: Sequence[Staged]) -> None:
 
 def run_answer(staged: Sequence[Staged]) -> None:
     for s in staged:
-        matches_answer_target(s.answer, answer_target(s.answer_gt, reads_json_strings=s.reads_json), reads_json_strings=s.reads_json)
+        matches_answer_target(
+            s.answer, answer_target(s.answer_gt, reads_json_strings=s.reads_json), reads_json_strings=s.reads_json
+        )
 
 
 def run_parse(staged: Sequence[Staged]) -> None:
