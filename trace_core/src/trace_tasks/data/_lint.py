@@ -728,20 +728,12 @@ class DatasetLint:
         registry = get_registry()
         self.lines += 1
         problems, parts = check(data, self.cls, registry)
-        parsed = parts.target is not UNPARSED
         warnings: tuple[DataWarning, ...] = ()
         if not problems:
             facts = _parts_facts(data, parts, registry)
             if facts is not None:
                 warnings = self._take(data, facts, line)
-        return InstanceReport(
-            tuple(problems),
-            parts.annotation_type if parts.entry is not None else None,
-            parts.target if parsed else None,
-            parsed,
-            parts.size_image or parts.size_meta,
-            warnings,
-        )
+        return InstanceReport.of(problems, parts, warnings)
 
     def add_compiled(self, instance: CompiledInstance, line: int | None = None) -> tuple[DataWarning, ...]:
         """Take a compiled (so valid) instance into the groups; its warnings (one instance met again in a row is looked at once)."""

@@ -36,7 +36,7 @@ keeps, so a valid instance is never parsed twice.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -619,21 +619,26 @@ class InstanceReport:
     image_size: Size | None = None
     warnings: tuple[DataWarning, ...] = ()
 
+    @classmethod
+    def of(cls, problems: Sequence[Problem], parts: Parts, warnings: Sequence[DataWarning] = ()) -> InstanceReport:
+        """The report of a checked instance: its problems, and what :func:`check` parsed on the way."""
+        parsed = parts.target is not UNPARSED
+        return cls(
+            tuple(problems),
+            parts.annotation_type if parts.entry is not None else None,
+            parts.target if parsed else None,
+            parsed,
+            parts.size_image or parts.size_meta,
+            tuple(warnings),
+        )
+
 
 def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
     """:func:`instance_problems`, plus the parsed target, the image size and the instance's warnings."""
     from trace_tasks.data._lint import parts_warnings  # the lint builds on this module
 
     problems, parts = check(data, cls, get_registry())
-    parsed = parts.target is not UNPARSED
-    return InstanceReport(
-        tuple(problems),
-        parts.annotation_type if parts.entry is not None else None,
-        parts.target if parsed else None,
-        parsed,
-        parts.size_image or parts.size_meta,
-        () if problems else parts_warnings(data, parts),
-    )
+    return InstanceReport.of(problems, parts, () if problems else parts_warnings(data, parts))
 
 
 def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> list[Problem]:
