@@ -139,12 +139,13 @@ def _targets(n: int, seed: int = 5) -> list[list[float]]:
 
 @pytest.fixture
 def no_solver(monkeypatch) -> None:
-    import trace_tasks.family._assignment as assignment
+    import scipy.optimize
 
-    def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
+    def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    monkeypatch.setattr(assignment, "_scipy_pairs", forbidden)
+    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
 
 
 def test_a_thousand_whole_image_boxes_take_every_target_without_the_solver(no_solver) -> None:
@@ -224,15 +225,16 @@ def test_many_small_keys_share_the_response_budget() -> None:
 
 
 def test_a_cycle_of_competing_boxes_past_the_solver_budget_fails_fast(monkeypatch) -> None:
-    import trace_tasks.family._assignment as assignment
+    import scipy.optimize
 
     # Two boxes that overlap every target, 250 copies each: both groups want the same
     # targets, so the 500 copies go to the solver (500^2 x 1,000 > MAX_ASSIGNMENT_WORK);
     # the budget refuses before scipy runs (it took ~1.2 s).
-    def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
+    def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    monkeypatch.setattr(assignment, "_scipy_pairs", forbidden)
+    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
     result = score("bbox_set", [WHOLE_IMAGE, [0, 0, 1000, 700]] * 250, _targets(1000))
     assert result["annotation_parse_ok"] == 0.0
     assert result["answer_reward"] == 1.0

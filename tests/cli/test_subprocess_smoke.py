@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, ROOT, read_jsonl, run_cli
 from trace_tasks import __version__
+from trace_tasks._build import describe_build
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ MODULE = [sys.executable, "-m", "trace_tasks.cli"]
 def test_version() -> None:
     done = run([console_script(), "--version"])
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode().strip() == f"trace-tasks {__version__}"
+    assert done.stdout.decode().strip() == f"trace-tasks {__version__}, {describe_build()}"
 
 
 def test_no_subcommand_prints_help_and_exits_2() -> None:

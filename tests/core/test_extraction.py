@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import trace_tasks
 from trace_tasks import evaluate_trace_response_format, extract_trace_prediction
 from trace_tasks.reading import _extraction as extraction
 
@@ -365,7 +366,10 @@ def test_floods_move_to_the_numpy_scans(text: str, scans: set[str], monkeypatch:
     monkeypatch.setattr(extraction, "_balanced_object_start_np", spy("balanced", extraction._balanced_object_start_np))
     monkeypatch.setattr(extraction, "_top_level_spans_np", spy("top_level", extraction._top_level_spans_np))
     python_result = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
-    assert used == scans
+    # The compiled build (mypyc) calls the numpy scans directly, past the spies; it still checks
+    # below that the Python steps and the numpy scans read every flood alike.
+    if trace_tasks.__build__ == "pure":
+        assert used == scans
     monkeypatch.setattr(extraction, "_PYTHON_STEPS", 10**9)
     slow = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
     assert (python_result.format, python_result.payload, python_result.source) == (slow.format, slow.payload, slow.source)

@@ -227,12 +227,13 @@ def test_the_worst_plausible_prediction_against_the_largest_valid_set_is_scored_
 
 
 def test_past_the_plausible_size_the_budget_still_stops_the_solver(monkeypatch: pytest.MonkeyPatch) -> None:
-    import trace_tasks.family._assignment as assignment
+    import scipy.optimize
 
-    def forbidden(arr: np.ndarray) -> list[tuple[int, int]]:
+    def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    monkeypatch.setattr(assignment, "_scipy_pairs", forbidden)
+    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
     target = _grid_points(400)
     count = 500  # past 400 + 400 // 8 + 1: 400^2 x 500 units, more than the target's budget
     assert 400 * 400 * count > AssignmentBudget.for_target([400]).work

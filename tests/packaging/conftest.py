@@ -57,12 +57,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment minus anything that would leak into a fresh venv.
 
     ``VIRTUAL_ENV`` and ``PYTHONPATH`` would point at the workspace; the
-    ``TRACE_TASKS_*`` plugin filters would change what the venv loads.
+    ``TRACE_TASKS_*`` plugin filters would change what the venv loads;
+    ``HATCH_BUILD_HOOKS_ENABLE`` would turn the session's wheels into compiled
+    ones built in the source tree (test_compiled_wheel.py builds that one apart).
     """
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("TRACE_TASKS_")
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HATCH_BUILD_HOOKS_ENABLE") and not k.startswith("TRACE_TASKS_")
     }
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env.update(extra)

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from trace_tasks import __version__
+from trace_tasks._build import build_to_json, describe_build
 from trace_tasks.cli import main
 
 from ..cli.helpers import run_cli as run_in_process
@@ -97,8 +99,10 @@ def test_json_lists_the_installed_families() -> None:
     assert proc.returncode == 0, proc.stderr
     listing = json.loads(proc.stdout)
     assert set(listing) == {
-        "plugins", "annotation_types", "pins", "added_reward_ids", "orphan_reward_ids", "problems", "answer_types",
+        "trace_core", "plugins", "annotation_types", "pins", "added_reward_ids", "orphan_reward_ids", "problems",
+        "answer_types",
     }  # fmt: skip
+    assert listing["trace_core"] == {"version": __version__, **build_to_json()}
     by_name = {p["name"]: p for p in listing["plugins"]}
     assert by_name["trace_tasks.builtin"]["answer_types"] == [
         "integer",
@@ -140,7 +144,7 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
     proc = run_cli("plugins")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert out.startswith("4 plugins, 12 annotation types, 8 answer types\n")
+    assert out.startswith(f"trace-core {__version__}, {describe_build()}\n4 plugins, 12 annotation types, 8 answer types\n")
     assert "PLUGIN" in out and "ANNOTATION TYPE" in out and "ANSWER TYPE" in out
     assert "ADDED REWARD ID" not in out and "PROBLEMS" not in out
     (header,) = [line for line in out.splitlines() if line.startswith("ANNOTATION TYPE")]
@@ -166,7 +170,7 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
 def test_pins_are_shown_with_what_set_them() -> None:
     proc = run_cli("plugins", TRACE_TASKS_REWARD_IDS="bbox=bbox_soft_iou_v0")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("4 plugins, 12 annotation types, 8 answer types, 1 pinned\n")
+    assert proc.stdout.splitlines()[1] == "4 plugins, 12 annotation types, 8 answer types, 1 pinned"
     (row,) = [r.split() for r in table_rows(proc.stdout, "ANNOTATION TYPE") if r.startswith("bbox ")]
     assert row == ["bbox", "bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0*"]
     listing = json.loads(run_cli("plugins", "--json", TRACE_TASKS_REWARD_IDS="bbox=bbox_soft_iou_v0").stdout)

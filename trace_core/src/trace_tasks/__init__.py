@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 
 from trace_tasks import _moved
+from trace_tasks._build import BuildKind, build_kind
 from trace_tasks.core.reward_contracts import (
     ANSWER_REWARD_CONTRACT_ID,
     REWARD_CONTRACT_VERSION,
@@ -82,6 +83,10 @@ try:
     __version__ = importlib.metadata.version("trace-core")
 except importlib.metadata.PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
+
+# "pure" or "compiled" (the optional mypyc build, docs/compiled.md). Computed after the imports
+# above, which load the scoring pipeline: its modules are the compiled ones in a compiled build.
+__build__: BuildKind = build_kind()
 
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",

@@ -32,6 +32,7 @@ from types import FrameType
 from typing import IO, Any
 
 from trace_tasks import __version__
+from trace_tasks._build import describe_build
 from trace_tasks.cli._errors import (
     EXIT_CLOSED_PIPE,
     EXIT_FAILED,
@@ -60,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trace-tasks",
         description="Score, validate and explain trace_tasks rewards; list installed families.",
     )
-    parser.add_argument("--version", action="version", version=f"trace-tasks {__version__}")
+    # The build rides along with the version: a compiled and a pure install of one release
+    # score alike but run at different speeds, and a bug report should say which one ran.
+    parser.add_argument("--version", action="version", version=f"trace-tasks {__version__}, {describe_build()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"trace_tasks.cli.{name}").register(subparsers)

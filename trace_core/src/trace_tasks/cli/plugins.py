@@ -6,8 +6,9 @@ fails to import, two families claiming one type, or a bad
 ``TRACE_TASKS_REWARD_IDS`` pin is reported with the registry's own message
 (``trace-tasks: error: ...``, exit code 1) instead of surfacing mid-training.
 
-The listing shows, per annotation type, its owner, the owner's default reward
-id, the current id and what pinned it (``TRACE_TASKS_REWARD_IDS`` or
+The listing starts with the core's version and build (pure, or compiled with
+mypyc: ``docs/compiled.md``), then shows, per annotation type, its owner, the
+owner's default reward id, the current id and what pinned it (``TRACE_TASKS_REWARD_IDS`` or
 ``trace_tasks.pin_reward_id()``); reward ids that a plugin adds for a type
 another plugin owns; and, as problems, reward ids declared for a type no
 installed plugin owns (orphans). ``--check`` also runs the family test kit
@@ -23,6 +24,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from trace_tasks import __version__
+from trace_tasks._build import build_to_json, describe_build
 from trace_tasks.plugins import Registry, get_registry
 
 #: Marks the current reward id of a type in the human table.
@@ -134,7 +137,9 @@ def registry_to_json(registry: Registry) -> dict[str, Any]:
     ``"TRACE_TASKS_REWARD_IDS"`` or ``"trace_tasks.pin_reward_id()"``); ``pins``
     lists the pinned types only; ``added_reward_ids`` the ids a plugin declares
     for a type another plugin owns; ``orphan_reward_ids`` the ids declared for a
-    type no installed plugin owns, and ``problems`` says why each is one.
+    type no installed plugin owns, and ``problems`` says why each is one;
+    ``trace_core`` gives the core's ``version`` and which ``build`` is running
+    (``"pure"`` or ``"compiled"``, with its ``compiled_modules``).
     """
     current = _current_ids(registry)
     plugins = []
@@ -162,6 +167,7 @@ def registry_to_json(registry: Registry) -> dict[str, Any]:
         for rid, entry in registry.orphan_reward_ids.items()
     }
     return {
+        "trace_core": {"version": __version__, **build_to_json()},
         "plugins": plugins,
         "annotation_types": types,
         "pins": pins,
@@ -187,7 +193,8 @@ def _join(items: Sequence[str]) -> str:
 
 
 def format_tables(registry: Registry) -> str:
-    """Plugins; annotation types (owner, default, current, pin, every id); added ids; answer types; problems."""
+    """The core's version and build; plugins; annotation types (owner, default, current, pin, every id);
+    added ids; answer types; problems."""
     plugin_rows = [
         (info.name, info.distribution or "(in-process)", info.version or "-", info.entry_point or "-", _join(info.hooks))
         for info in registry.plugins
@@ -206,6 +213,7 @@ def format_tables(registry: Registry) -> str:
     answer_rows = [(answer, info.name) for info in registry.plugins for answer in info.answer_types]
     pinned = sum(1 for entry in registry.annotation_types.values() if entry.pinned_by)
     out = [
+        f"trace-core {__version__}, {describe_build()}\n",
         f"{len(registry.plugins)} plugins, {len(registry.annotation_types)} annotation types, "
         f"{len(registry.answer_types)} answer types" + (f", {pinned} pinned" if pinned else "") + "\n\n",
         _table(("PLUGIN", "DISTRIBUTION", "VERSION", "ENTRY POINT", "HOOKS"), plugin_rows),

@@ -1,3 +1,6 @@
+# Hook specs are signatures with docstrings only; pluggy never calls their bodies. Said here, not in
+# a mypy config, because the compiled build (mypyc) type-checks this module without the root config.
+# mypy: disable-error-code="empty-body"
 """Hook specifications of trace_tasks (the plugin contract, version 2), in three phases.
 
 * **load time**: ``trace_annotation_types``, ``trace_reward_ids``,
