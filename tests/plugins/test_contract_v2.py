@@ -315,6 +315,8 @@ BAD_RESULTS: dict[str, tuple[Callable[[AnnotationScore], Any], str]] = {
     "none": (lambda s: None, "returned NoneType instead of an AnnotationScore"),
     "dict": (lambda s: {"reward": s.reward}, "returned dict instead of an AnnotationScore"),
     "string_reward": (lambda s: AnnotationScore("x"), "reward 'x' is not a finite number"),  # type: ignore[arg-type]
+    # A bool is not a reward, though the compiled build would read True as 1.0 where the field is read as a float.
+    "bool_reward": (lambda s: AnnotationScore(True, s.diagnostics), "reward True is not a finite number"),
     "over_one": (lambda s: AnnotationScore(1.7, s.diagnostics), "reward 1.7 is outside [0, 1]"),
     "nan_reward": (lambda s: AnnotationScore(math.nan, s.diagnostics), "reward nan is not a finite number"),
     "nan_diagnostic": (

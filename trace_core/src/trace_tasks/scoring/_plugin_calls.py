@@ -109,12 +109,17 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
     """
     if not isinstance(score, AnnotationScore):
         raise PluginBug("result", f"returned {type(score).__name__} instead of an AnnotationScore")
-    reward = _number(score.reward)
+    # Its fields are read as Any, as what they may really hold: AnnotationScore does not check
+    # its arguments, so a plugin can put a string or a bool in ``reward``. Read as the declared
+    # float, the compiled build (mypyc) would raise a bare TypeError here, or turn True into
+    # 1.0, before the checks below could name the problem.
+    fields: Any = score
+    reward = _number(fields.reward)
     if reward is None:
-        raise PluginBug("reward", f"reward {score.reward!r} is not a finite number")
+        raise PluginBug("reward", f"reward {fields.reward!r} is not a finite number")
     if not 0.0 <= reward <= 1.0:
         raise PluginBug("range", f"reward {reward!r} is outside [0, 1]")
-    raw = score.diagnostics
+    raw = fields.diagnostics
     if type(raw) is dict and _plain_diagnostics(raw):
         return reward, dict(raw)
     if not is_mapping(raw):
