@@ -8,9 +8,11 @@ instance and names the ``$``-path and message of the problem it must report.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import pickle
 import sys
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -495,13 +497,25 @@ def test_a_rebuilt_registry_falls_back_to_the_lenient_scorer(monkeypatch: pytest
 def test_cache_is_keyed_by_content() -> None:
     cache = InstanceCache()
     first = cache.compile(good_instance())
-    reordered = dict(reversed(list(good_instance().items())))
-    assert cache.compile(reordered) is first
     assert cache.compile(copy.deepcopy(good_instance())) is first
+    assert cache.compile(json.loads(json.dumps(good_instance()))) is first  # read from JSON (its keys shared)
     other = good_instance()
     other["answer_gt"]["value"] = 2.0  # equal as answers, but other content
     assert cache.compile(other) is not first
-    assert (cache.hits, cache.misses, len(cache)) == (2, 2, 2)
+    one, flag = good_instance(), good_instance()
+    one["metadata"], flag["metadata"] = {"note": 1}, {"note": True}  # equal in Python, other content
+    assert cache.compile(one) is not cache.compile(flag)
+    assert (cache.hits, cache.misses, len(cache)) == (2, 4, 4)
+
+
+def test_key_order_counts_but_changes_no_score() -> None:
+    """The same content in another key order is compiled again (the key is exact bytes), with the same result."""
+    cache = InstanceCache()
+    first = cache.compile(good_instance())
+    reordered = dict(reversed(list(good_instance().items())))
+    again = cache.compile(reordered)
+    assert again is not first and cache.misses == 2
+    assert again.score(GOOD_RESPONSE) == first.score(GOOD_RESPONSE)
 
 
 def test_a_group_compiles_its_instance_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -513,13 +527,7 @@ def test_a_group_compiles_its_instance_once(monkeypatch: pytest.MonkeyPatch) -> 
     cache = InstanceCache()
     first = cache.compile(good_instance())
     assert all(cache.compile(good_instance()) is first for _ in range(7))  # a GRPO group of 8
-    nested = good_instance()
-    nested["reward_contract"] = {
-        k: dict(reversed(list(v.items()))) if isinstance(v, dict) else v
-        for k, v in reversed(list(nested["reward_contract"].items()))
-    }
-    assert cache.compile(nested) is first  # key order ignored at every level of dicts
-    assert len(compiled) == 1 and (cache.hits, cache.misses) == (8, 1)
+    assert len(compiled) == 1 and (cache.hits, cache.misses) == (7, 1)
 
 
 def test_cache_is_bounded_least_recently_used_first() -> None:
@@ -550,10 +558,25 @@ def test_cache_remembers_invalid_instances_by_content() -> None:
     assert (cache.hits, cache.misses) == (1, 1)
 
 
-def test_cache_compiles_what_is_not_json_without_caching() -> None:
+def test_cache_keys_numpy_values_with_their_dtype() -> None:
     cache = InstanceCache()
     data = good_instance()
     data["annotation_gt"]["value"] = np.array([0, 0, 10, 10])
+    compiled = cache.compile(data)
+    assert compiled.score(GOOD_RESPONSE)["overall"] == 1.0
+    assert cache.compile(copy.deepcopy(data)) is compiled
+    same_bits = good_instance()  # a float array of the int array's very bytes: other content, another key
+    same_bits["annotation_gt"]["value"] = data["annotation_gt"]["value"].view(np.float64)
+    assert same_bits["annotation_gt"]["value"].tobytes() == data["annotation_gt"]["value"].tobytes()
+    other = cache.compile(same_bits)  # a box of denormal floats near 0: no longer the predicted box
+    assert other is not compiled and other.score(GOOD_RESPONSE)["overall"] < 1.0
+    assert cache.compile(data) is compiled
+
+
+def test_cache_compiles_what_cannot_be_pickled_without_caching() -> None:
+    cache = InstanceCache()
+    data = good_instance()
+    data["metadata"] = {"lock": threading.Lock()}
     compiled = cache.compile(data)
     assert compiled.score(GOOD_RESPONSE)["overall"] == 1.0
     assert len(cache) == 0 and cache.compile(data) is not compiled
@@ -594,3 +617,16 @@ def test_a_target_within_the_literal_budget_scores_alike_compiled_and_lenient() 
     lenient = score_trace_response(response=response, **{k: v for k, v in data.items() if k != "id"})
     assert lenient["annotation_parse_ok"] == 1.0
     assert compile_instance(data).score(response) == lenient
+
+
+def test_content_keys_ignore_sharing_and_keep_types() -> None:
+    from trace_tasks.data._keys import content_key
+
+    box = [0, 0, 10, 10]
+    assert content_key([box, box]) == content_key([[0, 0, 10, 10], [0, 0, 10, 10]])  # sharing leaves no trace
+    assert content_key({"v": 1}) != content_key({"v": 1.0}) != content_key({"v": True})
+    assert content_key(np.array([1, 2])) != content_key(np.array([1, 2], dtype=np.int32))
+    assert content_key(np.array([1, 2])) != content_key(np.array([[1, 2]]))  # same bytes, another shape
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert content_key(cycle) is None and content_key({"f": lambda: 0}) is None

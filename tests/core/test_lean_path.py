@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -255,8 +256,10 @@ def test_the_memos_stay_bounded_and_skip_what_is_not_plain() -> None:
     compile_instance(_instance("option_letter", Text("B")))
     compile_instance(_instance("string", "x" * 10_000))
     assert _validation._answer_checks == {}
-    assert _validation._contract_key({"a": [1]}) is None
-    assert _validation._contract_key({"a": {"b": Text("x")}}) is None
+    assert _validation._contract_key({"a": [1]}) == _validation._contract_key({"a": [1]})
+    assert _validation._contract_key({"a": {"b": Text("x")}}) != _validation._contract_key({"a": {"b": "x"}})
+    assert _validation._contract_key({"a": "x" * 5000}) is None  # too long to remember
+    assert _validation._contract_key({"a": threading.Lock()}) is None  # no pickle, no key
     assert _validation._contract_key({"a": 1}) != _validation._contract_key({"a": True})
     assert _validation._contract_key({"a": 1}) != _validation._contract_key({"a": 1.0})
     for i in range(5000):

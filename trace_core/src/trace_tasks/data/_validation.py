@@ -35,7 +35,6 @@ keeps, so a valid instance is never parsed twice.
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ import attrs
 import cattrs
 
 from trace_tasks.core.reward_contracts import contract_problems
+from trace_tasks.data._keys import content_key
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
 from trace_tasks.errors import Problem, shown, suggest
 from trace_tasks.family import AssignmentBudget
@@ -208,7 +208,6 @@ def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, prob
 
 
 _PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))
-_STR = frozenset((str,))
 #: Longest contract (marshal bytes) whose problems are remembered.
 _MAX_CONTRACT_KEY_BYTES = 2048
 #: The contract checks' problems by exact content, for the registry they were found with (bounded).
@@ -217,24 +216,15 @@ _contract_checks_registries: list[Registry | None] = [None, None]
 
 
 def _contract_key(payload: Any) -> bytes | None:
-    """An exact key for a contract of plain JSON values two levels deep (``None`` for anything else).
+    """An exact key for a contract (:func:`~trace_tasks.data._keys.content_key`; ``None`` for a long one).
 
-    Only exact built-in types get one (so ``marshal`` is exact: 1, 1.0 and true differ, no object can
-    pass for another); a dataset's instances share a handful of contracts, each then checked once.
+    Equal keys are equal content of equal types (1, 1.0 and true differ); a dataset's instances share a
+    handful of contracts, each then checked once.
     """
-    if type(payload) is not dict or len(payload) > 8:
+    if type(payload) is not dict:
         return None
-    for key, value in payload.items():
-        kind = type(value)
-        if type(key) is not str:
-            return None
-        if kind is dict:
-            if len(value) > 8 or not (_STR.issuperset(map(type, value)) and _PLAIN_SCALARS.issuperset(map(type, value.values()))):
-                return None
-        elif kind not in _PLAIN_SCALARS:
-            return None
-    blob = marshal.dumps(payload)
-    return blob if len(blob) <= _MAX_CONTRACT_KEY_BYTES else None
+    blob = content_key(payload)
+    return blob if blob is not None and len(blob) <= _MAX_CONTRACT_KEY_BYTES else None
 
 
 def _check_contract(data: Mapping[str, Any], parts: Parts, problems: list[Problem], registry: Registry) -> None:
@@ -314,12 +304,8 @@ def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Pr
     if spec is None or not is_mapping(answer) or "value" not in answer:
         return
     value = answer["value"]
-    kind = type(value)
-    memo: tuple[Any, ...] | None = None
-    if id(spec) in _BUILTIN_SPECS and (
-        (kind is str and len(value) <= _MAX_REMEMBERED_ANSWER) or kind is bool or (kind is int and -(2**63) <= value < 2**63)
-    ):
-        memo = (id(spec), kind, value)  # a built-in type's checks depend on the value only
+    memo = _answer_memo_key(spec, value)
+    if memo is not None:
         known = _answer_checks.get(memo)
         if known is not None:
             parts.answer = known[0]
@@ -333,10 +319,32 @@ def _check_answer_value(data: Mapping[str, Any], parts: Parts, problems: list[Pr
         _answer_checks[memo] = (parts.answer, tuple(problems[start:]))
 
 
+def _answer_memo_key(spec: AnswerTypeSpec, value: Any) -> tuple[Any, ...] | None:
+    """An exact key for a built-in answer type's checks of ``value`` (which depend on the value only), or None.
+
+    Scalars are their own key, with their type (``1``, ``1.0`` and ``true`` differ; ``0.0`` is left out,
+    as it equals ``-0.0``); lists and mappings (an ``index_list``, a ``matrix``) are keyed by their
+    pickle (:func:`~trace_tasks.data._keys.content_key`).
+    """
+    if id(spec) not in _BUILTIN_SPECS:
+        return None
+    kind = type(value)
+    if kind is str:
+        return (id(spec), kind, value) if len(value) <= _MAX_REMEMBERED_ANSWER else None
+    if kind is bool or (kind is int and -(2**63) <= value < 2**63) or (kind is float and value != 0.0):
+        return (id(spec), kind, value)
+    if kind is list or kind is dict:
+        blob = content_key(value)
+        return (id(spec), kind, blob) if blob is not None and len(blob) <= _MAX_REMEMBERED_ANSWER_KEY else None
+    return None
+
+
 #: The built-in answer types (their ids: the specs live as long as the process).
 _BUILTIN_SPECS = frozenset(map(id, BUILTIN_ANSWER_TYPES))
-#: Longest answer string whose checks are remembered.
+#: Longest answer string whose checks are remembered ...
 _MAX_REMEMBERED_ANSWER = 256
+#: ... and longest key of a list or mapping answer (its pickle).
+_MAX_REMEMBERED_ANSWER_KEY = 512
 #: The answer checks of built-in types by exact value ((spec id, type, value): the prepared target and the
 #: problems): a dataset's answers repeat ("B", 7), each then checked once. Bounded.
 _answer_checks: dict[tuple[Any, ...], tuple[Any, tuple[Problem, ...]]] = {}
