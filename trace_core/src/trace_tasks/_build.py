@@ -43,7 +43,7 @@ def build_kind() -> BuildKind:
 
 
 def describe_build() -> str:
-    """For people: ``pure build`` or ``compiled build (mypyc, 15 modules)``."""
+    """For people: ``pure build`` or ``compiled build (mypyc, 14 modules)``."""
     modules = compiled_modules()
     return f"compiled build (mypyc, {len(modules)} modules)" if modules else "pure build"
 
