@@ -11,7 +11,12 @@ the released wheel (``pip download lmms-eval==0.7.3 --no-deps``):
   config's ``process_results(doc, results)``);
 * ``collect`` and ``aggregate``: ``lmms_eval/evaluator.py`` l.1393-1394 (``sample_metrics[(metric,
   filter_key)].append(value)``) and ``lmms_eval/evaluator_utils.py`` l.115-123 (``agg_fn(items)`` for
-  the metrics the task aggregates).
+  the metrics the task aggregates);
+* ``report``: ``lmms_eval/evaluator_utils.py`` l.436-438 (every collected metric is reported, from a
+  ``defaultdict(list)``: one the task does not aggregate shows up as ``[]``).
+
+``tests/trainers/test_harnesses.py`` runs the real lmms-eval 0.7.3 on the sample task
+(its CLI with the ``dummy`` model, and ``simple_evaluate``) in the opt-in layer.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import pytest
 
 from trace_tasks import InstanceError
 from trace_tasks.cli._metrics import METRICS_KEY, score_batch_with_metrics
+from trace_tasks.errors import OptionError
 from trace_tasks.integrations import lmms_eval
 from trace_tasks.integrations._common import REFUSED_KEY
 
@@ -91,11 +97,14 @@ def evaluate(config: dict[str, Any], docs: list[dict[str, Any]], generations: li
         for metric, value in metrics.items():  # evaluator.py l.1393-1394
             sample_metrics[(metric, "none")].append(value)
     aggregations = aggregation_list(config)
-    agg_metrics = {}
+    agg_metrics: dict[str, Any] = defaultdict(list)  # evaluator_utils.py l.79
     for (metric, filter_key), items in sample_metrics.items():  # evaluator_utils.py l.115-123
         if metric in aggregations:
             agg_metrics[f"{metric},{filter_key}"] = aggregations[metric](items)
-    return per_doc, agg_metrics
+    results = {}
+    for metric, filter_key in sample_metrics:  # evaluator_utils.py l.436-438
+        results[f"{metric},{filter_key}"] = agg_metrics[f"{metric},{filter_key}"]
+    return per_doc, results
 
 
 def _docs() -> list[dict[str, Any]]:
@@ -120,16 +129,17 @@ def test_the_sample_task_loads_and_reports_rewards_and_field_metrics() -> None:
     per_doc, agg = evaluate(config, docs, GENERATIONS)
     # the CLI's own path (score --summary-json): the same scores and metrics, read from the same trail
     want = score_batch_with_metrics([_item(d, g.strip()) for d, g in zip(docs, GENERATIONS, strict=True)])
+    listed = [m["metric"] for m in config["metric_list"]]
     for got, expected in zip(per_doc, want, strict=True):
-        assert list(got) == list(lmms_eval.METRICS)
+        assert list(got) == listed  # utils.METRICS: the YAML's metric_list, in its order
         assert {k: got[k] for k in lmms_eval.REWARD_METRICS} == {k: expected[k] for k in lmms_eval.REWARD_METRICS}
-        field = expected[METRICS_KEY]
+        field = {k: v for k, v in expected[METRICS_KEY].items() if k in listed}
         assert {k: v for k, v in got.items() if k in lmms_eval.FIELD_METRICS and v is not None} == field
         assert got[REFUSED_KEY] == 0.0
     assert per_doc[0]["acc@iou0.5"] == 1.0 and per_doc[0]["f1@iou0.5"] is None
     assert per_doc[1]["f1@iou0.5"] == pytest.approx(2 / 3) and per_doc[1]["size_mae"] == 1.0
-    listed = [m["metric"] for m in config["metric_list"]]
-    assert sorted(agg) == sorted(f"{m},none" for m in listed)  # only the listed metrics are aggregated
+    assert sorted(agg) == sorted(f"{m},none" for m in listed)  # every reported metric is aggregated
+    assert not any(isinstance(v, list) for v in agg.values())
     assert agg["overall,none"] == pytest.approx(sum(d["overall"] for d in per_doc) / 3)
     assert agg["f1@iou0.5,none"] == pytest.approx(2 / 3)  # the one collection document
     assert agg["acc@iou0.5,none"] == pytest.approx(0.5)  # two single-box documents: a hit and a miss
@@ -160,3 +170,26 @@ def test_aggregations_skip_documents_without_the_metric() -> None:
     assert lmms_eval.mean([None, 1.0, 0.0]) == 0.5
     assert math.isnan(lmms_eval.mean([None, None]))
     assert lmms_eval.mean_lower_is_better([2.0, None]) == 2.0
+
+
+def test_a_returned_metric_the_yaml_does_not_list_is_reported_as_an_empty_list() -> None:
+    config = {**load_yaml(TASK_DIR / "trace_bbox.yaml"), "process_results": lmms_eval.make_process_results()}
+    _, agg = evaluate(config, _docs(), GENERATIONS)
+    assert agg["acc@sim0.5,none"] == [] and agg["f1@sim0.5,none"] == []  # what metrics= avoids
+    assert isinstance(agg["overall,none"], float)  # the listed ones are aggregated as before
+
+
+def test_metrics_picks_the_keys_in_the_order_given() -> None:
+    process = lmms_eval.make_process_results(metrics=["f1@iou0.5", "overall"])
+    doc = _docs()[1]
+    assert list(process(doc, ['{"answer": 2, "annotation": [[10, 10, 60, 50]]}'])) == ["f1@iou0.5", "overall"]
+    broken = {**doc, "annotation_gt": json.dumps({"type": "bbox", "value": [5, 5, 5, 90]})}
+    refused = lmms_eval.make_process_results(on_invalid="zero", metrics=["overall", REFUSED_KEY])(broken, ["x"])
+    assert refused == {"overall": 0.0, REFUSED_KEY: 1.0}
+    assert "metrics=['f1@iou0.5', 'overall']" in repr(process)
+
+
+@pytest.mark.parametrize("metrics", [["iou"], [], ["overall", "overall"], "overall", 3])
+def test_metrics_are_checked_when_the_task_loads(metrics: Any) -> None:
+    with pytest.raises(OptionError, match="metrics"):
+        lmms_eval.make_process_results(metrics=metrics)

@@ -6,15 +6,22 @@ and the helpers copy swift's code from the released wheel
 (``pip download ms-swift==4.6.0 --no-deps``):
 
 * ``import_external_file``: ``swift/utils/utils.py`` l.409-429 (the plugin file is executed as a module);
-* ``prepare_rewards``: ``swift/rlhf_trainers/utils.py`` l.2289-2294 (``orms[name](args=args)``);
+* ``prepare_rewards``: ``swift/rlhf_trainers/utils.py`` l.2289-2294 (``orms[name](args=args)``; the
+  ``swift rlhf`` trainer's own copy is ``swift/rlhf_trainers/grpo_trainer.py`` l.2222-2228);
+* ``reward_func_names``: ``swift/rlhf_trainers/grpo_trainer.py`` l.2232-2237 (a class instance is named
+  by its class, the key of ``rewards/<name>/mean``);
 * ``rows_to_batched``: ``swift/dataset/preprocessor/core.py`` l.176-186;
 * ``compute_rewards_per_func``: ``swift/rl_core/grpo_algorithm.py`` l.46-67 (sync branch; torch's NaN as float NaN).
+
+``tests/trainers/test_harnesses.py`` runs the real ms-swift 4.6.0 (``swift rlhf --rlhf_type grpo``
+on CPU with a tiny model, and these functions in process) in the opt-in layer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -151,6 +158,28 @@ def test_components_and_a_mixed_dataset(orms: dict[str, Any]) -> None:
     expected = reference(RESPONSES[0], INSTANCES[0])
     assert got[0] == [expected[c] for c in swift.COMPONENTS]
     assert all(math.isnan(v) for v in got[1])  # swift's "not applicable"
+
+
+def reward_func_names(reward_funcs: list[Any]) -> list[str]:
+    # ms-swift 4.6 swift/rlhf_trainers/grpo_trainer.py l.2232-2237
+    names = []
+    for reward_func in reward_funcs:
+        if inspect.isfunction(reward_func):
+            names.append(reward_func.__name__)
+        else:
+            names.append(reward_func.__class__.__name__)
+    return names
+
+
+def test_each_registered_name_is_its_own_metric(orms: dict[str, Any]) -> None:
+    from trace_tasks.integrations import swift
+
+    for component in swift.COMPONENTS:
+        swift.register(f"trace_{component}", component=component)
+    funcs = prepare_rewards([f"trace_{c}" for c in swift.COMPONENTS], args=None, orms=orms)
+    assert reward_func_names(funcs) == [f"trace_{c}" for c in swift.COMPONENTS]  # rewards/trace_format/mean, ...
+    assert repr(funcs[-1]) == "trace_format(component='format', **{})"
+    assert reward_func_names([swift.make_orm()()]) == ["TraceORM"]
 
 
 def test_a_broken_row_stops_the_step_naming_its_position(orms: dict[str, Any]) -> None:

@@ -7,8 +7,23 @@ from typing import Any
 
 from trace_tasks.integrations.lmms_eval import make_process_results, mean, mean_lower_is_better  # noqa: F401
 
+#: The metrics trace_bbox.yaml's metric_list names: process_results returns these keys only
+#: (lmms-eval 0.7.3 reports a returned key the YAML does not list as [] in its results).
+METRICS = (
+    "overall",
+    "answer_reward",
+    "annotation_reward",
+    "format",
+    "answer_accuracy",
+    "acc@iou0.5",
+    "acc@iou0.75",
+    "f1@iou0.5",
+    "f1@iou0.75",
+    "size_mae",
+    "trace_refused",
+)
 #: The scorer options of the run (the same as a training run's, for comparable numbers).
-process_results = make_process_results(format_weight=0.0)
+process_results = make_process_results(format_weight=0.0, metrics=METRICS)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 

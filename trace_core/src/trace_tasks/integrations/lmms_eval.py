@@ -34,7 +34,9 @@ metric that does not apply to the document's type is ``None``; :func:`mean`
 (and :func:`mean_lower_is_better`, for ``size_mae``) average the documents that
 have a value, so ``f1@iou0.5`` is the mean over the collection documents.
 lmms-eval aggregates only the metrics the YAML lists
-(``lmms_eval/evaluator_utils.py`` l.115-123); the others are dropped.
+(``lmms_eval/evaluator_utils.py`` l.115-123) and reports a returned key the
+YAML does not list as ``[]`` (l.436-438): ``make_process_results(metrics=[...])``
+returns only the keys named, the YAML's.
 
 The document holds the instance: its ``answer_gt``, ``annotation_gt`` and
 ``reward_contract`` fields (JSON strings or mappings; optional ``image_size``,
@@ -128,10 +130,18 @@ def _generation(results: Any) -> str:
 class ProcessResults:
     """lmms-eval's ``process_results(doc, results)`` for trace instances; build it with :func:`make_process_results`."""
 
-    def __init__(self, *, instance_key: Optional[str], on_invalid: str, options: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        *,
+        instance_key: Optional[str],
+        on_invalid: str,
+        metrics: Optional[Sequence[str]],
+        options: Mapping[str, Any],
+    ) -> None:
         if instance_key is not None and (not isinstance(instance_key, str) or not instance_key):
             raise OptionError(f"instance_key must be a field name or None, got {instance_key!r}")
         self.instance_key = instance_key
+        self.metrics = _check_metrics(metrics)
         self.on_invalid = check_on_invalid(on_invalid)
         self.options = scorer_options(options, strict=True)
         self._opts = options_from(self.options)
@@ -154,7 +164,7 @@ class ProcessResults:
             refused.update(dict.fromkeys(REWARD_METRICS, 0.0))
             refused[ANSWER_ACCURACY] = 0.0
             refused[REFUSED_KEY] = 1.0
-            return refused
+            return self._pick(refused)
         sizes = (None, inputs["image_sizes"], None, None) if "image_sizes" in inputs else None
         trail = Trail()
         scores = compiled.run(check_response(_generation(results)), self._opts, sizes, trail)
@@ -162,22 +172,49 @@ class ProcessResults:
         out: dict[str, Optional[float]] = {key: float(scores[key]) for key in REWARD_METRICS}
         out.update({key: field.get(key) for key in FIELD_METRICS})
         out[REFUSED_KEY] = 0.0
-        return out
+        return self._pick(out)
+
+    def _pick(self, out: dict[str, Optional[float]]) -> dict[str, Optional[float]]:
+        return out if self.metrics == METRICS else {key: out[key] for key in self.metrics}
 
     def __repr__(self) -> str:
-        return f"ProcessResults(instance_key={self.instance_key!r}, on_invalid={self.on_invalid!r}, **{self.options!r})"
+        return (
+            f"ProcessResults(instance_key={self.instance_key!r}, on_invalid={self.on_invalid!r}, "
+            f"metrics={list(self.metrics)!r}, **{self.options!r})"
+        )
+
+
+def _check_metrics(metrics: Optional[Sequence[str]]) -> tuple[str, ...]:
+    """``metrics`` as a tuple in the caller's order (all of :data:`METRICS` for ``None``), names checked."""
+    if metrics is None:
+        return METRICS
+    if isinstance(metrics, str) or not isinstance(metrics, Sequence):
+        raise OptionError(f"metrics must be a list of metric names or None, got {metrics!r}")
+    picked = tuple(metrics)
+    unknown = [name for name in picked if name not in METRICS]
+    if unknown or not picked or len(set(picked)) != len(picked):
+        raise OptionError(f"metrics must be distinct names from {list(METRICS)}, got {list(picked)!r}")
+    return picked
 
 
 def make_process_results(
-    *, instance_key: Optional[str] = None, on_invalid: str = "raise", **options: Any
+    *,
+    instance_key: Optional[str] = None,
+    on_invalid: str = "raise",
+    metrics: Optional[Sequence[str]] = None,
+    **options: Any,
 ) -> Callable[..., dict[str, Optional[float]]]:
     """An lmms-eval ``process_results`` with ``options`` (scorer options, checked now).
 
     ``instance_key``: ``None`` (the document holds the instance fields) or the
     field holding the instance. ``on_invalid``: ``"raise"`` (default) or
     ``"zero"`` (a broken document scores 0, ``trace_refused`` 1.0).
+    ``metrics``: the keys to return (names from :data:`METRICS`; ``None``, the
+    default, returns all of them). Give the names the task YAML's
+    ``metric_list`` lists: lmms-eval 0.7.3 reports a returned key the YAML does
+    not list as ``[]`` in its results (``lmms_eval/evaluator_utils.py`` l.436-438).
     """
-    return ProcessResults(instance_key=instance_key, on_invalid=on_invalid, options=options)
+    return ProcessResults(instance_key=instance_key, on_invalid=on_invalid, metrics=metrics, options=options)
 
 
 def mean(items: Sequence[Optional[float]]) -> float:

@@ -3,11 +3,16 @@
 ms-swift 4.6 imports each ``--external_plugins`` file (``swift/utils/utils.py``
 l.409-429, from ``swift/arguments/base_args/base_args.py`` l.170-183), then
 instantiates every ``--reward_funcs`` name found in ``swift.rewards.orms`` with
-``orms[name](args=args)`` (``swift/rlhf_trainers/utils.py`` l.2289-2294) and calls
-it as ``reward_func(completions, **reward_kwargs)`` (``swift/rl_core/grpo_algorithm.py``
+``orms[name](args=args)`` (``swift rlhf``: ``GRPOTrainer._prepare_rewards``,
+``swift/rlhf_trainers/grpo_trainer.py`` l.2215-2228; Megatron:
+``swift/rlhf_trainers/utils.py`` l.2289-2294) and calls it as
+``reward_func(completions, **reward_kwargs)`` (``swift/rl_core/grpo_algorithm.py``
 l.65): ``completions`` are the last messages' contents, ``reward_kwargs`` every
 dataset column as a list (``RowPreprocessor.rows_to_batched``, a column missing
-from a row as ``None``) plus ``trainer_state``, ``messages`` and the like::
+from a row as ``None``) plus ``trainer_state``, ``messages`` and the like. swift
+logs each function's mean as ``rewards/<class name>/mean``
+(``grpo_trainer.py`` l.2232-2237 and l.429): :func:`register` names the class
+after its name, so ``register("trace_answer", ...)`` logs ``rewards/trace_answer/mean``::
 
     # trace_plugin.py
     from trace_tasks.integrations.swift import register
@@ -89,7 +94,7 @@ def make_orm(*, component: str = "overall", **options: Any) -> type:
         return score_completions(completions, kwargs, picked, component)
 
     def __repr__(self: Any) -> str:
-        return f"TraceORM(component={component!r}, **{picked!r})"
+        return f"{type(self).__name__}(component={component!r}, **{picked!r})"
 
     return type(
         "TraceORM",
@@ -106,9 +111,15 @@ def make_orm(*, component: str = "overall", **options: Any) -> type:
 
 
 def register(name: str = "trace", *, component: str = "overall", **options: Any) -> type:
-    """Build :func:`make_orm` and put it into ``swift.rewards.orms[name]``, the name for ``--reward_funcs``."""
+    """Build :func:`make_orm` and put it into ``swift.rewards.orms[name]``, the name for ``--reward_funcs``.
+
+    The class is named ``name`` too: swift keys its per-function metrics
+    (``rewards/<name>/mean``) by the class name, so several components keep
+    apart (with :func:`make_orm`'s default name ``TraceORM`` they would merge).
+    """
     if not isinstance(name, str) or not name:
         raise OptionError(f"the reward name must be a non-empty string, got {name!r}")
     orm = make_orm(component=component, **options)
+    orm.__name__ = orm.__qualname__ = name
     _swift_rewards().orms[name] = orm
     return orm
