@@ -106,10 +106,10 @@ def runners(items: list[Item]) -> dict[str, Callable[[], Any]]:
 
 
 def build_kind() -> str:
-    """Which build of trace_tasks this interpreter runs: compiled (mypyc) or pure Python."""
-    from trace_tasks.scoring import _pipeline
+    """Which build of trace_tasks this interpreter runs: ``compiled`` (mypyc) or ``pure``."""
+    import trace_tasks
 
-    return "pure" if str(_pipeline.__file__).endswith(".py") else "compiled"
+    return str(getattr(trace_tasks, "__build__", "pure"))  # builds before the compiled one were all pure
 
 
 def main(argv: Sequence[str] | None = None) -> None:
