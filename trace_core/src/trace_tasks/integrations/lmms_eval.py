@@ -5,7 +5,8 @@ An lmms-eval task (0.7.3) names its functions in the task YAML with
 (``lmms_eval/utils.py`` l.933-956). The task's ``utils.py``::
 
     from trace_tasks.integrations.lmms_eval import make_process_results, mean, mean_lower_is_better  # noqa: F401
-    process_results = make_process_results(format_weight=0.0)
+    METRICS = ("overall", "f1@iou0.5", ...)   # the names the YAML's metric_list lists
+    process_results = make_process_results(format_weight=0.0, metrics=METRICS)
 
 and its YAML (a whole task: ``examples/lmms_eval/trace_bbox/``)::
 
