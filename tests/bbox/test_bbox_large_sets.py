@@ -71,6 +71,16 @@ def test_small_matrix_is_plain_python_and_equal(sets) -> None:
     assert small == [[iou(p, g) for g in gts] for p in preds]
 
 
+def test_python_matrix_equals_pairwise_iou_bit_for_bit(sets) -> None:
+    """The small-set path inlines ``iou``: on every awkward pair (overflow, underflow, reversed, far) it must agree."""
+    preds = [parse_box(b) for b in sets[0]]
+    gts = [parse_box(b) for b in sets[1]]
+    inlined = np.array(geometry._python_matrix(preds, gts), dtype=np.float64)
+    pairwise = np.array([[iou(p, g) for g in gts] for p in preds], dtype=np.float64)
+    assert np.count_nonzero((pairwise > 0) & (pairwise < 1)) > N
+    assert inlined.tobytes() == pairwise.tobytes()
+
+
 @pytest.mark.parametrize("annotation_type", ["bbox_set", "bbox_set_map"])
 def test_rewards_are_identical_on_both_paths(sets, monkeypatch, annotation_type: str) -> None:
     preds, gts = sets

@@ -53,10 +53,38 @@ def iou(a: Box, b: Box, ctx: ScoringContext | None = None) -> float:
     return value if 0.0 <= value <= 1.0 else 0.0
 
 
+def _python_matrix(preds: Sequence[Box], gts: Sequence[Box]) -> list[list[float]]:
+    """``[[iou(p, g) for g in gts] for p in preds]``, bit for bit, with :func:`iou` inlined.
+
+    A call per pair was a third of the cost of a 14x14 matrix; the areas are
+    computed once per box, by the same expressions, so every value is the same.
+    """
+    areas = [(bx1 - bx0) * (by1 - by0) for bx0, by0, bx1, by1 in gts]
+    rows = []
+    for ax0, ay0, ax1, ay1 in preds:
+        area = (ax1 - ax0) * (ay1 - ay0)
+        row = []
+        for (bx0, by0, bx1, by1), other in zip(gts, areas, strict=True):
+            iw = (bx1 if bx1 < ax1 else ax1) - (bx0 if bx0 > ax0 else ax0)
+            if not iw > 0:
+                row.append(0.0)
+                continue
+            ih = (by1 if by1 < ay1 else ay1) - (by0 if by0 > ay0 else ay0)
+            if not ih > 0:
+                row.append(0.0)
+                continue
+            inter = iw * ih
+            union = area + other - inter
+            value = inter / union if union > 0 else 0.0
+            row.append(value if 0.0 <= value <= 1.0 else 0.0)
+        rows.append(row)
+    return rows
+
+
 def iou_matrix(preds: Sequence[Box], gts: Sequence[Box], ctx: ScoringContext | None = None) -> Any:
     """Pairwise IoU (rows: predictions); numpy for large sets, Python for small ones."""
     if len(preds) * len(gts) < NUMPY_MIN_CELLS:
-        return [[iou(p, g) for g in gts] for p in preds]
+        return _python_matrix(preds, gts)
     p = np.asarray(preds, dtype=np.float64)[:, None, :]
     g = np.asarray(gts, dtype=np.float64)[None, :, :]
     with np.errstate(all="ignore"):
