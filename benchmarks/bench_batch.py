@@ -5,6 +5,10 @@ Run from the repository root::
     uv run python benchmarks/bench_batch.py                 # 20,000 responses, 9 alternating rounds
     uv run python benchmarks/bench_batch.py --rounds 5      # quicker
 
+    # instructions per distinct item (load-independent): --repeat 3 minus --repeat 1, / (2 x --count)
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python benchmarks/bench_batch.py --count 1000 --once batch --repeat 3
+    PYTHONHASHSEED=0 valgrind --tool=callgrind python benchmarks/bench_batch.py --count 1000 --once plain --repeat 3
+
 The batch is ``benchmarks/workload.py``'s mix (every annotation type, both
 modes, ~1.6 KB of prose per response). First the pool is started and warmed
 (the first call's wall time is reported separately: it pays for spawning the
@@ -79,7 +83,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker count compared with 1 (default 2)")
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds per variant (default 9)")
     parser.add_argument("--seed", type=int, default=99)
+    parser.add_argument(
+        "--once",
+        choices=("plain", "batch"),
+        help="for callgrind: after a warm-up on other items, score the batch --repeat times in this process, as "
+        "plain score_trace_response calls or as one in-process batch share (instance cache cleared each time)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="passes with --once (default 1)")
     args = parser.parse_args(argv)
+    if args.once:
+        once(args.once, make_batch(args.count, seed=args.seed), args.repeat)
+        return
 
     print(f"machine: {machine()}")
     items = make_batch(args.count, seed=args.seed)
@@ -111,6 +125,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"  workers={args.workers}, first call      {cold:6.3f} s  (spawns and warms the children)")
     print(f"  speed-up (ratio of medians) {med_one / med_many:.2f}x; median of per-round ratios {statistics.median(ratios):.2f}x")
     cpu_report(times[1], times[args.workers], args.workers)
+
+
+def once(kind: str, items: list[dict[str, Any]], repeat: int) -> None:
+    """Score ``items`` ``repeat`` times in-process, every instance distinct: what a distinct item costs.
+
+    Instructions per item: run under callgrind with ``--repeat 3`` and ``--repeat 1``, subtract, divide by
+    twice ``--count``. ``batch`` clears the instance cache first, so each item is validated and compiled.
+    """
+    from trace_tasks import score_trace_response
+
+    calls = [(item["response"], {k: v for k, v in item.items() if k != "response"}) for item in items]
+    warm = make_batch(200, seed=7)  # imports, the registry, scipy, the memos' first entries: not counted
+    batch._score_chunk(warm, {})
+    for item in warm:
+        score_trace_response(**item)
+    gc.disable()
+    for _ in range(repeat):
+        if kind == "plain":
+            for text, fields in calls:
+                score_trace_response(response=text, **fields)
+        else:
+            batch.INSTANCE_CACHE.clear()
+            batch._score_chunk(items, {})
 
 
 def cpu_report(one: list[Run], many: list[Run], workers: int) -> None:
