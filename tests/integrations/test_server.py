@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+import trace_tasks
 from tests.support.live_server import serving
 from trace_tasks.cli import main
 from trace_tasks.integrations._common import CHARTED_KEYS
@@ -40,6 +41,7 @@ def test_health(base_url: str) -> None:
     assert got.status_code == 200
     body = got.json()
     assert body["status"] == "ok" and "bbox_set" in body["annotation_types"]
+    assert body["version"] == trace_tasks.__version__ and body["build"] == trace_tasks.__build__
 
 
 def test_get_reward_equals_scorer(base_url: str) -> None:

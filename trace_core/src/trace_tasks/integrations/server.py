@@ -6,7 +6,7 @@
 * ``POST /get_reward`` with ``{"query": [...], "prompts": [...], "labels": [...]}``
   answers ``{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}``
   (see :mod:`trace_tasks.integrations.openrlhf`).
-* ``GET /health`` answers ``{"status": "ok", ...}``.
+* ``GET /health`` answers ``{"status": "ok", "version": ..., "build": "pure" | "compiled", "annotation_types": [...]}``.
 
 The body is hostile input, and so is the connection (:class:`BodyLimit`). With
 a ``token``, every request but ``GET /health`` must carry it
@@ -638,14 +638,16 @@ def create_app(
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
-    from trace_tasks import __version__
+    from trace_tasks import __build__, __version__
     from trace_tasks.plugins import get_registry
 
     app = FastAPI(title="trace_tasks reward server", version=__version__)
 
     @app.get("/health")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "annotation_types": sorted(get_registry().annotation_types)}
+        # The build too: a fleet of servers can differ in it (docs/compiled.md), and scores never do.
+        registry = get_registry()
+        return {"status": "ok", "version": __version__, "build": __build__, "annotation_types": sorted(registry.annotation_types)}
 
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Any:
