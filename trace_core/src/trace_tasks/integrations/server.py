@@ -638,7 +638,8 @@ def create_app(
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
-    from trace_tasks import __build__, __version__
+    from trace_tasks import __version__
+    from trace_tasks._build import build_kind
     from trace_tasks.plugins import get_registry
 
     app = FastAPI(title="trace_tasks reward server", version=__version__)
@@ -647,7 +648,12 @@ def create_app(
     def health() -> dict[str, Any]:
         # The build too: a fleet of servers can differ in it (docs/compiled.md), and scores never do.
         registry = get_registry()
-        return {"status": "ok", "version": __version__, "build": __build__, "annotation_types": sorted(registry.annotation_types)}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "build": build_kind(),
+            "annotation_types": sorted(registry.annotation_types),
+        }
 
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Any:
