@@ -81,6 +81,13 @@ def test_python_matrix_equals_pairwise_iou_bit_for_bit(sets) -> None:
     assert inlined.tobytes() == pairwise.tobytes()
 
 
+def test_corners_read_like_asarray(sets) -> None:
+    boxes = [parse_box(b) for b in sets[0]]
+    assert geometry._corners(boxes).tobytes() == np.asarray(boxes, dtype=np.float64).tobytes()
+    with pytest.raises(ValueError):  # not 4 numbers a box
+        geometry._corners([(0.0, 0.0, 1.0, 1.0), (0.0, 0.0, 1.0)])
+
+
 @pytest.mark.parametrize("annotation_type", ["bbox_set", "bbox_set_map"])
 def test_rewards_are_identical_on_both_paths(sets, monkeypatch, annotation_type: str) -> None:
     preds, gts = sets
