@@ -11,11 +11,9 @@ import copy
 import json
 import math
 import pickle
-import sys
 import threading
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -39,8 +37,8 @@ from trace_tasks.data import instance_report
 from trace_tasks.plugins import _registry as registry_module
 
 from ..conformance.records import load
+from ..support.benchmarks import import_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_RESPONSE = '{"answer": 2, "annotation": [0, 0, 10, 10]}'
 
 
@@ -402,17 +400,8 @@ def test_compiled_equals_the_lenient_scorer_on_the_conformance_replay() -> None:
     assert compared >= 300  # most records hold valid ground truth
 
 
-def _workload() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import workload
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return workload
-
-
 def test_compiled_equals_the_lenient_scorer_on_the_benchmark_workload() -> None:
-    for item in _workload().make_batch(480, seed=7):
+    for item in import_benchmark("workload").make_batch(480, seed=7):
         instance = {k: item[k] for k in INSTANCE_FIELDS if k in item}
         options = {k: v for k, v in item.items() if k not in INSTANCE_FIELDS and k != "response"}
         compiled = compile_instance(instance)

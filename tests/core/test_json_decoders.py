@@ -11,8 +11,6 @@ run both ways on the benchmark workload.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,8 @@ from hypothesis import strategies as st
 
 import trace_tasks.reading._literals as literals
 from trace_tasks import score_trace_response
+
+from ..support.benchmarks import import_benchmark
 
 pytest.importorskip("msgspec", reason="the optional msgspec decoder (the 'fast' extra) is not installed")
 
@@ -106,12 +106,7 @@ def test_edge_cases_read_alike(text: str) -> None:
 
 
 def test_scores_do_not_depend_on_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    try:
-        from workload import make_batch
-    finally:
-        sys.path.pop(0)
-    items = make_batch(240, seed=11)
+    items = import_benchmark("workload").make_batch(240, seed=11)
     fast = [score_trace_response(**item) for item in items]
     monkeypatch.setattr(literals, "_json_loads", STDLIB)
     stdlib = [score_trace_response(**item) for item in items]

@@ -12,11 +12,9 @@ and the same compiled instance as checking afresh.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +28,8 @@ from trace_tasks.scoring import _pipeline
 from ..conformance.records import load
 from ..hostile.helpers import contract
 from ..hostile.test_corpus import CASES
+from ..support.benchmarks import import_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 POLICIES: list[dict[str, Any]] = [
     {},
     {"trace_recovery": "outside_think"},
@@ -73,22 +71,13 @@ def _both(call: Callable[[], Any]) -> tuple[Any, Any]:
     return lean, general
 
 
-def _bench_shapes() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_shapes
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return bench_shapes
-
-
 def test_the_switch_is_on_by_default() -> None:
     assert _pipeline._LEAN is True
 
 
 @pytest.mark.parametrize("shape", ["bare", "fenced", "tagged", "grpo", "grpo-compiled", "mix"])
 def test_lean_equals_general_on_the_benchmark_shapes(shape: str) -> None:
-    bench = _bench_shapes()
+    bench = import_benchmark("bench_shapes")
     workload = bench.make_workloads(240, 20261130)[shape]
     runner = bench._runner(shape, workload)
     lean, general = _both(runner)

@@ -39,7 +39,11 @@ def build_kind() -> BuildKind:
     ``import trace_tasks`` imports the scoring pipeline, so by the time anyone can
     ask, the hot modules of a compiled build are among the imported ones.
     """
-    return "compiled" if compiled_modules() else "pure"
+    return _kind(compiled_modules())
+
+
+def _kind(modules: tuple[str, ...]) -> BuildKind:
+    return "compiled" if modules else "pure"
 
 
 def describe_build() -> str:
@@ -51,4 +55,4 @@ def describe_build() -> str:
 def build_to_json() -> dict[str, object]:
     """``{"build": "pure" | "compiled", "compiled_modules": [...]}`` for machine-readable listings."""
     modules = compiled_modules()
-    return {"build": "compiled" if modules else "pure", "compiled_modules": list(modules)}
+    return {"build": _kind(modules), "compiled_modules": list(modules)}
