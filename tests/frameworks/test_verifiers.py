@@ -42,13 +42,12 @@ from verifiers.v1.trace import AgentInfo, TraceTask
 
 from tests.integrations.helpers import INSTANCES, RESPONSES, instance, reference
 from trace_tasks.integrations._common import CHARTED_KEYS, stable_keys
-from trace_tasks.integrations.verifiers import make_metrics, make_reward
+from trace_tasks.integrations.verifiers import make_reward, make_reward_and_metrics
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.slow]
 
 OPTIONS = {"format_weight": 0.1}
-trace_reward = make_reward(**OPTIONS)
-trace_metrics = make_metrics(**OPTIONS)
+trace_reward, trace_metrics = make_reward_and_metrics(**OPTIONS)
 
 
 class BoxData(vf.TaskData):

@@ -11,10 +11,9 @@ trace's reward with its weight, and a metric's mapping is recorded key by key
 in ``trace.metrics``, not summed (l.257-262)::
 
     import verifiers.v1 as vf
-    from trace_tasks.integrations.verifiers import make_metrics, make_reward
+    from trace_tasks.integrations.verifiers import make_reward_and_metrics
 
-    trace_reward = make_reward(format_weight=0.1)
-    trace_metrics = make_metrics(format_weight=0.1)
+    trace_reward, trace_metrics = make_reward_and_metrics(format_weight=0.1)   # or make_reward(...) alone
 
     class BoxData(vf.TaskData):
         instance: str                      # the trace instance, as a JSON string
@@ -34,7 +33,7 @@ or, without a method, ``--env.taskset.task.rewards.trace.fn my_rewards:trace_rew
 ``instance_key`` names (default ``"instance"``; a mapping or its JSON string),
 or, with ``instance_key=None``, in its own ``answer_gt``, ``annotation_gt``
 and ``reward_contract`` fields; an ``extra_info`` field may override scorer
-options. The reward and the metrics of one trace share one scoring.
+options. The two functions of :func:`make_reward_and_metrics` score each trace once.
 
 **verifiers 0.1-0.3** (``vf.Rubric``, ``verifiers.legacy.rubrics.Rubric`` at
 0.3.1): ``Rubric(funcs=[...], weights=[...])`` calls each function with the
@@ -90,6 +89,7 @@ __all__ = [
     "TraceScorer",
     "make_metrics",
     "make_reward",
+    "make_reward_and_metrics",
     "make_rubric_funcs",
     "rubric_weights",
 ]
@@ -125,7 +125,7 @@ def _reply(trace: Any) -> str:
 
 
 class TraceScorer:
-    """Options checked once; one scoring per trace shared by :func:`make_reward` and :func:`make_metrics`."""
+    """Options checked once; each trace scored once for the functions built on it (:func:`make_reward_and_metrics`)."""
 
     def __init__(self, *, instance_key: Optional[str], log_keys: str, options: Mapping[str, Any]) -> None:
         if instance_key is not None and (not isinstance(instance_key, str) or not instance_key):
@@ -168,44 +168,48 @@ RewardFunc = Callable[..., Awaitable[float]]
 MetricsFunc = Callable[..., Awaitable[dict[str, float]]]
 
 
-def make_reward(*, instance_key: Optional[str] = "instance", scorer: Optional[TraceScorer] = None, **options: Any) -> RewardFunc:
-    """A verifiers 0.4.0 reward ``async (task, trace) -> float``: the overall reward.
-
-    ``options``: every scorer option of ``score_trace_response``, checked now.
-    ``instance_key``: the task field holding the instance (``None``: the task's
-    own instance fields). ``scorer``: share one :class:`TraceScorer` with
-    :func:`make_metrics` (then give the options there); by default each
-    factory builds its own, and the two still agree for the same options.
-    """
-    trace_scorer = scorer if scorer is not None else TraceScorer(instance_key=instance_key, log_keys="charted", options=options)
-
+def _reward(scorer: TraceScorer) -> RewardFunc:
     async def trace_reward(task: Any, trace: Any) -> float:
         # Scoring is CPU work: a thread keeps the rollouts' event loop free.
-        result = await asyncio.to_thread(trace_scorer.score_trace, task, trace)
+        result = await asyncio.to_thread(scorer.score_trace, task, trace)
         return float(result["overall"])
 
     return trace_reward
 
 
-def make_metrics(
-    *,
-    instance_key: Optional[str] = "instance",
-    log_keys: str = "charted",
-    scorer: Optional[TraceScorer] = None,
-    **options: Any,
-) -> MetricsFunc:
-    """A verifiers 0.4.0 metric ``async (task, trace) -> {key: value}``: the logged keys, recorded in ``trace.metrics``.
+def _metrics(scorer: TraceScorer) -> MetricsFunc:
+    async def trace_metrics(task: Any, trace: Any) -> dict[str, float]:
+        result = await asyncio.to_thread(scorer.score_trace, task, trace)
+        return {f"trace/{key}": float(result.get(key, 0.0)) for key in scorer.keys}
+
+    return trace_metrics
+
+
+def make_reward(*, instance_key: Optional[str] = "instance", **options: Any) -> RewardFunc:
+    """A verifiers 0.4.0 reward ``async (task, trace) -> float``: the overall reward.
+
+    ``options``: every scorer option of ``score_trace_response``, checked now.
+    ``instance_key``: the task field holding the instance (``None``: the task's
+    own instance fields). With the charted keys too, build both with
+    :func:`make_reward_and_metrics`, which scores each trace once for the two.
+    """
+    return _reward(TraceScorer(instance_key=instance_key, log_keys="charted", options=options))
+
+
+def make_metrics(*, instance_key: Optional[str] = "instance", log_keys: str = "charted", **options: Any) -> MetricsFunc:
+    """A verifiers 0.4.0 metric ``async (task, trace) -> {"trace/<key>": value}``, recorded in ``trace.metrics``.
 
     ``log_keys``: ``"charted"`` (default) or ``"all"``. Other arguments as :func:`make_reward`.
     """
-    trace_scorer = scorer if scorer is not None else TraceScorer(instance_key=instance_key, log_keys=log_keys, options=options)
-    keys = trace_scorer.keys if scorer is None else logged_keys(log_keys, trace_scorer.options)
+    return _metrics(TraceScorer(instance_key=instance_key, log_keys=log_keys, options=options))
 
-    async def trace_metrics(task: Any, trace: Any) -> dict[str, float]:
-        result = await asyncio.to_thread(trace_scorer.score_trace, task, trace)
-        return {f"trace/{key}": float(result.get(key, 0.0)) for key in keys}
 
-    return trace_metrics
+def make_reward_and_metrics(
+    *, instance_key: Optional[str] = "instance", log_keys: str = "charted", **options: Any
+) -> tuple[RewardFunc, MetricsFunc]:
+    """:func:`make_reward` and :func:`make_metrics` sharing one scoring per trace (``Task.score`` calls both)."""
+    scorer = TraceScorer(instance_key=instance_key, log_keys=log_keys, options=options)
+    return _reward(scorer), _metrics(scorer)
 
 
 # --- the Rubric of verifiers 0.1-0.3 ---------------------------------------------------------
