@@ -1,6 +1,6 @@
 """verifiers 0.3.1's own ``Rubric`` calling the trace rubric functions (opt-in: ``VERIFIERS_VERSION=0.3.1 tests/frameworks/run.sh``).
 
-0.3.1 is the last release with the ``Rubric`` (``verifiers.legacy.rubrics.Rubric``;
+0.3.1 is the last release with the ``Rubric`` (``verifiers.legacy.Rubric``;
 ``vf.Rubric`` in 0.1-0.2); 0.4.0 dropped it. ``Rubric(funcs, weights)``
 (``verifiers/legacy/rubrics/rubric.py`` l.40-57) and ``await
 rubric.score_rollout(state)`` (l.318-356): each function called with the
@@ -19,11 +19,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip(
-    "verifiers.legacy.rubrics", reason="verifiers 0.3.1's Rubric: VERIFIERS_VERSION=0.3.1 tests/frameworks/run.sh"
-)
+pytest.importorskip("verifiers.legacy", reason="verifiers 0.3.1's Rubric: VERIFIERS_VERSION=0.3.1 tests/frameworks/run.sh")
 
-from verifiers.legacy.rubrics import Rubric
+from verifiers.legacy import Rubric
 from verifiers.legacy.types import State
 
 from tests.integrations.helpers import INSTANCES, RESPONSES, instance, pairs, reference

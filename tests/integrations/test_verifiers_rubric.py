@@ -2,7 +2,7 @@
 
 verifiers 0.4.0 dropped the ``Rubric`` (its ``verifiers.v1`` scoring is tested on
 the package itself in ``tests/frameworks/test_verifiers.py``); 0.3.1, the last
-release with it, keeps it as ``verifiers.legacy.rubrics.Rubric``. The code below
+release with it, keeps it as ``verifiers.legacy.Rubric``. The code below
 is copied from the 0.3.1 wheel (``pip download verifiers==0.3.1 --no-deps``),
 ``verifiers/legacy/rubrics/rubric.py``:
 

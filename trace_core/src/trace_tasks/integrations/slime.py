@@ -74,6 +74,7 @@ __all__ = [
     "make_batch_rm",
     "make_rm",
     "make_rollout_log_function",
+    "rollout_means",
 ]
 
 logger = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ or, with ``instance_key=None``, in its own ``answer_gt``, ``annotation_gt``
 and ``reward_contract`` fields; an ``extra_info`` field may override scorer
 options. The two functions of :func:`make_reward_and_metrics` score each trace once.
 
-**verifiers 0.1-0.3** (``vf.Rubric``, ``verifiers.legacy.rubrics.Rubric`` at
+**verifiers 0.1-0.3** (``vf.Rubric``, ``verifiers.legacy.Rubric`` at
 0.3.1): ``Rubric(funcs=[...], weights=[...])`` calls each function with the
 arguments it declares among ``completion, answer, prompt, state, task, info``
 (``legacy/rubrics/rubric.py`` l.184-213 at 0.3.1), sync or async, and records
