@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from typing import Any
 
 import pytest
@@ -175,3 +177,26 @@ def test_megabyte_tag_floods_under_every_policy(response: str) -> None:
     for policy in ({"trace_recovery": "outside_think"}, {"trace_recovery": "final_only"}, {"format_accept_answer_tag": True}):
         result = score(response, **policy)
         assert 0.0 <= result["overall"] <= 1.0
+
+
+@pytest.mark.slow
+def test_the_numpy_tag_scans_agree_with_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tag floods switch to whole-array passes; on every short text of this alphabet both give the same answer.
+    from trace_tasks.reading import _extraction
+
+    alphabet = ("<think>", "</think>", "<answer>", "</answer>", "a", '"', "{", "}")
+
+    def scans(steps: int, text: str) -> tuple[Any, ...]:
+        monkeypatch.setattr(_extraction, "_PYTHON_STEPS", steps)
+        return (
+            _extraction.outside_think(text),
+            _extraction._answer_pairs(text, False),
+            _extraction._answer_pairs(text, True),
+            _extraction._positions(text, "</think>"),
+        )
+
+    texts = ["".join(parts) for length in range(5) for parts in itertools.product(alphabet, repeat=length)]
+    rng = random.Random(35)
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(5, 40))) for _ in range(2000)]
+    for text in texts:
+        assert scans(10**9, text) == scans(-1, text), text

@@ -476,13 +476,23 @@ def fenced_blocks(text: str) -> list[str]:
 
 
 def _positions(text: str, tag: str) -> list[int]:
-    """Where ``tag`` starts in ``text``, left to right (one ``str.find`` per occurrence)."""
-    out: list[int] = []
-    k = text.find(tag)
-    while k >= 0:
-        out.append(k)
-        k = text.find(tag, k + len(tag))
-    return out
+    """Where ``tag`` starts in ``text``, left to right.
+
+    A few: one ``str.find`` each. A flood: ``str.split`` and a cumulative sum of
+    the pieces' lengths, at C speed.
+    """
+    count = text.count(tag)
+    if count <= _PYTHON_STEPS:
+        out: list[int] = []
+        k = text.find(tag)
+        while k >= 0:
+            out.append(k)
+            k = text.find(tag, k + len(tag))
+        return out
+    pieces = text.split(tag)
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    found: list[int] = (np.cumsum(lengths[:-1] + len(tag)) - len(tag)).tolist()
+    return found
 
 
 def _unquoted(text: str, positions: list[int]) -> list[int]:
@@ -524,6 +534,8 @@ def _answer_pairs(text: str, quoted_are_text: bool) -> list[tuple[int, int]]:
     opens, closes = _positions(text, ANSWER_OPEN), _positions(text, ANSWER_CLOSE)
     if quoted_are_text:
         opens, closes = _unquoted(text, opens), _unquoted(text, closes)
+    if len(opens) + len(closes) > _PYTHON_STEPS:
+        return _answer_pairs_np(opens, closes)
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(opens):
@@ -537,6 +549,23 @@ def _answer_pairs(text: str, quoted_are_text: bool) -> list[tuple[int, int]]:
         while i < len(opens) and opens[i] < end:
             i += 1
     return pairs
+
+
+def _answer_pairs_np(opens: list[int], closes: list[int]) -> list[tuple[int, int]]:
+    """:func:`_answer_pairs`' pairing in whole-array passes (tag floods).
+
+    In the tags' order, a close tag closes a pair exactly when the tag before it
+    is an open tag; the pair opens at the first open tag after the previous close tag.
+    """
+    at = np.concatenate((np.asarray(opens, dtype=np.int64), np.asarray(closes, dtype=np.int64)))
+    is_open = np.concatenate((np.ones(len(opens), dtype=bool), np.zeros(len(closes), dtype=bool)))
+    order = np.argsort(at, kind="stable")
+    at, is_open = at[order], is_open[order]
+    pair_close = np.flatnonzero(~is_open[1:] & is_open[:-1]) + 1
+    last_close = np.where(is_open, -1, np.arange(at.size))
+    np.maximum.accumulate(last_close, out=last_close)
+    pair_open = last_close[pair_close - 1] + 1
+    return list(zip(at[pair_open].tolist(), at[pair_close].tolist(), strict=True))
 
 
 def answer_tags(text: str, *, quoted_are_text: bool = False) -> list[str]:
@@ -743,6 +772,8 @@ def outside_think(text: str) -> str:
         return text
     opens = _unquoted(text, _positions(text, THINK_OPEN))
     closes = _unquoted(text, _positions(text, THINK_CLOSE))
+    if len(opens) + len(closes) > _PYTHON_STEPS:
+        return _outside_think_np(text, opens, closes)
     pieces: list[str] = []
     depth = pos = 0
     for at, step in heapq.merge(((k, 1) for k in opens), ((k, -1) for k in closes)):
@@ -760,6 +791,33 @@ def outside_think(text: str) -> str:
     if depth == 0:
         pieces.append(text[pos:])
     return "\n".join(pieces)
+
+
+def _outside_think_np(text: str, opens: list[int], closes: list[int]) -> str:
+    """:func:`outside_think` in whole-array passes (tag floods): the same pieces.
+
+    The level after each tag is the running sum of +1 (open) and -1 (close)
+    above its running minimum (clipped at 0): a close that reaches a new minimum
+    closes no open tag, and the text before the last such close is dropped.
+    """
+    at = np.concatenate((np.asarray(opens, dtype=np.int64), np.asarray(closes, dtype=np.int64)))
+    step = np.concatenate((np.ones(len(opens), dtype=np.int64), np.full(len(closes), -1, dtype=np.int64)))
+    order = np.argsort(at, kind="stable")
+    at, step = at[order], step[order]
+    total = np.cumsum(step)
+    floor = np.minimum(np.minimum.accumulate(total), 0)
+    before = np.concatenate(([0], floor[:-1]))
+    unmatched = np.flatnonzero((step < 0) & (total < before))
+    begin, first = 0, 0
+    if unmatched.size:
+        last = int(unmatched[-1])
+        begin, first = int(at[last]) + len(THINK_CLOSE), last + 1
+    at, step, level = at[first:], step[first:], (total - floor)[first:]
+    starts = [begin, *(at[(step < 0) & (level == 0)] + len(THINK_CLOSE)).tolist()]
+    ends = at[(step > 0) & (level == 1)].tolist()
+    if not level.size or level[-1] == 0:
+        ends.append(len(text))
+    return "\n".join(text[a:b] for a, b in zip(starts, ends, strict=True))
 
 
 def think_text(text: str) -> str | None:
