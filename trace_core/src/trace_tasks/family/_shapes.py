@@ -28,6 +28,7 @@ from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.family._scoring import make_explainer, make_scorer
 from trace_tasks.plugins import (
+    ROLE_KEY_SCHEMA,
     SHAPES,
     AnnotationExplanation,
     AnnotationScore,
@@ -141,9 +142,16 @@ class ShapeFamily(_ShapeScoring):
             return item
         if shape in ("set", "sequence"):
             return {"type": "array", "items": item}
+        # Keys as the parser takes them (``parsing.parse_map``): stripped, non-empty, unique after
+        # stripping. A key without surrounding whitespace is its own stripped form, so two such
+        # keys never collide; the schema must not let a constrained decoder write one that fails.
         if shape == "map":
-            return {"type": "object", "additionalProperties": item}
-        return {"type": "object", "additionalProperties": {"type": "array", "items": item}}
+            return {"type": "object", "propertyNames": dict(ROLE_KEY_SCHEMA), "additionalProperties": item}
+        return {
+            "type": "object",
+            "propertyNames": dict(ROLE_KEY_SCHEMA),
+            "additionalProperties": {"type": "array", "items": item},
+        }
 
     def _item_words(self) -> str:
         prim = self.primitive

@@ -60,7 +60,13 @@ from trace_tasks.plugins._registry import (
     unpin_reward_id,
     unregister_plugin,
 )
-from trace_tasks.plugins._schema import JSON_SCHEMA_DIALECT, SUPPORTED_KEYWORDS, schema_problems, unsupported_keywords
+from trace_tasks.plugins._schema import (
+    JSON_SCHEMA_DIALECT,
+    ROLE_KEY_SCHEMA,
+    SUPPORTED_KEYWORDS,
+    schema_problems,
+    unsupported_keywords,
+)
 
 __all__ = [
     "ALLOW_ENV",
@@ -74,6 +80,7 @@ __all__ = [
     "OFFICIAL_TYPES",
     "PINS_ENV",
     "PROJECT_NAME",
+    "ROLE_KEY_SCHEMA",
     "SHAPES",
     "SUPPORTED_KEYWORDS",
     "AnnotationExplanation",
