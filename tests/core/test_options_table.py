@@ -206,3 +206,19 @@ def test_a_batch_timeout_no_float_holds_is_an_option_error(timeout: Any) -> None
 def test_weights_that_sum_past_the_largest_float_are_an_option_error() -> None:
     with pytest.raises(OptionError, match="sum to a positive finite value"):
         ScoringOptions(answer_weight=1e308, annotation_weight=1e308)
+
+
+def test_score_trace_response_hands_the_options_over_in_the_tables_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hot path passes its keywords positionally (one cache lookup): in exactly the table's order."""
+    from trace_tasks.core import reward_scoring
+
+    seen: list[tuple[Any, ...]] = []
+    real = reward_scoring.resolve_options
+
+    def spy(*values: Any) -> ScoringOptions:
+        seen.append(values)
+        return real(*values)
+
+    monkeypatch.setattr(reward_scoring, "resolve_options", spy)
+    score_trace_response(response=CORRECT, **INSTANCE, **DEPARTING)
+    assert seen == [tuple(DEPARTING[name] for name in NAMES)]
