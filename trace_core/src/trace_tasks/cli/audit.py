@@ -13,13 +13,16 @@ JSON object:
   ``answer_gt.value`` (compared as the answer matcher compares them; ties: the
   one seen first in file order);
 * ``majority-answer+empty`` (set types): ``{"answer": A, "annotation": []}``;
-* ``majority-answer+whole-image``: a box type gets the whole image
-  ``[0, 0, W, H]``, a point type the image centre, a segment type the
+* ``majority-answer+whole-image``: the image-blind item the type's owner
+  declares (``AnnotationTypeSpec.image_blind``): a box type gets the whole
+  image ``[0, 0, W, H]``, a point type the image centre, a segment type the
   diagonal ``[[0, 0], [W, H]]``; a set or a sequence holds one such item, a map
-  one per target key (a set map: a one-item set per key);
-* ``majority-answer+mean-box`` (box types): the group's mean target box, laid
-  out as the whole image is; ``majority-answer+mean-box-copies`` (box sets and
-  sequences): as many copies of it as the group's most frequent target size;
+  one per target key (a set map: a one-item set per key); a type whose owner
+  declares none has no whole-image policy;
+* ``majority-answer+mean-box`` (types whose owner declares averaged items:
+  boxes): the group's mean target item, laid out as the whole image is;
+  ``majority-answer+mean-box-copies`` (their sets and sequences): as many
+  copies of it as the group's most frequent target size;
 * ``correct-answer+no-annotation`` and ``correct-answer+whole-image``: the
   instance's own answer, alone and with the whole-image annotation (references:
   never flagged).
@@ -46,6 +49,7 @@ from trace_tasks.cli._jsonl import dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, scoring_options
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
 from trace_tasks.data import CompiledInstance, InstanceError, compile_instance
+from trace_tasks.plugins import SHAPES, ImageBlind, lay_out
 from trace_tasks.scoring import answer_target
 
 MAJORITY = "majority-answer"
@@ -61,9 +65,6 @@ POLICIES = (MAJORITY, MAJORITY_EMPTY, MAJORITY_WHOLE, MAJORITY_MEAN_BOX, MAJORIT
 IMAGE_BLIND = frozenset(policy for policy in POLICIES if policy.startswith("majority-"))
 WHOLE_IMAGE = frozenset({MAJORITY_WHOLE, CORRECT_WHOLE})
 DEFAULT_THRESHOLD = 0.2
-
-#: The families whose raw items the image-blind annotations are written for (the plugin that owns a type).
-BOX, POINT, SEGMENT = "bbox", "point", "segment"
 
 
 def register(subparsers: Any) -> None:
@@ -179,19 +180,20 @@ class Group:
 
         Leaving the instance out keeps the policy blind to its own target (a group of one has no mean box).
         """
+        width = len(blind_item(member, 1.0, 1.0))  # the family's items: flat lists of this many numbers
         if self._box_sums is None:
-            sums, count = [0.0] * 4, 0
+            sums, count = [0.0] * width, 0
             for other in self.members:
-                for box in _items(other.target, 4):
+                for box in _items(other.target, width):
                     sums = [a + b for a, b in zip(sums, box, strict=True)]
                     count += 1
             self._box_sums = (sums, count)
         sums, count = self._box_sums
-        own = _items(member.target, 4)
+        own = _items(member.target, width)
         left = count - len(own)
         if left == 0:
             return None
-        return [_round((sums[i] - sum(box[i] for box in own)) / left) for i in range(4)]
+        return [_round((sums[i] - sum(box[i] for box in own)) / left) for i in range(width)]
 
     def common_size(self, member: CompiledInstance) -> int:
         """The most frequent number of target items among the group's other instances (ties: the first in file order)."""
@@ -230,9 +232,10 @@ def _round(value: float) -> float | int:
     return int(rounded) if rounded == int(rounded) else rounded
 
 
-def family(member: CompiledInstance) -> str:
-    """The family that owns the instance's annotation type (its plugin name: bbox, point, segment, ...)."""
-    return member.annotation_entry.plugin
+def image_blind(member: CompiledInstance) -> ImageBlind | None:
+    """What the owner of the instance's annotation type declares an image-blind policy answers (``None``: nothing)."""
+    spec = member.annotation_entry.spec
+    return spec.image_blind if spec is not None else None
 
 
 def shape(member: CompiledInstance) -> str:
@@ -240,30 +243,22 @@ def shape(member: CompiledInstance) -> str:
     return spec.shape if spec is not None else ""
 
 
-def whole_image_item(kind: str, width: float, height: float) -> Any:
-    """The image-blind item of a family: the whole image (box), its centre (point), its diagonal (segment)."""
-    w, h = _round(width), _round(height)
-    if kind == BOX:
-        return [0, 0, w, h]
-    if kind == POINT:
-        return [_round(width / 2), _round(height / 2)]
-    if kind == SEGMENT:
-        return [[0, 0], [w, h]]
-    return None
+def blind_item(member: CompiledInstance, width: float, height: float) -> Any:
+    """The family's image-blind item for an image of ``width`` x ``height`` (the whole image for a box, its centre
+    for a point, its diagonal for a segment), its numbers rounded to 2 decimals."""
+    declared = image_blind(member)
+    return _rounded(declared.item(width, height)) if declared is not None else None
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_rounded(inner) for inner in value]
+    return _round(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
 def laid_out(item: Any, member: CompiledInstance, copies: int = 1) -> Any:
     """``item`` as an annotation of the member's type: itself, a list of ``copies``, or one per target key."""
-    kind = shape(member)
-    if kind == "scalar":
-        return item
-    if kind in ("set", "sequence"):
-        return [item] * copies
-    if kind == "map":
-        return dict.fromkeys(member.target, item)
-    if kind == "set_map":
-        return {key: [item] for key in member.target}
-    return None
+    return lay_out(item, shape(member), member.target if isinstance(member.target, Mapping) else (), copies)
 
 
 def applies(policy: str, member: CompiledInstance) -> bool:
@@ -273,12 +268,13 @@ def applies(policy: str, member: CompiledInstance) -> bool:
         return True
     if policy == MAJORITY_EMPTY:
         return kind == "set"
+    declared = image_blind(member)
     if policy in WHOLE_IMAGE:
-        return family(member) in (BOX, POINT, SEGMENT) and kind in ("scalar", "set", "sequence", "map", "set_map")
+        return declared is not None and kind in SHAPES
     if policy == MAJORITY_MEAN_BOX:
-        return family(member) == BOX and kind in ("scalar", "set", "sequence", "map", "set_map")
+        return declared is not None and declared.averaged and kind in SHAPES
     if policy == MAJORITY_BOX_COPIES:
-        return family(member) == BOX and kind in ("set", "sequence")
+        return declared is not None and declared.averaged and kind in ("set", "sequence")
     return False
 
 
@@ -299,7 +295,7 @@ def response(policy: str, member: CompiledInstance, group: Group, majority: Any)
     if policy in WHOLE_IMAGE:
         if member.image_size is None:
             return NO_IMAGE_SIZE
-        annotation = laid_out(whole_image_item(family(member), *member.image_size), member)
+        annotation = laid_out(blind_item(member, *member.image_size), member)
         return {"answer": majority if policy == MAJORITY_WHOLE else own, "annotation": annotation}
     if len(group.members) == 1:
         return ALONE

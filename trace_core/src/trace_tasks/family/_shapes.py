@@ -13,7 +13,8 @@ draw their scores for free.
   wording (``AnnotationTypeSpec.json_schema``, ``value_format``), recognises
   model-native spellings of a value that does not parse
   (``trace_native_annotation``) and scales parsed values for the tools'
-  normalised-coordinates check (``trace_scale_annotation``).
+  normalised-coordinates check (``trace_scale_annotation``). The primitive's
+  declared capabilities (``pure_parse``, ``image_blind``) become each type's.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
@@ -190,6 +191,9 @@ class ShapeFamily(_ShapeScoring):
                 parsed_value=self._parsed_value(shape),
                 json_schema=self._json_schema(shape),
                 value_format=self._value_format(shape),
+                # The kit's collection parsers are pure: the primitive's item parse decides.
+                pure_parse=self.primitive.pure_parse and self.primitive.parse_item is not None,
+                image_blind=self.primitive.image_blind,
             )
             for name, (shape, ids) in self.types.items()
         ]

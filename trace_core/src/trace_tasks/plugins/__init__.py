@@ -33,10 +33,12 @@ from trace_tasks.plugins._records import (
     AnnotationTypeSpec,
     AnswerTypeSpec,
     ExplainedItem,
+    ImageBlind,
     MatchedPair,
     NativeFormat,
     RewardIdSpec,
     ScoringContext,
+    lay_out,
 )
 from trace_tasks.plugins._registry import (
     ALLOW_ENV,
@@ -92,6 +94,7 @@ __all__ = [
     "Circle",
     "Drawable",
     "ExplainedItem",
+    "ImageBlind",
     "Label",
     "MatchedPair",
     "NativeFormat",
@@ -108,6 +111,7 @@ __all__ = [
     "extent_points",
     "get_registry",
     "hookimpl",
+    "lay_out",
     "parse_pins",
     "pin_reward_id",
     "pinned_reward_ids",
