@@ -9,12 +9,12 @@ type, a bad ``TRACE_TASKS_REWARD_IDS`` pin, a missing official family: any
 reported by :func:`main` as one line, ``trace-tasks: error: <message>``, with
 exit code 1 and no traceback, whatever the subcommand.
 
-So are the ordinary events of any run (:mod:`trace_tasks.cli._errors`):
+So are the ordinary events of any run (:mod:`trace_tasks.runs._errors`):
 Ctrl-C (130), SIGTERM (143, undone as Ctrl-C is), a closed pipe on standard output (141, quietly), a failed read
 or write part-way (74: a full disk says "writing output failed"), an input
 that cannot be opened or an output that cannot be created (2), and an output
 that is the same file as an input or another output (2, checked before the
-subcommand runs, :func:`trace_tasks.cli._output.check_distinct_files`).
+subcommand runs, :func:`trace_tasks.runs._output.check_distinct_files`).
 Standard output is wrapped for the run so that its write errors are told
 apart from read errors.
 """
@@ -33,7 +33,8 @@ from typing import IO, Any
 
 from trace_tasks import __version__
 from trace_tasks._build import describe_build
-from trace_tasks.cli._errors import (
+from trace_tasks.errors import TraceTasksError
+from trace_tasks.runs._errors import (
     EXIT_CLOSED_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -47,8 +48,7 @@ from trace_tasks.cli._errors import (
     Terminated,
     UsageError,
 )
-from trace_tasks.cli._output import check_distinct_files, guard
-from trace_tasks.errors import TraceTasksError
+from trace_tasks.runs._output import check_distinct_files, guard
 
 #: Subcommand modules, in the order ``--help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "audit", "explain", "report", "schema", "plugins", "serve")

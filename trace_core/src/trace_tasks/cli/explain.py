@@ -21,7 +21,7 @@ the image frame, found through the type owner's ``trace_draw_annotation``
 capability, and coordinates that look normalised: the run scored the parsed
 prediction again read as 0-1 and 0-1000 coordinates (the owner's
 ``trace_scale_annotation``), and a reading that scores clearly better is
-named (:mod:`trace_tasks.cli._frames`). A prediction that does not parse but
+named (:mod:`trace_tasks.cli._views.frames`). A prediction that does not parse but
 has a model-native shape its owner knows (``trace_native_annotation``) gets a
 line naming the shape found and the one the contract expects, and what it
 would have scored written that way. A run with an opt-in response policy
@@ -29,8 +29,8 @@ would have scored written that way. A run with an opt-in response policy
 
 With ``--png`` (or a ``.jpg``/``.jpeg`` name) it also draws the explanation's
 items through that capability (Pillow, ``trace-core[viz]``; see
-:mod:`trace_tasks.cli._drawing`), under a header with the reward breakdown of
-:mod:`trace_tasks.cli._breakdown`.
+:mod:`trace_tasks.cli._views.drawing`), under a header with the reward breakdown of
+:mod:`trace_tasks.cli._views.breakdown`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._drawing import CannotDraw, DrawingUnavailable, explanation_notes, picture_format, render
-from trace_tasks.cli._extraction_view import (
+from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._views.breakdown import reward_breakdown
+from trace_tasks.cli._views.drawing import CannotDraw, DrawingUnavailable, explanation_notes, picture_format, render
+from trace_tasks.cli._views.explanation import (
     candidate_used,
     item_name,
     plain,
@@ -56,12 +57,11 @@ from trace_tasks.cli._extraction_view import (
     surrogate_note,
     without_surrogates,
 )
-from trace_tasks.cli._frames import readings_hint
-from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
-from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._views.frames import readings_hint
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
+from trace_tasks.runs._jsonl import dumps, open_binary, read_lines
 from trace_tasks.scoring import LENIENT, UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2

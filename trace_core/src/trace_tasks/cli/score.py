@@ -10,15 +10,15 @@ Output keeps input order, and a line that cannot be scored becomes a line with
 an ``error`` field: the input and output line counts are always equal. A
 summary table goes to stderr. Output files are created before any input is
 read and replace an existing file only when the run completes
-(:mod:`trace_tasks.cli._output`); an output that is an input is refused.
+(:mod:`trace_tasks.runs._output`); an output that is an input is refused.
 Every output line is strict JSON that can be written as UTF-8, whatever the
-input held (:func:`trace_tasks.cli._jsonl.dumps`): an id with a lone surrogate
+input held (:func:`trace_tasks.runs._jsonl.dumps`): an id with a lone surrogate
 makes its line ASCII-escaped, a non-finite id (``1e999``) is written as a string.
 
 A directory or a glob as INPUT (or ``-o DIR``) makes a sharded run: one
-output per input shard (:mod:`trace_tasks.cli._shards`), each complete under
+output per input shard (:mod:`trace_tasks.runs._shards`), each complete under
 its name or absent, so ``--resume`` skips the complete ones. ``--engine ray``
-runs the same jobs as a Ray Data pipeline (:mod:`trace_tasks.cli._ray_engine`).
+runs the same jobs as a Ray Data pipeline (:mod:`trace_tasks.runs._ray_engine`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from typing import IO, Any
 
 import attrs
 
-from trace_tasks.cli import _data_warnings
-from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
-from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
-from trace_tasks.cli._progress import make_progress
-from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
-from trace_tasks.cli._shards import (
+from trace_tasks.runs import _data_warnings
+from trace_tasks.runs._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
+from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from trace_tasks.runs._jsonl import Line, dumps, open_source, read_lines
+from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
+from trace_tasks.runs._progress import make_progress
+from trace_tasks.runs._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
+from trace_tasks.runs._shards import (
     JSONL,
     PARQUET,
     JsonlOutput,
@@ -58,7 +58,7 @@ from trace_tasks.cli._shards import (
     prepare_directory,
     remove_stale_temporaries,
 )
-from trace_tasks.cli._summary import Summary
+from trace_tasks.runs._summary import Summary
 
 EXIT_LINE_ERRORS = EXIT_FAILED
 
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if keep and args.output is not None and _output_format(args.output) == PARQUET:
         return _fail("--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl")
     if args.engine == "ray":
-        from trace_tasks.cli import _ray_engine
+        from trace_tasks.runs import _ray_engine
 
         try:
             _ray_engine.check_available()
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
         )
     if args.engine == "ray":
-        from trace_tasks.cli import _ray_engine
+        from trace_tasks.runs import _ray_engine
 
         return _ray_engine.score(plan, args, options)
     return _score(plan, args, options)

@@ -14,10 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from trace_tasks.cli._jsonl import open_binary, read_lines
-from trace_tasks.cli._output import STDIO
-from trace_tasks.cli._rows import InstanceIndex, Slot
 from trace_tasks.data import CompiledInstance, DatasetLint
+from trace_tasks.runs._jsonl import open_binary, read_lines
+from trace_tasks.runs._output import STDIO
+from trace_tasks.runs._rows import InstanceIndex, Slot
 
 
 def image_dir(source: str | None) -> str | None:

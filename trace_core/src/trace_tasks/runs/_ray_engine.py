@@ -25,7 +25,7 @@ Scores on standard output come through the driver (``iter_batches`` in input
 order), while file descriptor 1 of the driver and of every Ray process it
 starts points at standard error, so no Ray log line can land among the scores.
 
-The ``--responses`` layout is :mod:`trace_tasks.cli._ray_joined`.
+The ``--responses`` layout is :mod:`trace_tasks.runs._ray_joined`.
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from trace_tasks.cli._engine import EngineError, score_compiled
-from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed, UsageError
-from trace_tasks.cli._jsonl import BOM, Line, dumps, open_source, parse_line
-from trace_tasks.cli._output import STDIO, guard
-from trace_tasks.cli._rows import combined_slots, output_record
-from trace_tasks.cli._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema, remove_stale_temporaries
-from trace_tasks.cli._summary import Summary
 from trace_tasks.data import InstanceCache
 from trace_tasks.errors import ClusterMismatchError, RayJobError
+from trace_tasks.runs._engine import EngineError, score_compiled
+from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, InputFailed, UsageError
+from trace_tasks.runs._jsonl import BOM, Line, dumps, open_source, parse_line
+from trace_tasks.runs._output import STDIO, guard
+from trace_tasks.runs._rows import combined_slots, output_record
+from trace_tasks.runs._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema, remove_stale_temporaries
+from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -214,7 +214,7 @@ def check_node(expected: Mapping[str, Any]) -> None:
 
 def scorer(metrics: bool) -> Any:
     """How an actor scores a slot: as the local engine does, with the field metrics when the run wants them."""
-    from trace_tasks.cli._metrics import score_compiled_with_metrics
+    from trace_tasks.runs._metrics import score_compiled_with_metrics
 
     return score_compiled_with_metrics if metrics else score_compiled
 
@@ -488,8 +488,8 @@ def score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
 
     if any(job.shard is None for job in plan.jobs) or (args.responses is not None and plan.instances is None):
         raise UsageError("--engine ray reads its inputs on the cluster: give a file, a directory or a glob, not '-'")
-    from trace_tasks.cli._output import open_outputs
     from trace_tasks.cli.score import wants_metrics
+    from trace_tasks.runs._output import open_outputs
 
     report_resumed(plan, args.quiet)
     metrics = wants_metrics(args)
@@ -506,7 +506,7 @@ def score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
                     workers = actor_count(ray, args.workers)
                     expected = fingerprint()
                     if args.responses is not None:
-                        from trace_tasks.cli import _ray_joined
+                        from trace_tasks.runs import _ray_joined
 
                         assert plan.instances is not None
                         source = plan.instances[0].path if len(plan.instances) == 1 else args.input

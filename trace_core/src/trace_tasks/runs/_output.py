@@ -35,7 +35,7 @@ from typing import IO, Any, cast
 
 import attrs
 
-from trace_tasks.cli._errors import OutputClosed, OutputFailed, UsageError, describe
+from trace_tasks.runs._errors import OutputClosed, OutputFailed, UsageError, describe
 
 STDIO = "-"
 #: A value of this form in an input argument names a file after the ``@`` (``explain --response @FILE``).

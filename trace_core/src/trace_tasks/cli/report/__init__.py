@@ -10,14 +10,14 @@ the ``explain`` report and the overlay picture (when the instances are given,
 and Pillow is installed for the picture).
 
 The scores file is streamed: each row updates an
-:class:`~trace_tasks.cli._report_data.Aggregate` (counts, sums, histogram
+:class:`~trace_tasks.cli.report._data.Aggregate` (counts, sums, histogram
 bins, failure counts; the worst rows of each type and failure kind in bounded
 heaps; a seeded reservoir of sampled rows; with ``--baseline``, the per-row
 join against the baseline streamed first into a compact
-:class:`~trace_tasks.cli._report_data.BaselineIndex`) and is dropped, so memory
+:class:`~trace_tasks.cli.report._data.BaselineIndex`) and is dropped, so memory
 does not grow with the rows (1,000,000 rows: about 50 MB,
 ``benchmarks/bench_report.py``). The page is a pure function of the
-aggregates (:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
+aggregates (:mod:`trace_tasks.cli.report._html`, :mod:`trace_tasks.cli.report._svg`).
 
 Besides the files named on the command line, the report reads one thing: the
 ``image`` an instance names, for the overlay picture of a case shown. Only a
@@ -38,13 +38,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trace_tasks.cli import _data_warnings, _drawing
-from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._errors import UsageError, describe
-from trace_tasks.cli._jsonl import open_binary, read_lines
 from trace_tasks.cli._options import int_at_least
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
-from trace_tasks.cli._report_data import (
+from trace_tasks.cli._views import drawing as _drawing
+from trace_tasks.cli._views.breakdown import reward_breakdown
+from trace_tasks.cli.report._data import (
     Aggregate,
     BaselineIndex,
     Row,
@@ -54,9 +51,13 @@ from trace_tasks.cli._report_data import (
     parse_row,
     run_options,
 )
-from trace_tasks.cli._report_html import Case, Report, page
+from trace_tasks.cli.report._html import Case, Report, page
 from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
+from trace_tasks.runs import _data_warnings
+from trace_tasks.runs._errors import UsageError, describe
+from trace_tasks.runs._jsonl import open_binary, read_lines
+from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
 from trace_tasks.scoring import options_from
 
 EXIT_OK = 0
@@ -221,10 +222,10 @@ def group_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
 
 
 def metrics_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
-    """The field metrics section's data (:mod:`trace_tasks.cli._report_metrics`), unless ``--no-metrics``."""
+    """The field metrics section's data (:mod:`trace_tasks.cli.report._metrics`), unless ``--no-metrics``."""
     if not args.instances or getattr(args, "no_metrics", False):
         return {}
-    from trace_tasks.cli._report_metrics import run_metrics
+    from trace_tasks.cli.report._metrics import run_metrics
 
     metrics = run_metrics(found.lines, args.instances, args.responses)
     scored = found.all.scored

@@ -9,17 +9,17 @@ and only those are drawn: a :class:`~trace_tasks.family.Box` as a rectangle, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.
 
 The picture has three bands. On top, the header: the caller's lines (the
-reward breakdown of :mod:`trace_tasks.cli._breakdown`). In the middle, the
+reward breakdown of :mod:`trace_tasks.cli._views.breakdown`). In the middle, the
 image area: the source image (or a white canvas of its size), scaled up by a
 whole factor when it is small so that labels stay readable, clipped to the
 frame. Targets are green, predictions red; each matched pair is joined by a
 thin blue line between the :func:`~trace_tasks.family.anchor` of its two
 drawings; for a metric other than IoU every target point and segment end gets
 a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
-``P[key] extra key``) are placed by :mod:`trace_tasks.cli._layout`, at most
+``P[key] extra key``) are placed by :mod:`trace_tasks.cli._views.layout`, at most
 ``MAX_LABELS`` of them (the first targets and predictions). At the bottom, the legend and the notes:
 items outside the frame (with a hint when coordinates look normalised, see
-:mod:`trace_tasks.cli._frames`), items left without a label, an image resized to the instance's size, a family
+:mod:`trace_tasks.cli._views.frames`), items left without a label, an image resized to the instance's size, a family
 that gave something undrawable.
 
 The file type follows the name: ``.png`` is PNG, ``.jpg``/``.jpeg`` JPEG;
@@ -40,9 +40,9 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._extraction_view import item_name, plain, show_number
-from trace_tasks.cli._frames import PlacedItem, frame_notes
-from trace_tasks.cli._layout import LABEL_GAP, MAX_LABELS, POINT_RADIUS, Layout, Rect, label_quota
+from trace_tasks.cli._views.explanation import item_name, plain, show_number
+from trace_tasks.cli._views.frames import PlacedItem, frame_notes
+from trace_tasks.cli._views.layout import LABEL_GAP, MAX_LABELS, POINT_RADIUS, Layout, Rect, label_quota
 from trace_tasks.errors import OptionError
 from trace_tasks.plugins import (
     DRAWABLES,
@@ -276,7 +276,7 @@ def explanation_notes(
 ) -> list[str]:
     """The outside-the-frame notes of an explanation (needs no Pillow): for the text report of ``explain``.
 
-    ``hint`` as in :func:`~trace_tasks.cli._frames.frame_notes`.
+    ``hint`` as in :func:`~trace_tasks.cli._views.frames.frame_notes`.
     """
     targets, predictions, _ = figures(explanation, draw_item, owner=owner, metric="")
     return [full for _, full in frame_notes([f.placed() for f in targets + predictions], size, hint)]

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from trace_tasks.cli._failure_kinds import (
+from trace_tasks.runs._failure_kinds import (
     NO_JSON,
     NO_JSON_MEANING,
     NOT_AN_OBJECT,
@@ -27,8 +27,8 @@ from trace_tasks.cli._failure_kinds import (
     final_block_not_an_object,
     no_json,
 )
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._summary import group_name
+from trace_tasks.runs._jsonl import Line
+from trace_tasks.runs._summary import group_name
 from trace_tasks.scoring import RECOVERY_MODES
 
 #: The reward components shown per type (key, title).

@@ -1,0 +1,1 @@
+"""Scoring files of rows with any engine (in-process, a process pool, Ray): the room between ``integrations`` and ``cli``."""
