@@ -156,7 +156,7 @@ def test_sigterm_is_answered_like_ctrl_c(monkeypatch: pytest.MonkeyPatch, capsys
         assert callable(handler)
         handler(signal.SIGTERM, None)
 
-    monkeypatch.setattr(cli, "check_distinct_files", terminate)
+    monkeypatch.setattr(cli, "check_file_arguments", terminate)
     assert main(["plugins"]) == 143 == EXIT_TERMINATED
     assert capsys.readouterr().err == "trace-tasks plugins: terminated\n"
     assert seen and seen[0] is not before

@@ -41,11 +41,19 @@ from typing import IO, Any
 
 import attrs
 
-from trace_tasks.cli._options import add_scoring_options, scoring_options
+from trace_tasks.cli._options import FileRoles, add_scoring_options, scoring_options
 from trace_tasks.data import CompiledInstance, InstanceError, compile_instance
-from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from trace_tasks.runs._jsonl import dumps, open_source, read_lines
-from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
+from trace_tasks.runs import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    REPLACED_WHEN_DONE,
+    STDIO,
+    dumps,
+    open_outputs,
+    open_source,
+    read_lines,
+)
 from trace_tasks.scoring import answer_target
 
 MAJORITY = "majority-answer"

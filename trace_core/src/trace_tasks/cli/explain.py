@@ -61,7 +61,7 @@ from trace_tasks.cli._views.frames import readings_hint
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
-from trace_tasks.runs._jsonl import dumps, open_binary, read_lines
+from trace_tasks.runs import dumps, open_binary, read_lines
 from trace_tasks.scoring import LENIENT, UNPARSED, ScoringOptions, Trail, canonical_text, options_from, required_keys
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2

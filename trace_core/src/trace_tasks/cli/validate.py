@@ -30,9 +30,7 @@ from trace_tasks.cli._views.explanation import escape_surrogates
 from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
-from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, InputFailed
-from trace_tasks.runs._jsonl import dumps, open_binary, read_lines
-from trace_tasks.runs._output import STDIO
+from trace_tasks.runs import EXIT_FAILED, EXIT_OK, STDIO, InputFailed, dumps, open_binary, read_lines
 
 EXIT_PROBLEMS = EXIT_FAILED
 

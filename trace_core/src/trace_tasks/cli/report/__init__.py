@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trace_tasks.cli._options import int_at_least
+from trace_tasks.cli._options import FileRoles, int_at_least
 from trace_tasks.cli._views import drawing as _drawing
 from trace_tasks.cli._views.breakdown import reward_breakdown
 from trace_tasks.cli.report._data import (
@@ -54,10 +54,17 @@ from trace_tasks.cli.report._data import (
 from trace_tasks.cli.report._html import Case, Report, page
 from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
-from trace_tasks.runs import _data_warnings
-from trace_tasks.runs._errors import UsageError, describe
-from trace_tasks.runs._jsonl import open_binary, read_lines
-from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
+from trace_tasks.runs import (
+    REPLACED_WHEN_DONE,
+    STDIO,
+    UsageError,
+    counts_text,
+    describe,
+    file_warnings,
+    open_binary,
+    open_outputs,
+    read_lines,
+)
 from trace_tasks.scoring import options_from
 
 EXIT_OK = 0
@@ -277,13 +284,13 @@ def baseline_warning(now: Row | None, before: Row | None) -> str:
 
 def data_warnings(path: str) -> str:
     """The warnings of the instances file by rule (the rules of ``trace-tasks validate``), for the run summary."""
-    counts, lines = _data_warnings.file_warnings(path)
+    counts, lines = file_warnings(path)
     checked = f"{lines:,} instance line{'s' * (lines != 1)}"
     if not counts:
         return f"none in {checked}"
     total = sum(counts.values())
     return (
-        f"{total:,} in {checked}: {_data_warnings.counts_text(counts)} (warnings, not problems: the scores are as the "
+        f"{total:,} in {checked}: {counts_text(counts)} (warnings, not problems: the scores are as the "
         f"data says; 'trace-tasks validate {path}' lists each)"
     )
 

@@ -19,10 +19,16 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.runs._jsonl import open_binary, read_lines
-from trace_tasks.runs._metrics import METRICS_KEY, score_compiled_with_metrics
-from trace_tasks.runs._rows import InstanceIndex, combined_slots, joined_slots
-from trace_tasks.runs._summary import Summary
+from trace_tasks.runs import (
+    METRICS_KEY,
+    InstanceIndex,
+    Summary,
+    combined_slots,
+    joined_slots,
+    open_binary,
+    read_lines,
+    score_compiled_with_metrics,
+)
 from trace_tasks.scoring import options_from
 
 
