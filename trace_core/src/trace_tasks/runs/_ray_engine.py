@@ -48,11 +48,10 @@ from trace_tasks.errors import ClusterMismatchError, RayJobError
 from trace_tasks.runs._engine import EngineError, score_compiled
 from trace_tasks.runs._errors import InputFailed, UsageError
 from trace_tasks.runs._jsonl import BOM, Line, dumps, open_source, parse_line
-from trace_tasks.runs._output import STDIO, guard
-from trace_tasks.runs._plan import Job, Plan, Scored
+from trace_tasks.runs._output import guard
+from trace_tasks.runs._plan import Job
 from trace_tasks.runs._rows import combined_slots, output_record
-from trace_tasks.runs._settings import RunSettings
-from trace_tasks.runs._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema, remove_stale_temporaries
+from trace_tasks.runs._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema
 from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
@@ -482,43 +481,7 @@ def actor_pool(ray: Any, workers: int) -> Any:
     return ray.data.ActorPoolStrategy(min_size=1, max_size=workers, initial_size=min(workers, fits))
 
 
-def check_plan(plan: Plan, settings: RunSettings) -> None:
-    """Refuse standard input: Ray reads its inputs on the cluster."""
-    if any(job.shard is None for job in plan.jobs) or (settings.responses is not None and plan.instances is None):
-        raise UsageError("--engine ray reads its inputs on the cluster: give a file, a directory or a glob, not '-'")
-
-
-def run(plan: Plan, settings: RunSettings, summary: Summary) -> Scored:
-    """Run the plan on Ray into ``summary``; the run's skeleton (:func:`trace_tasks.runs.score_files`) does the rest."""
-    options = settings.options
-    metrics = settings.wants_metrics
-    to_stdout = any(job.output == STDIO for job in plan.jobs)
-    instance_problems: list[str] = []
-    with scores_stream(to_stdout) as stdout:
-        if plan.jobs:
-            try:
-                workers_asked = settings.workers if settings.address is None else None
-                with ray_session(settings.address, workers_asked, settings.quiet) as ray:
-                    from trace_tasks.integrations.ray_cluster import check_cluster, fingerprint
-
-                    check_cluster()
-                    workers = actor_count(ray, settings.workers)
-                    expected = fingerprint()
-                    if settings.responses is not None:
-                        from trace_tasks.runs import _ray_joined
-
-                        assert plan.instances is not None
-                        source = plan.instances[0].path if len(plan.instances) == 1 else settings.input
-                        instance_problems = _ray_joined.run(plan, source, options, workers, expected, summary, stdout, metrics)
-                    else:
-                        _run_combined(ray, plan.jobs, options, workers, expected, summary, stdout, metrics)
-            finally:
-                # After Ray stopped: a merge a worker had under way when the run was stopped left its temporary file.
-                remove_stale_temporaries([job.output for job in plan.jobs if job.output != STDIO])
-    return Scored(instance_problems)
-
-
-def _run_combined(
+def run_combined(
     ray: Any,
     jobs: tuple[Job, ...],
     options: Mapping[str, Any],

@@ -2,7 +2,7 @@
 
 The skeleton checks the settings, plans the jobs, hands them to the engine
 (:mod:`trace_tasks.runs._local` in-process or in a pool,
-:mod:`trace_tasks.runs._ray_engine` on Ray) and then, once for every engine,
+:mod:`trace_tasks.runs._ray` on Ray) and then, once for every engine,
 prints the summary table, writes ``summary`` and decides the exit status.
 """
 
@@ -46,17 +46,17 @@ def score_files(settings: RunSettings) -> RunResult:
             "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
         )
     if settings.engine == "ray":
-        from trace_tasks.runs import _ray_engine
+        from trace_tasks.runs import _ray
 
-        _ray_engine.check_plan(plan, settings)
+        _ray.check_plan(plan, settings)
     report_resumed(plan, settings.quiet)
     summary = Summary()
     summary.group_by = settings.group_by
     with open_outputs(settings.summary) as (summary_out,):
         if settings.engine == "ray":
-            from trace_tasks.runs import _ray_engine
+            from trace_tasks.runs import _ray
 
-            scored = _ray_engine.run(plan, settings, summary)
+            scored = _ray.run(plan, settings, summary)
         else:
             scored = _local.run(plan, settings, summary)
         warnings = scored.warnings
@@ -99,10 +99,10 @@ def _check(settings: RunSettings) -> None:
             "--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl"
         )
     if settings.engine == "ray":
-        from trace_tasks.runs import _ray_engine
+        from trace_tasks.runs import _ray
 
         try:
-            _ray_engine.check_available()
+            _ray.check_available()
         except EngineError as exc:
             raise UsageError(str(exc)) from None
 
