@@ -13,12 +13,19 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.scoring import OPTION_DEFAULTS
+
 #: The engines a run can use: in-process (or a process pool with ``workers`` > 1), or a Ray Data pipeline.
 ENGINES = ("local", "ray")
 
 
 def _columns(values: Any) -> tuple[str, ...]:
     return (values,) if isinstance(values, str) else tuple(values)
+
+
+def _with_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every scorer option, in the order the summary echoes them: the given ones over the defaults."""
+    return {**OPTION_DEFAULTS, **given}
 
 
 def _engine(instance: Any, attribute: Any, value: str) -> None:
@@ -44,8 +51,8 @@ class RunSettings:
     :param summary: also write the summary as JSON to this file (``"-"``: standard output), or ``None``.
     :param metrics: with ``summary``, compute the field metrics (a trail per response costs time).
     :param quiet: no progress bar and no summary table on standard error.
-    :param options: the scorer options as :func:`trace_tasks.score_trace_response` names them (echoed in
-        the summary as given; validated when the run starts).
+    :param options: the scorer options as :func:`trace_tasks.score_trace_response` names them; the
+        defaults fill the rest (the summary echoes all of them as given; they are validated when the run starts).
     """
 
     input: str
@@ -60,7 +67,7 @@ class RunSettings:
     summary: str | None = None
     metrics: bool = True
     quiet: bool = False
-    options: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, hash=False)
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_with_defaults, hash=False)
 
     @property
     def columns(self) -> tuple[str, ...]:
