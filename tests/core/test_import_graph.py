@@ -1,28 +1,23 @@
-"""The import graph of ``trace_tasks``, built statically with ``ast``: no circle, and no arrow up the room order.
+"""The import graph of ``trace_tasks``, built statically with ``ast``: no circle, and no command importing another.
 
 Every import counts, a function-level one too: an import inside a function
 runs later, but a circle it closes is still a circle (a module that can only
 be imported after another has finished loading). ``from package import name``
 is an arrow to ``package.name`` when that is a module, else to ``package``.
-A room imports only rooms before it in :data:`ROOM_ORDER` (and the package
-root's leaf modules); ``docs/architecture.md`` lists the rooms in this order.
+That no room imports a room after it in docs/architecture.md's order is
+``tests/docs/test_architecture.py``; that rooms meet only at their doors,
+``tests/core/test_rooms.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
-from .test_rooms import LIBRARY, REPO, ROOMS, UNCHECKED, is_module
-
-#: The rooms, lowest first: a module may import its own room and rooms before it, never one after it.
-ROOM_ORDER = ("reading", "plugins", "scoring", "family", "core", "data", "integrations", "runs", "cli")
-#: Modules of the package root every room may import: they import no room at load time.
-ROOT_LEAVES = frozenset({"trace_tasks.errors", "trace_tasks.limits", "trace_tasks._build"})
+from .test_rooms import LIBRARY, UNCHECKED, is_module
 
 Graph = dict[str, set[str]]
 
@@ -105,26 +100,6 @@ def circles(edges: Mapping[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def room_of(module: str) -> str | None:
-    parts = module.split(".")
-    return parts[1] if len(parts) >= 2 and parts[1] in ROOM_ORDER else None
-
-
-def upward(edges: Mapping[str, set[str]]) -> list[str]:
-    """Arrows from a room to a room after it, or from a root leaf to any room."""
-    found = []
-    for importer, imported in sorted(edges.items()):
-        for target in sorted(imported):
-            source_room, target_room = room_of(importer), room_of(target)
-            if target_room is None:
-                continue
-            if importer in ROOT_LEAVES or (
-                source_room is not None and ROOM_ORDER.index(target_room) > ROOM_ORDER.index(source_room)
-            ):
-                found.append(f"{importer} ({source_room or 'root'}) imports {target} ({target_room})")
-    return found
-
-
 LIBRARY_GRAPH = graph(LIBRARY)
 
 
@@ -138,7 +113,6 @@ def test_a_circle_through_a_function_level_import_is_found() -> None:
     }
     edges = {name: arrows(text, name) for name, text in sources.items()}
     assert circles(edges) == [["trace_tasks.cli.score", "trace_tasks.runs._engine"]]
-    assert upward(edges) == ["trace_tasks.runs._engine (runs) imports trace_tasks.cli.score (cli)"]
 
 
 def test_a_line_of_imports_is_no_circle() -> None:
@@ -154,24 +128,8 @@ def test_the_scan_sees_function_level_imports() -> None:
 # --- the library ---------------------------------------------------------------------------------------
 
 
-def test_the_room_order_names_every_room() -> None:
-    assert set(ROOM_ORDER) >= ROOMS
-    for room in ROOM_ORDER:
-        assert is_module(f"trace_tasks.{room}"), room
-
-
 def test_the_library_has_no_import_circle() -> None:
     assert circles(LIBRARY_GRAPH) == []
-
-
-def test_no_room_imports_a_room_after_it() -> None:
-    assert upward(LIBRARY_GRAPH) == []
-
-
-def test_architecture_lists_the_rooms_in_this_order() -> None:
-    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    listed = re.findall(r"^\| `(\w+)/` \|", text, flags=re.MULTILINE)
-    assert [room for room in listed if room in ROOM_ORDER] == list(ROOM_ORDER)
 
 
 @pytest.mark.parametrize("command", ["score", "validate", "audit", "explain", "report", "schema", "plugins", "serve"])

@@ -16,7 +16,7 @@
   reports with their exit codes instead of a traceback.
 
 Which arguments of a command name files is the command line's business
-(:func:`trace_tasks.cli._options.file_arguments`).
+(:func:`trace_tasks.cli._options.check_file_arguments`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``trace-tasks score --engine ray``: the run's jobs as a Ray Data pipeline, on a local Ray or a cluster.
 
-The driver (this process) plans the jobs (:class:`trace_tasks.cli.score.Plan`), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
+The driver (this process) plans the jobs (:class:`trace_tasks.runs._plan.Plan`), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
 and starts the pipeline; it never reads, parses or writes a row:
 
 1. **read** (:class:`ShardSource`): one read task per input shard streams it

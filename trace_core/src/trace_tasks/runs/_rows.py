@@ -8,7 +8,7 @@ Two layouts:
   responses may share one instance.
 
 Every instance is validated and compiled through an
-:class:`~trace_tasks.instances.InstanceCache` (each distinct content once). A
+:class:`~trace_tasks.data.InstanceCache` (each distinct content once). A
 line that cannot be scored (an invalid instance among them, with all its
 problems) becomes a slot with an ``error`` naming the line number and the
 problem, so no line is ever lost.
