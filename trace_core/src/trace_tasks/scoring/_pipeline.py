@@ -203,7 +203,7 @@ def prepare_target(
     name = annotation_gt["type"].strip()
     entry = registry.annotation_types.get(name)
     if entry is None:
-        missing = registry.missing_family(name) if opts.mode != ANSWER else None
+        missing = registry.missing_family(name) if opts.trace_reward_mode != ANSWER else None
         if missing is not None:
             raise missing
         target.problem = f"no installed family owns annotation type {name!r}"
@@ -281,15 +281,15 @@ class Trail:
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
-    keys = required_keys(opts.mode)
+    keys = required_keys(opts.trace_reward_mode)
     lean = _LEAN
     # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
     # literal, so no budget needs to be in force; anything else takes the general step under the budget.
-    tried = lean and opts.recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
+    tried = lean and opts.trace_recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
     ext = plain_final_object(text, keys) if tried else None
     if ext is None:
         with literal_budget(literal_left):
-            ext = extract(text, keys, opts.recovery, opts.answer_tag, plain_tried=tried)
+            ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
     predicted = ext.answer(text)
     prepared = target.answer
     kind = type(predicted)
