@@ -19,7 +19,7 @@ import pytest
 import trace_tasks
 from trace_tasks import CompiledInstance, OptionError, ScoringOptions, compile_instance, score_trace_batch, score_trace_response
 from trace_tasks.cli._options import add_scoring_options, scoring_options
-from trace_tasks.cli._report_data import Row, run_options
+from trace_tasks.cli.report._data import Row, run_options
 from trace_tasks.data import SCORE_KEYWORDS
 from trace_tasks.integrations._common import SCORER_OPTIONS, scorer_options
 from trace_tasks.scoring import NUMBER, OPT_IN_KEYS, OPTION_KEYS, OPTIONS, SWITCH, options_from

@@ -24,7 +24,7 @@ from trace_tasks import (
     resolve_reward_contract,
     score_trace_response,
 )
-from trace_tasks.cli import audit
+from trace_tasks.cli._views import audit
 from trace_tasks.family import ImageBlind, check_family, coordinates
 from trace_tasks.scoring import _pipeline
 

@@ -18,10 +18,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.cli._jsonl import open_binary, read_lines
+from trace_tasks.runs import EXIT_OK, EXIT_USAGE, open_binary, read_lines
 from trace_tasks.scoring import format_instructions, response_json_schema
-
-EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def register(subparsers: Any) -> None:

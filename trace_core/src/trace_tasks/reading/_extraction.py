@@ -150,7 +150,7 @@ class _Parser:
 
     def _parse(self, text: str) -> tuple[Any, bool]:
         # The one place extraction decodes. ``load_json`` checks the nesting depth
-        # (``literals.json_nesting_ok``) before the recursive decoder runs: another
+        # (``trace_tasks.reading._literals.json_nesting_ok``) before the recursive decoder runs: another
         # decoder used here must keep that check in front of it.
         value, ok = load_json(text)
         if ok:
