@@ -94,3 +94,10 @@ MAX_TARGET_ASSIGNMENT_CELLS = 4_000_000
 #: to 562 items (562^2 x 633 units; 562 near-identical points against it took 48 ms
 #: at load 3.6, 0.15 s at load 4.9).
 MAX_TARGET_ASSIGNMENT_WORK = 200_000_000
+
+#: Paired differences kept per cell (type, group, reward column) for a baseline's bootstrap interval
+#: (``report --baseline``): a seeded reservoir; the mean and standard error use every difference.
+MAX_BOOTSTRAP_DIFFERENCES = 5_000
+
+#: Distinct predicted answers kept per GRPO group for ``majority@k``; a group with more has no comparable answers.
+MAX_GROUP_ANSWERS = 256

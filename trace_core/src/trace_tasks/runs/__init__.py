@@ -44,14 +44,17 @@ from trace_tasks.runs._failure_kinds import (
     no_json,
 )
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
-from trace_tasks.runs._metrics import METRICS_KEY, score_compiled_with_metrics
+from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY, score_compiled_with_metrics
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
 from trace_tasks.runs._rows import InstanceIndex, combined_slots, joined_slots
 from trace_tasks.runs._run import score_files
 from trace_tasks.runs._settings import ENGINES, RunResult, RunSettings
+from trace_tasks.runs._stats import GroupStats, Moments, PairedDiffs
 from trace_tasks.runs._summary import Summary, group_name
 
 __all__ = [
+    # rows, their scores and the summary (a row's predicted answer rides under this key)
+    "ANSWER_KEY",
     # the run
     "ENGINES",
     # how a run (or a command) ends: exit statuses and the events behind them
@@ -73,11 +76,14 @@ __all__ = [
     "STDIO",
     "CannotOpen",
     "EngineError",
+    "GroupStats",
     "InputFailed",
     "InstanceIndex",
     "Line",
+    "Moments",
     "OutputClosed",
     "OutputFailed",
+    "PairedDiffs",
     "RunResult",
     "RunSettings",
     "Summary",

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.runs import (
+    ANSWER_KEY,
     METRICS_KEY,
     InstanceIndex,
     Summary,
@@ -68,10 +69,11 @@ def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], sum
         overall, options = found
         result = score_compiled_with_metrics(slot, options_from(dict(options)))
         values = result.pop(METRICS_KEY, None)
+        answer = result.pop(ANSWER_KEY, None)
         if values is None:
             continue
         rescored += 1
         disagreeing += result.get("overall") != overall
         summary.add_scores(slot.annotation_type, result)
-        summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
+        summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values, result, answer)
     return disagreeing, rescored
