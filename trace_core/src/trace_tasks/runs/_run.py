@@ -15,6 +15,7 @@ from typing import IO, Any
 from trace_tasks.runs import _data_warnings, _local
 from trace_tasks.runs._engine import EngineError
 from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, UsageError
+from trace_tasks.runs._failure_hints import failure_note
 from trace_tasks.runs._jsonl import dumps
 from trace_tasks.runs._output import STDIO, open_outputs
 from trace_tasks.runs._plan import Plan, make_plan, output_format, report_resumed
@@ -65,12 +66,13 @@ def score_files(settings: RunSettings) -> RunResult:
                 warnings.finish()
                 _data_warnings.report(warnings, "line", settings.input, settings.quiet)
             print(summary.table(), file=sys.stderr)
+        missing = _report_columns(summary, settings)
         if warnings is not None:
             warnings.finish()
         counts = None if warnings is None else warnings.counts
         if summary_out is not None:
             write_summary(summary_out, summary, scored.instance_problems, settings.options, plan, counts)
-    status = EXIT_FAILED if summary.errors or scored.instance_problems else EXIT_OK
+    status = EXIT_FAILED if summary.errors or scored.instance_problems or missing else EXIT_OK
     return RunResult(
         exit_status=status,
         summary=summary.to_dict(),
@@ -81,6 +83,42 @@ def score_files(settings: RunSettings) -> RunResult:
         outputs=tuple(job.output for job in plan.jobs),
         skipped=plan.skipped,
     )
+
+
+def _report_columns(summary: Summary, settings: RunSettings) -> list[str]:
+    """On stderr (even with ``quiet``: they are findings, not progress): the ignored columns, the kept
+    columns found on no line, and, when most lines failed, the most common error and its likely fix.
+
+    Returns the kept columns found on no line (an error of the run: exit status 1).
+    """
+    ignored = sorted(summary.ignored_columns)
+    if ignored:
+        names = ", ".join(_printable(name) for name in ignored)
+        print(
+            f"warning: ignored {len(ignored)} input column{'s' if len(ignored) > 1 else ''} that "
+            f"{'are' if len(ignored) > 1 else 'is'} no instance field: {names} "
+            f"(carry {'them' if len(ignored) > 1 else 'it'} to the output rows with --keep "
+            f"{','.join(_printable(name) for name in ignored)})",
+            file=sys.stderr,
+        )
+    missing = [column for column in settings.columns if column not in summary.found_columns] if summary.lines else []
+    for column in missing:
+        flag = "--group-by" if column == settings.group_by else "--keep"
+        where = "its instance" if settings.responses is not None else "the instance it holds"
+        print(
+            f"error: {flag} {_printable(column)}: found on no line nor {where} (a column name, or a dotted path "
+            f"such as metadata.task); its value is null in every output row",
+            file=sys.stderr,
+        )
+    note = failure_note(summary.error_kinds, summary.lines, summary.errors, settings.responses is not None)
+    if note is not None:
+        print(note, file=sys.stderr)
+    return missing
+
+
+def _printable(name: str) -> str:
+    """A column name as text any stream can write (a lone surrogate as its escape)."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _check(settings: RunSettings) -> None:

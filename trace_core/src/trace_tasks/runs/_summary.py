@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks.runs._failure_hints import ErrorKinds
 from trace_tasks.runs._failure_kinds import NO_JSON, no_json
 from trace_tasks.runs._stats import GroupStats, Moments, OpenGroup
 
@@ -130,6 +131,12 @@ class Summary:
         #: ``score --group-by COLUMN``: the column, and the totals of each of its values (one entry per distinct value).
         self.group_by: str | None = None
         self.by_group: dict[str, _Totals] = {}
+        #: The kept columns (``--keep``, ``--group-by``) some row or its instance has (one found on none is an error).
+        self.found_columns: set[str] = set()
+        #: Columns of combined lines that are no instance field and were not kept: ignored (one warning names them).
+        self.ignored_columns: set[str] = set()
+        #: The failed lines by kind of error (the most common is named when most lines fail).
+        self.error_kinds = ErrorKinds()
         #: The statistics of closed groups (an id's consecutive rows, at least 2): per annotation type, and of all.
         self.group_stats: dict[str, GroupStats] = {}
         self.group_all = GroupStats()
@@ -191,9 +198,10 @@ class Summary:
         """A scored row under its value of the ``group_by`` column (after :meth:`add_scores`)."""
         self.by_group.setdefault(group_name(value), _Totals()).add(scores)
 
-    def add_error(self) -> None:
+    def add_error(self, message: str = "") -> None:
         self.lines += 1
         self.errors += 1
+        self.error_kinds.add(message)
 
     def merge(self, other: Summary) -> None:
         """Add another run's totals (a Ray block's, a worker's): sums add, so the means stay exact."""
@@ -203,6 +211,9 @@ class Summary:
         for name, totals in other.by_type.items():
             self.by_type.setdefault(name, _Totals()).merge(totals)
         self.group_by = self.group_by or other.group_by
+        self.found_columns |= other.found_columns
+        self.ignored_columns |= other.ignored_columns
+        self.error_kinds.merge(other.error_kinds)
         for name, totals in other.by_group.items():
             self.by_group.setdefault(name, _Totals()).merge(totals)
         # Each side's open group is closed: a group split between two merged parts counts as two.
@@ -233,6 +244,8 @@ class Summary:
             "overall": overall,
             "by_annotation_type": by_type,
         }
+        if self.ignored_columns:
+            data["ignored_columns"] = sorted(self.ignored_columns)
         if self.group_by is not None:
             data["group_by"] = self.group_by
             data["by_group"] = {name: self.by_group[name].to_dict() for name in sorted(self.by_group)}
