@@ -35,6 +35,7 @@ from typing import IO, Any, cast
 
 import attrs
 
+from trace_tasks.cli._durable import sync_directory
 from trace_tasks.cli._errors import OutputClosed, OutputFailed, UsageError, describe
 
 STDIO = "-"
@@ -311,6 +312,7 @@ class _AtomicFile:
             if self.temporary is not None:
                 os.replace(self.temporary, self.target)
                 self.temporary = None
+                sync_directory(os.path.dirname(self.target))  # and the rename too
         except OSError as exc:
             raise OutputFailed(self.path, exc) from exc
 

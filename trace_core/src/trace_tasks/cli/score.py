@@ -34,12 +34,14 @@ from typing import IO, Any
 import attrs
 
 from trace_tasks.cli import _data_warnings
+from trace_tasks.cli._durable import lock_output
 from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chunks, worker_pool
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
 from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
 from trace_tasks.cli._progress import make_progress
+from trace_tasks.cli._resume_check import output_problem
 from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
 from trace_tasks.cli._shards import (
     JSONL,
@@ -198,20 +200,25 @@ def run(args: argparse.Namespace) -> int:
             _ray_engine.check_available()
         except EngineError as exc:
             return _fail(str(exc))
-    plan = make_plan(args)
-    if keep and any(job.format == PARQUET for job in plan.jobs):
-        return _fail(
-            "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
-        )
-    if args.engine == "ray":
-        from trace_tasks.cli import _ray_engine
+    with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
+        plan = make_plan(args, held)
+        if keep and any(job.format == PARQUET for job in plan.jobs):
+            return _fail(
+                "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
+            )
+        if args.engine == "ray":
+            from trace_tasks.cli import _ray_engine
 
-        return _ray_engine.score(plan, args, options)
-    return _score(plan, args, options)
+            return _ray_engine.score(plan, args, options)
+        return _score(plan, args, options)
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
-    """The run's jobs: one per input shard (sharded), or the one input and its output; a bad layout is a :class:`UsageError`."""
+def make_plan(args: argparse.Namespace, held: contextlib.ExitStack | None = None) -> Plan:
+    """The run's jobs: one per input shard (sharded), or the one input and its output; a bad layout is a :class:`UsageError`.
+
+    ``held``: the outputs are locked into it (:func:`~trace_tasks.cli._durable.lock_output`) before
+    anything beside them is touched; another run holding them raises :class:`OutputLocked`.
+    """
     source = args.input if args.responses is None else args.responses
     instances = None
     if args.responses is not None:
@@ -226,14 +233,18 @@ def make_plan(args: argparse.Namespace) -> Plan:
         job = Job(shards[0], args.output or STDIO, _output_format(args.output))
         if instances is not None and job.output != STDIO:
             check_not_instances(job.output, instances)
-        return _resumed(Plan((job,), False, instances), args.resume)
+        if held is not None and job.output != STDIO:
+            held.enter_context(lock_output(job.output))
+        return _resumed(Plan((job,), False, instances), args.resume, args.quiet)
     if args.output in (None, STDIO):
         raise UsageError(f"{source} names {len(shards)} shard(s), written one output each: give -o DIR")
     _check_output_directory(args)
     outputs = plan_outputs(shards, args.output, instances or ())
     prepare_directory(args.output)
+    if held is not None:
+        held.enter_context(lock_output(args.output, directory=True))
     jobs = tuple(Job(shard, output, shard.format) for shard, output in zip(shards, outputs, strict=True))
-    return _resumed(Plan(jobs, True, instances), args.resume)
+    return _resumed(Plan(jobs, True, instances), args.resume, args.quiet)
 
 
 def _check_output_directory(args: argparse.Namespace) -> None:
@@ -253,15 +264,29 @@ def _output_format(output: str | None) -> str:
     return PARQUET if output is not None and output.lower().endswith(".parquet") else JSONL
 
 
-def _resumed(plan: Plan, resume: bool) -> Plan:
-    """The plan without the jobs whose output is complete (``--resume``); a killed run's temporaries are removed."""
+def _resumed(plan: Plan, resume: bool, quiet: bool = False) -> Plan:
+    """The plan without the jobs whose output is complete (``--resume``); a killed run's temporaries are removed.
+
+    An existing output is complete when it reads to its end with one row per input row
+    (:func:`~trace_tasks.cli._resume_check.output_problem`); one that is not is redone, with a line saying why.
+    """
     files = [job.output for job in plan.jobs if job.output != STDIO]
     remove_stale_temporaries(files)
     if not resume:
         return plan
-    left = tuple(job for job in plan.jobs if job.output == STDIO or not os.path.exists(job.output))
+    left = tuple(job for job in plan.jobs if job.output == STDIO or not _complete(job, quiet))
     skipped = tuple(job.output for job in plan.jobs if job not in left)
     return attrs.evolve(plan, jobs=left, skipped=skipped)
+
+
+def _complete(job: Job, quiet: bool) -> bool:
+    """True when ``job``'s output exists and is whole (``--resume`` skips it); an incomplete one is said to be redone."""
+    if not os.path.exists(job.output):
+        return False
+    problem = None if job.shard is None else output_problem(job.output, job.format, job.shard)
+    if problem is not None and not quiet:
+        print(f"trace-tasks score: resume: {job.output} {problem}: scored again", file=sys.stderr)
+    return problem is None
 
 
 def report_resumed(plan: Plan, quiet: bool) -> None:
