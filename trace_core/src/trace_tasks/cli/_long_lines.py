@@ -44,7 +44,12 @@ def line_limit() -> int:
 def bounded_lines(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes | TooLong]:
     """Each physical line of ``fh`` (with its terminator), or a :class:`TooLong` for one past ``limit`` bytes."""
     limit = line_limit() if limit is None else limit
-    readline = fh.readline
+    readline = getattr(fh, "readline", None)
+    if readline is None:  # lines already in memory (an iterable of bytes): only their parsing is spared
+        for raw in fh:
+            content = len(raw) - raw.endswith(b"\n")
+            yield raw if content <= limit else TooLong(content, limit)
+        return
     while True:
         raw = readline(limit + 1)
         if not raw:

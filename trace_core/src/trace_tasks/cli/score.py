@@ -226,6 +226,8 @@ def make_plan(args: argparse.Namespace, held: contextlib.ExitStack | None = None
     if source == STDIO:
         if names_directory(args.output):
             raise UsageError("standard input is one shard: give -o FILE, not a directory")
+        if held is not None and args.output not in (None, STDIO):
+            held.enter_context(lock_output(args.output))
         return Plan((Job(None, args.output or STDIO, _output_format(args.output)),), False, instances)
     sharded = is_sharded_input(source) or names_directory(args.output)
     shards = find_shards(source)
