@@ -226,3 +226,13 @@ def test_a_second_run_on_the_same_output_directory_is_refused(tmp_path: Path) ->
     assert not (out / DIRECTORY_LOCK).exists()
     _ok(run_cli("score", str(folder), "-o", str(out), "-q"))  # once the first is done, the next run goes on
     assert sorted(os.listdir(out)) == ["a.jsonl", "b.jsonl.gz"]
+
+
+@pytest.mark.parametrize("output", ["/dev/null", "/dev/stdout"])
+def test_a_device_or_stream_output_is_not_locked(output: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_lock(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a lock file beside {output} was asked for")
+
+    monkeypatch.setattr("trace_tasks.cli.score.lock_output", no_lock)  # nothing is made under /dev
+    proc = run_cli("score", str(COMBINED), "-o", output, "-q")
+    assert proc.returncode == 0, proc.stderr.decode()

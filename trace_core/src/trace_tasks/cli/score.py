@@ -39,7 +39,7 @@ from trace_tasks.cli._engine import ENGINES, EngineError, chunk_size, score_chun
 from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
 from trace_tasks.cli._options import add_scoring_options, int_at_least, scoring_options
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, open_outputs
+from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, guard, names_a_stream, open_outputs
 from trace_tasks.cli._progress import make_progress
 from trace_tasks.cli._resume_check import output_problem
 from trace_tasks.cli._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
@@ -226,7 +226,7 @@ def make_plan(args: argparse.Namespace, held: contextlib.ExitStack | None = None
     if source == STDIO:
         if names_directory(args.output):
             raise UsageError("standard input is one shard: give -o FILE, not a directory")
-        if held is not None and args.output not in (None, STDIO):
+        if held is not None and _lockable(args.output):
             held.enter_context(lock_output(args.output))
         return Plan((Job(None, args.output or STDIO, _output_format(args.output)),), False, instances)
     sharded = is_sharded_input(source) or names_directory(args.output)
@@ -235,7 +235,7 @@ def make_plan(args: argparse.Namespace, held: contextlib.ExitStack | None = None
         job = Job(shards[0], args.output or STDIO, _output_format(args.output))
         if instances is not None and job.output != STDIO:
             check_not_instances(job.output, instances)
-        if held is not None and job.output != STDIO:
+        if held is not None and _lockable(job.output):
             held.enter_context(lock_output(job.output))
         return _resumed(Plan((job,), False, instances), args.resume, args.quiet)
     if args.output in (None, STDIO):
@@ -247,6 +247,13 @@ def make_plan(args: argparse.Namespace, held: contextlib.ExitStack | None = None
         held.enter_context(lock_output(args.output, directory=True))
     jobs = tuple(Job(shard, output, shard.format) for shard, output in zip(shards, outputs, strict=True))
     return _resumed(Plan(jobs, True, instances), args.resume, args.quiet)
+
+
+def _lockable(output: str | None) -> bool:
+    """True for an output file that a run locks: not standard output, a device, a pipe or a stream's name (``/dev/stdout``)."""
+    if output is None or output == STDIO or names_a_stream(output):
+        return False
+    return not os.path.exists(output) or os.path.isfile(output)
 
 
 def _check_output_directory(args: argparse.Namespace) -> None:
