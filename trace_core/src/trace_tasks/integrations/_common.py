@@ -59,7 +59,7 @@ import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
-from trace_tasks.errors import OptionError, RecordError, TraceTasksError
+from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import OPTION_DEFAULTS, options_from
 
@@ -311,6 +311,32 @@ def score_row(
     compiled, inputs = compile_ground_truth(ground_truth, where=where)
     text = response if isinstance(response, str) else ""
     return compiled.score(text, **inputs, **row_options(options, extra_info))
+
+
+def response_text(response: Any, *, where: str, name: str = "the response") -> str:
+    """``response`` when it is text; :class:`~trace_tasks.errors.ResponseTypeError` naming ``where`` otherwise.
+
+    A trainer hands over the decoded text; a list, ``None`` or bytes is the
+    trainer's or the caller's mistake (a wrong column, an undecoded batch), and
+    scoring it as the empty response would hide that behind a reward of 0.
+    """
+    if isinstance(response, str):
+        return response
+    raise ResponseTypeError(f"{where}: {name} must be the decoded response text (a str), got {type(response).__name__}")
+
+
+def score_checked(
+    compiled: CompiledInstance, inputs: Mapping[str, Any], response: Any, options: Mapping[str, Any], *, where: str
+) -> dict[str, float]:
+    """``compiled.score`` of one row, its caller-side mistakes named: a response that is not text
+    (:class:`~trace_tasks.errors.ResponseTypeError`) or a bad option of the row (``extra_info``, a
+    dataset column: :class:`~trace_tasks.errors.OptionError`), each with ``where`` in the message."""
+    text = response_text(response, where=where)
+    try:
+        return compiled.score(text, **inputs, **options)
+    except OptionError as exc:
+        # The adapter's own options were checked when it was built: what fails here is the row's.
+        raise OptionError(f"{where}: a scorer option of this row (extra_info, a dataset column): {exc}") from exc
 
 
 def scoring_kwargs(
