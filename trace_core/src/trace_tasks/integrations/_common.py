@@ -60,6 +60,7 @@ import numpy as np
 from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
 from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
+from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import OPTION_DEFAULTS, options_from
 
@@ -76,7 +77,8 @@ COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
 logger = logging.getLogger(__name__)
 
 #: Compiled instances shared by every adapter in this process, by content and
-#: bounded: a GRPO group of 8-16 rollouts (or an instance met again next epoch)
+#: bounded (4,096 entries, ``limits.MAX_INSTANCE_CACHE_BYTES`` by each entry's estimated
+#: size): a GRPO group of 8-16 rollouts (or an instance met again next epoch)
 #: is validated and compiled once. Invalid instances are remembered too.
 INSTANCE_CACHE = InstanceCache(maxsize=4096)
 
@@ -195,9 +197,13 @@ def load_instance_field(value: str, *, name: str, where: str) -> Any:
 _Compiled = tuple[CompiledInstance, dict[str, Any]]
 #: Rows already compiled, by their raw value (the ground truth's JSON string, or
 #: the tuple of a row's JSON-string columns): a rollout of a known row skips
-#: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`; only valid rows.
+#: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
+#: bytes (each entry charged :func:`_raw_cost`: it holds its raw text, and may
+#: keep alive a compiled instance the shared cache has dropped); only valid rows.
 _RAW_MAX = 4096
+_RAW_MAX_BYTES = MAX_INSTANCE_CACHE_BYTES
 _raw: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
+_raw_bytes = [0]
 _raw_lock = threading.Lock()
 _raw_registry: list[object] = [None]
 
@@ -210,6 +216,15 @@ def _raw_key(ground_truth: Any) -> Hashable | None:
     if kind is dict and all(type(v) is str or v is None for v in ground_truth.values()):
         return tuple(ground_truth.items())  # one JSON string per column (TRL, Ray)
     return None
+
+
+def _raw_cost(key: Hashable) -> int:
+    """The estimated bytes a :data:`_raw` entry keeps: measured per byte of raw text, as for the shared cache."""
+    if isinstance(key, tuple):
+        size = sum(len(name) + len(value or "") for name, value in key)
+    else:
+        size = len(key) if isinstance(key, (str, bytes)) else 0
+    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * size
 
 
 def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _Compiled:
@@ -231,6 +246,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
         with _raw_lock:
             if _raw_registry[0] is not registry:  # plugins reloaded: compiled targets may be stale
                 _raw.clear()
+                _raw_bytes[0] = 0
                 _raw_registry[0] = registry
             hit = _raw.get(key)
             if hit is not None:
@@ -243,11 +259,14 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
     image_sizes = instance["image_sizes"]
     entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
     if key is not None:
+        cost = _raw_cost(key)
         with _raw_lock:
-            if _raw_registry[0] is registry:
+            if _raw_registry[0] is registry and key not in _raw and cost <= _RAW_MAX_BYTES:
                 _raw[key] = entry
-                while len(_raw) > _RAW_MAX:
-                    _raw.popitem(last=False)
+                _raw_bytes[0] += cost
+                while len(_raw) > _RAW_MAX or _raw_bytes[0] > _RAW_MAX_BYTES:
+                    dropped, _ = _raw.popitem(last=False)
+                    _raw_bytes[0] -= _raw_cost(dropped)
     return entry
 
 
@@ -280,6 +299,7 @@ def clear_instance_caches() -> None:
     """Forget every compiled row (both caches); for tests and long-lived processes that edit plugins."""
     with _raw_lock:
         _raw.clear()
+        _raw_bytes[0] = 0
     INSTANCE_CACHE.clear()
 
 
