@@ -27,7 +27,8 @@ Rules:
   a row can, say, switch itself to ``trace_reward_mode="answer"``.
 * Keys a trainer adds on its own (``reward_router_address``, ``trainer_state``,
   dataset columns) are not scorer options and are ignored.
-* Adapters log :data:`CHARTED_KEYS` by default (``log_keys="charted"``), or
+* The adapters with ``log_keys`` (verl, TRL, OpenRLHF, EasyR1, the server) log
+  :data:`CHARTED_KEYS` by default (``log_keys="charted"``), or
   :func:`stable_keys`, every key the scorer always returns (``"all"``).
   Trainers that log a dict per response need the same keys on every row (verl
   and OpenRLHF stack them per key), so the type-specific diagnostics, present

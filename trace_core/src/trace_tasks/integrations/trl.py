@@ -44,8 +44,9 @@ Logging (both can be turned off with ``log_metrics=False`` / ``log_extra=False``
   ``trace/<key> / trace/rows`` is the exact mean over trace rows. On a dataset
   of trace rows only ``trace/rows`` is 1.0 and ``trace/<key>`` is the mean.
   The logged keys describe the model's output (:data:`~trace_tasks.integrations._common.CHARTED_KEYS`,
-  ``log_keys="charted"``) or every always-present key but ``answer_parse_ok``
-  (``log_keys="all"``; ``answer_parse_ok`` describes the ground truth).
+  ``log_keys="charted"``) or every always-present key (``log_keys="all"``,
+  ``answer_parse_ok`` included: it describes the ground truth, 1.0 on every
+  validated row).
 * ``log_extra``: per-completion columns ``trace/<key>`` for
   :data:`EXTRA_COLUMNS` in TRL's completions table, ``None`` for rows without an
   instance; the same columns on every call, for the same reason.
@@ -100,8 +101,12 @@ _Results = list[Optional[dict[str, float]]]
 
 
 def metric_keys(log_keys: str = "charted") -> tuple[str, ...]:
-    """The result keys logged as ``trace/<key>`` for ``log_keys``, in logging order (``trace/rows`` follows)."""
-    return tuple(key for key in logged_keys(log_keys) if key != "answer_parse_ok")
+    """The result keys logged as ``trace/<key>`` for ``log_keys``, in logging order (``trace/rows`` follows).
+
+    ``"all"`` is every always-present key, ``answer_parse_ok`` included (1.0 on every
+    validated row: it describes the ground truth, and ``"charted"`` leaves it out).
+    """
+    return logged_keys(log_keys)
 
 
 def completion_text(completion: Any, where: str = "a completion") -> str:
