@@ -34,9 +34,10 @@ from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._alignment import AlignedShapeFamily, make_aligned_scorer, match_aligned
 from trace_tasks.family._assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.family._coordinates import coordinate, coordinates, is_flat
-from trace_tasks.family._distance import LN2, half_life_diagnostic, soft_similarity
+from trace_tasks.family._distance import LN2, half_life_diagnostic
 from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check_family, hostile_values, orphan_problems
 from trace_tasks.family._matching import Matched, match_sequence, match_set
+from trace_tasks.family._numbers import soft_similarity
 from trace_tasks.family._parsing import make_parser, parse_collection, parse_map
 from trace_tasks.family._primitives import Matrix, Primitive, pairwise, scale_xy
 from trace_tasks.family._scoring import make_explainer, make_scorer

@@ -360,7 +360,8 @@ def _annotate(
 #: The families shipped with trace-tasks: a parse that depends on the value only, whose result no score hook changes.
 _BUILTIN_FAMILIES = frozenset(("bbox", "point", "segment"))
 _BUILTIN_MODULES = ("trace_plugins_bbox.", "trace_plugins_point.", "trace_plugins_segment.")
-_FAMILY_KIT = ("trace_tasks.family._shapes", "ShapeFamily")
+#: The family kit's classes whose parse is ShapeFamily's own (AlignedShapeFamily only scores some ids otherwise).
+_FAMILY_KIT = frozenset((("trace_tasks.family._shapes", "ShapeFamily"), ("trace_tasks.family._alignment", "AlignedShapeFamily")))
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 _STRINGS = frozenset((str,))
 #: Longest target (marshal bytes) whose parse is remembered, and how many are.
@@ -386,7 +387,7 @@ def _trusted(entry: AnnotationTypeEntry) -> bool:
     kind = type(owner)  # by name: the family room sits above this one and is not imported here
     trusted = (
         entry.plugin in _BUILTIN_FAMILIES
-        and (kind.__module__, kind.__qualname__) == _FAMILY_KIT
+        and (kind.__module__, kind.__qualname__) in _FAMILY_KIT
         and str(getattr(item, "__module__", "")).startswith(_BUILTIN_MODULES)
     )
     if len(_trusted_entries) >= 1024:  # registries rebuilt again and again (tests): keep memory bounded
