@@ -48,7 +48,7 @@ from trace_tasks.runs._failure_kinds import (
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
 from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY, score_compiled_with_metrics
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
-from trace_tasks.runs._rows import InstanceIndex, combined_slots, joined_slots
+from trace_tasks.runs._rows import MISSING, InstanceIndex, column_value, combined_slots, joined_slots
 from trace_tasks.runs._run import score_files
 from trace_tasks.runs._settings import ENGINES, RunResult, RunSettings
 from trace_tasks.runs._stats import GroupStats, Moments, PairedDiffs
@@ -70,6 +70,7 @@ __all__ = [
     "EXIT_USAGE",
     # rows, their scores and the summary
     "METRICS_KEY",
+    "MISSING",
     "NOT_AN_OBJECT",
     "NOT_AN_OBJECT_MEANING",
     "NO_JSON",
@@ -94,6 +95,7 @@ __all__ = [
     "Terminated",
     "UsageError",
     "check_distinct_files",
+    "column_value",
     "combined_slots",
     "counts_text",
     "describe",

@@ -9,6 +9,7 @@ differences for its bootstrap interval.
 
 from __future__ import annotations
 
+import array
 import math
 import random
 from typing import Any
@@ -187,7 +188,7 @@ class PairedDiffs:
 
     def __init__(self, limit: int = MAX_BOOTSTRAP_DIFFERENCES, seed: int = BOOTSTRAP_SEED) -> None:
         self.spread = Moments()
-        self.reservoir: list[float] = []
+        self.reservoir = array.array("d")  # 8 bytes a difference
         self.limit = limit
         self._rng = random.Random(seed)
 
@@ -225,7 +226,7 @@ class PairedDiffs:
         k = len(self.reservoir)
         if k < 2:
             return None
-        values = np.asarray(self.reservoir, dtype=np.float64)
+        values = np.frombuffer(self.reservoir, dtype=np.float64).copy()
         rng = np.random.default_rng(seed)
         chunk = max(1, _CHUNK_CELLS // k)
         means = []
