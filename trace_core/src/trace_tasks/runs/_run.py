@@ -9,6 +9,7 @@ prints the summary table, writes ``summary`` and decides the exit status.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Mapping
 from typing import IO, Any
@@ -19,9 +20,8 @@ from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, UsageError
 from trace_tasks.runs._failure_hints import failure_note
 from trace_tasks.runs._jsonl import dumps
 from trace_tasks.runs._output import STDIO, open_outputs
-from trace_tasks.runs._plan import Plan, make_plan, output_format, report_resumed
+from trace_tasks.runs._plan import Plan, make_plan, report_resumed
 from trace_tasks.runs._settings import RunResult, RunSettings
-from trace_tasks.runs._shards import PARQUET
 from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
@@ -43,16 +43,41 @@ def score_files(settings: RunSettings) -> RunResult:
     """
     options_from(settings.options)  # an OptionError names a bad one before any input is read
     _check(settings)
-    with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
-        return _run(settings, make_plan(settings, held))
+    created = _missing_directories(settings.output)
+    try:
+        with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
+            return _run(settings, make_plan(settings, held))
+    except UsageError:
+        _remove_empty(created)  # a refused run leaves no directory behind
+        raise
+
+
+def _missing_directories(output: str | None) -> list[str]:
+    """The directories a sharded run's ``output`` would create (itself and missing parents), deepest first."""
+    if output is None or output == STDIO:
+        return []
+    missing = []
+    path = os.path.abspath(output)
+    while path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def _remove_empty(directories: list[str]) -> None:
+    """Remove the directories this run created, deepest first, as long as they are empty."""
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
 
 
 def _run(settings: RunSettings, plan: Plan) -> RunResult:
     """The planned run: the engine, then the table, the summary file and the exit status, once for every engine."""
-    if settings.columns and any(job.format == PARQUET for job in plan.jobs):
-        raise UsageError(
-            "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
-        )
     if settings.engine == "ray":
         from trace_tasks.runs import _ray
 
@@ -139,10 +164,6 @@ def _check(settings: RunSettings) -> None:
     columns = settings.columns
     if columns and settings.engine == "ray":
         raise UsageError("--keep and --group-by are not supported by --engine ray yet: use --engine local")
-    if columns and settings.output is not None and output_format(settings.output) == PARQUET:
-        raise UsageError(
-            "--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl"
-        )
     if settings.engine == "ray":
         from trace_tasks.runs import _ray
 
