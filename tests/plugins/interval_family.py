@@ -156,6 +156,15 @@ class IntervalFamily:
         self.calls.append(("trace_scale_annotation", (annotation_type,)))
         return (value[0] * scale_x, value[1] * scale_x)
 
+    @hookimpl
+    def trace_frame_annotation(
+        self, annotation_type: str, value: Interval, scale_x: float, scale_y: float, y_first: bool
+    ) -> Interval | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_frame_annotation", (annotation_type,)))
+        return (value[0] * scale_x, value[1] * scale_x)  # an interval on the x axis: no y to swap
+
     def hooks_called(self) -> set[str]:
         return {name for name, _ in self.calls}
 

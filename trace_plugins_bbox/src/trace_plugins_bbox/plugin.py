@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.family import Box, Primitive, ShapeFamily, scale_xy
+from trace_tasks.family import Box, Primitive, ShapeFamily
 
 BOX = Primitive(
     name="bbox",
@@ -23,7 +23,7 @@ BOX = Primitive(
     item_form="[x0, y0, x1, y1]",
     item_help="its left, top, right and bottom edges in pixels of the image, x0 < x1 and y0 < y1",
     native_keys=("bbox_2d", "bbox", "box"),
-    scale=scale_xy,
+    flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
 )
 
 family = ShapeFamily(

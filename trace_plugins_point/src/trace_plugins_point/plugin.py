@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
+from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic
 
 POINT = Primitive(
     name="point",
@@ -23,7 +23,7 @@ POINT = Primitive(
     item_form="[x, y]",
     item_help="in pixels of the image, x to the right and y down from its top-left corner",
     native_keys=("point_2d", "point"),
-    scale=scale_xy,
+    flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
 )
 
 family = ShapeFamily(

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_tasks.errors import ResponseTypeError
+from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
 from trace_tasks.scoring import (
     CORE_RESULT_KEYS,
+    frame_problem,
     prepare_target,
     required_keys,
     resolve_answer_tag,
@@ -26,6 +27,7 @@ from trace_tasks.scoring import (
     resolve_recovery,
     result_keys,
     run,
+    size_from,
 )
 
 __all__ = [
@@ -63,12 +65,27 @@ def score_trace_response(
     extra_info: Any = None,
     trace_recovery: Any = "lenient",
     format_accept_answer_tag: Any = False,
+    prediction_frame: Any = "pixel",
+    resize: Any = None,
+    annotation_native: Any = False,
+    model_image_size: Any = None,
 ) -> dict[str, float]:
     """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
 
     ``trace_recovery`` (``"lenient"``, ``"outside_think"``, ``"final_only"``) and
     ``format_accept_answer_tag`` are opt-in departures from the response
     contract (docs/contracts.md §3.7); the defaults are the contract.
+
+    ``prediction_frame`` declares the coordinate frame the model writes
+    (``"pixel"``, ``"rel1000"``, ``"rel999"``, ``"rel1"``, ``"resized"``,
+    ``"rel1000_yx"``; docs/contracts.md, "Coordinate frames"): the prediction is
+    converted to pixels of the image before it is scored (targets stay in
+    pixels). A frame other than ``pixel`` needs the image size; ``resized``
+    reads the model's input size from ``model_image_size`` ``[width, height]``,
+    else computes it with Qwen's ``smart_resize`` under ``resize``
+    (``{"factor": 28, "min_pixels": 3136, "max_pixels": 1003520}`` by default).
+    ``annotation_native=True`` reads a model-native annotation (Qwen-VL's
+    ``[{"bbox_2d": [...], "label": ...}]``) as the annotation.
 
     Raises only for caller mistakes, each a :class:`~trace_tasks.errors.TraceTasksError`:
     :class:`~trace_tasks.errors.OptionError` (also a ``ValueError``) for an
@@ -87,12 +104,28 @@ def score_trace_response(
         point_half_life_px,
         trace_recovery,
         format_accept_answer_tag,
+        prediction_frame,
+        resize,
+        annotation_native,
     )
     text = check_response(response)
     registry = get_registry()
     sizes = (image_size, image_sizes, metadata, extra_info)
     target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, sizes)
+    if model_image_size is not None:
+        target.model_size = _model_image_size(model_image_size)
+    problem = frame_problem(opts, target)
+    if problem:
+        raise OptionError(problem)
     return run(text, opts, registry, target)
+
+
+def _model_image_size(value: Any) -> tuple[float, float]:
+    """The ``model_image_size`` argument, ``[width, height]`` of positive finite numbers."""
+    size = size_from(value)
+    if size is None:
+        raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {value!r}")
+    return size
 
 
 def evaluate_trace_response_format(

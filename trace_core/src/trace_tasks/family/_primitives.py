@@ -51,7 +51,14 @@ class Primitive:
     prediction that does not parse; ``scale`` returns a parsed item with its x
     coordinates times ``scale_x`` and its y coordinates times ``scale_y``
     (:func:`scale_xy` for a flat tuple of x, y pairs), for the tools' check of
-    normalised coordinates.
+    normalised coordinates; ``swap`` returns a parsed item with each coordinate
+    pair written ``(y, x)`` read as ``(x, y)``. ``flat_xy`` says the parsed item
+    is a flat tuple of alternating x and y coordinates (a point, a box's
+    corners, a segment's ends): the family then gets ``scale`` (:func:`scale_xy`)
+    and ``swap`` (:func:`swap_xy`) for free when they are not given. With both,
+    the family converts a prediction written in a declared coordinate frame
+    (``trace_frame_annotation``: ``prediction_frame``); without, it cannot, and
+    declaring a frame for its types is an ``OptionError`` naming the family.
     """
 
     name: str
@@ -71,11 +78,28 @@ class Primitive:
     item_help: str = ""
     native_keys: tuple[str, ...] = ()
     scale: Callable[[Any, float, float], Any] | None = None
+    swap: Callable[[Any], Any] | None = None
+    flat_xy: bool = False
+
+    @property
+    def scaler(self) -> Callable[[Any, float, float], Any] | None:
+        """``scale``, or :func:`scale_xy` for a ``flat_xy`` primitive."""
+        return self.scale if self.scale is not None else scale_xy if self.flat_xy else None
+
+    @property
+    def swapper(self) -> Callable[[Any], Any] | None:
+        """``swap``, or :func:`swap_xy` for a ``flat_xy`` primitive."""
+        return self.swap if self.swap is not None else swap_xy if self.flat_xy else None
 
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:
     """A flat item of alternating x and y coordinates (a point, a box's corners, a segment's ends), scaled."""
     return tuple(value * (scale_x if i % 2 == 0 else scale_y) for i, value in enumerate(item))
+
+
+def swap_xy(item: Sequence[float]) -> tuple[float, ...]:
+    """A flat item of ``(y, x)`` pairs read as ``(x, y)`` pairs: each pair's two numbers swapped."""
+    return tuple(item[i + 1 - 2 * (i % 2)] for i in range(len(item)))
 
 
 def pairwise(similarity: Callable[[Any, Any, ScoringContext], float]) -> Matrix:

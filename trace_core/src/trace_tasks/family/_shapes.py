@@ -13,14 +13,16 @@ draw their scores for free.
   wording (``AnnotationTypeSpec.json_schema``, ``value_format``), recognises
   model-native spellings of a value that does not parse
   (``trace_native_annotation``) and scales parsed values for the tools'
-  normalised-coordinates check (``trace_scale_annotation``).
+  normalised-coordinates check (``trace_scale_annotation``), and converts a
+  prediction written in a declared coordinate frame into pixels
+  (``trace_frame_annotation``) when the primitive can scale and swap its items.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
@@ -102,6 +104,8 @@ class ShapeFamily(_ShapeScoring):
             {rid: (name, shape, versions.get(rid, primitive)) for name, (shape, ids) in self.types.items() for rid in ids}
         )
         self.parsers = {name: make_parser(shape, primitive) for name, (shape, _) in self.types.items()}
+        # A hook only when the primitive can convert: a family without it makes a declared frame an OptionError.
+        self.trace_frame_annotation = self._frame_hook()
 
     def shape_of(self, annotation_type: str) -> str:
         return self.types[annotation_type][0]
@@ -196,17 +200,27 @@ class ShapeFamily(_ShapeScoring):
     @hookimpl
     def trace_scale_annotation(self, annotation_type: str, value: Any, scale_x: float, scale_y: float) -> Any:
         row = self.types.get(annotation_type)
-        scale = self.primitive.scale
+        scale = self.primitive.scaler
         if row is None or scale is None:
             return None
-        shape = row[0]
-        if shape == "scalar":
-            return scale(value, scale_x, scale_y)
-        if shape in ("set", "sequence"):
-            return [scale(item, scale_x, scale_y) for item in value]
-        if shape == "map":
-            return {key: scale(item, scale_x, scale_y) for key, item in value.items()}
-        return {key: [scale(item, scale_x, scale_y) for item in items] for key, items in value.items()}
+        return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
+
+    def _frame_hook(self) -> Callable[..., Any] | None:
+        """``trace_frame_annotation`` when the primitive can scale and swap its items, else ``None`` (no hook)."""
+        scale, swap = self.primitive.scaler, self.primitive.swapper
+        if scale is None or swap is None:
+            return None
+        types = self.types
+
+        def trace_frame_annotation(annotation_type: str, value: Any, scale_x: float, scale_y: float, y_first: bool) -> Any:
+            row = types.get(annotation_type)
+            if row is None:
+                return None
+            if y_first:
+                return _each_item(row[0], value, lambda item: scale(swap(item), scale_x, scale_y))
+            return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
+
+        return hookimpl(trace_frame_annotation)
 
     @hookimpl
     def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
@@ -223,6 +237,17 @@ class ShapeFamily(_ShapeScoring):
         if annotation_type not in self.types or self.primitive.draw is None:
             return None
         return list(self.primitive.draw(item))
+
+
+def _each_item(shape: str, value: Any, change: Any) -> Any:
+    """A parsed value of ``shape`` with ``change`` applied to each item."""
+    if shape == "scalar":
+        return change(value)
+    if shape in ("set", "sequence"):
+        return [change(item) for item in value]
+    if shape == "map":
+        return {key: change(item) for key, item in value.items()}
+    return {key: [change(item) for item in items] for key, items in value.items()}
 
 
 class ShapeRewards(_ShapeScoring):

@@ -10,6 +10,9 @@
   called by the scoring pipeline on the responsible plugin only; and the
   optional ``trace_native_annotation``, asked only after a prediction failed
   to parse;
+* **declared frames**: the optional ``trace_frame_annotation``, asked per
+  response only when the caller declares a ``prediction_frame`` other than
+  ``pixel``;
 * **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``,
   ``trace_scale_annotation``; optional, asked by ``trace-tasks explain``,
   reports and frame checks.
@@ -155,6 +158,24 @@ def trace_native_annotation(annotation_type: str, value: object) -> NativeFormat
     The reward is unchanged: the value still did not parse. Return ``None``
     otherwise, and for a type you do not own; an exception is a plugin bug
     (logged once, read as ``None``).
+    """
+
+
+@hookspec(firstresult=True)
+def trace_frame_annotation(annotation_type: str, value: object, scale_x: float, scale_y: float, y_first: bool) -> object | None:
+    """Convert a parsed ``value`` of ``annotation_type`` written in a declared coordinate frame into pixels.
+
+    Optional capability, called by the scoring pipeline on the type's owner with
+    a parsed prediction, only when the caller declares a ``prediction_frame``
+    other than ``pixel`` (docs/contracts.md, "Coordinate frames"). When
+    ``y_first``, every coordinate pair was written ``(y, x)`` (Gemini's
+    ``[ymin, xmin, ymax, xmax]``) and is read as ``(x, y)`` first; then every x
+    is multiplied by ``scale_x`` and every y by ``scale_y`` (positive, finite).
+    Return a value the type's score hooks accept (a parsed value in pixels),
+    or ``None`` for a type you do not own. A family without this hook cannot
+    take a declared frame: the option is then an ``OptionError`` naming it,
+    never a silent zero. A :class:`~trace_tasks.family.Primitive` that declares
+    ``flat_xy`` gets it for free.
     """
 
 

@@ -16,6 +16,7 @@ import attrs
 
 from trace_tasks.errors import OptionError
 from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK
+from trace_tasks.scoring._frames import PIXEL, Resize, resolve_frame, resolve_resize
 
 ANSWER = "answer"
 ANSWER_AND_ANNOTATION = "answer_and_annotation"
@@ -56,11 +57,19 @@ class ScoringOptions:
     point_half_life_px: float | None
     recovery: str = LENIENT  # one of RECOVERY_MODES
     answer_tag: bool = False  # format_accept_answer_tag
+    frame: str = PIXEL  # prediction_frame, one of PREDICTION_FRAMES
+    resize: Resize | None = None  # resize: smart_resize's parameters (None: the processor's defaults)
+    native: bool = False  # annotation_native
 
     @property
     def departs(self) -> bool:
         """Whether an opt-in option of docs/contracts.md §3.7 departs from the contract (its indicators are reported)."""
         return self.recovery != LENIENT or self.answer_tag
+
+    @property
+    def reads_model(self) -> bool:
+        """Whether a declared frame or native reading is in force (their indicators are reported)."""
+        return self.frame != PIXEL or self.native
 
 
 def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: str) -> str:
@@ -115,6 +124,15 @@ def resolve_answer_tag(value: Any) -> bool:
     raise OptionError(f"Trace format_accept_answer_tag must be True or False, got {value!r}")
 
 
+def resolve_native(value: Any) -> bool:
+    """``annotation_native``: a boolean (numpy booleans too), nothing else."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise OptionError(f"Trace annotation_native must be True or False, got {value!r}")
+
+
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise OptionError(f"Trace {name} must be a real number, got {value!r}")
@@ -157,6 +175,9 @@ def _resolve(
     half_life: Any,
     recovery: Any = LENIENT,
     answer_tag: Any = False,
+    frame: Any = PIXEL,
+    resize: Any = None,
+    native: Any = False,
 ) -> ScoringOptions:
     fw = _real(format_weight, "format_weight")
     if not 0.0 <= fw <= 1.0:
@@ -178,6 +199,9 @@ def _resolve(
         hl,
         resolve_recovery(recovery),
         resolve_answer_tag(answer_tag),
+        resolve_frame(frame),
+        resolve_resize(resize),
+        resolve_native(native),
     )
 
 
@@ -194,9 +218,24 @@ def resolve_options(
     half_life: Any,
     recovery: Any = LENIENT,
     answer_tag: Any = False,
+    frame: Any = PIXEL,
+    resize: Any = None,
+    native: Any = False,
 ) -> ScoringOptions:
     """Validate and normalize scorer options; raises :class:`~trace_tasks.errors.OptionError` naming the bad option."""
-    args = (mode, answer_weight, annotation_weight, format_weight, formula, half_life, recovery, answer_tag)
+    args = (
+        mode,
+        answer_weight,
+        annotation_weight,
+        format_weight,
+        formula,
+        half_life,
+        recovery,
+        answer_tag,
+        frame,
+        resize,
+        native,
+    )
     try:
         return _cached(*args)
     except TypeError:  # an unhashable option value: validate without the cache
@@ -213,6 +252,9 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "point_half_life_px": None,
     "trace_recovery": LENIENT,
     "format_accept_answer_tag": False,
+    "prediction_frame": PIXEL,
+    "resize": None,
+    "annotation_native": False,
 }
 
 
@@ -235,4 +277,7 @@ def options_from(options: Mapping[str, Any]) -> ScoringOptions:
         merged["point_half_life_px"],
         merged["trace_recovery"],
         merged["format_accept_answer_tag"],
+        merged["prediction_frame"],
+        merged["resize"],
+        merged["annotation_native"],
     )

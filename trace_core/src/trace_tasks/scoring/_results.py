@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
+from trace_tasks.scoring._frames import PREDICTION_FRAMES
 from trace_tasks.scoring._options import ANSWER, GATED, RECOVERY_MODES, ScoringOptions
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
@@ -53,15 +54,24 @@ CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "tr
 #: only when the options depart from it (``trace_recovery`` other than ``lenient``, or
 #: ``format_accept_answer_tag``): then all four follow the ``annotation_type_<name>`` one-hot.
 OPT_IN_KEYS: tuple[str, ...] = (*(f"trace_recovery_{mode}" for mode in RECOVERY_MODES), "format_accept_answer_tag")
+#: The indicators of a declared prediction frame and of native reading (docs/contracts.md, "Coordinate
+#: frames"), present only when one of them is in force (``prediction_frame`` other than ``pixel``, or
+#: ``annotation_native``): then all of them follow the opt-in keys, the frame's one-hot first.
+MODEL_READING_KEYS: tuple[str, ...] = (
+    *(f"trace_prediction_frame_{frame}" for frame in PREDICTION_FRAMES),
+    "trace_annotation_native",
+)
 #: Reported after everything else when a prediction that did not parse has a model-native
-#: shape its owner recognises (``trace_native_annotation``): always 1.0 when present.
+#: shape its owner recognises (``trace_native_annotation``), or was read as the annotation
+#: under ``annotation_native``: always 1.0 when present.
 NATIVE_FORMAT_KEY = "annotation_native_format"
 
 
 def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = None) -> tuple[str, ...]:
     """The keys every result dict holds, in order: :data:`CORE_RESULT_KEYS`, then one
     ``annotation_type_<name>`` indicator per installed annotation type (official order first),
-    then :data:`OPT_IN_KEYS` when ``opts`` depart from the contract (docs/contracts.md §3.7).
+    then :data:`OPT_IN_KEYS` when ``opts`` depart from the contract (docs/contracts.md §3.7), then
+    :data:`MODEL_READING_KEYS` when ``opts`` declare a prediction frame or native reading.
 
     Per-type diagnostics (``annotation_pred_size``...) come after these, only
     when an annotation was scored, and :data:`NATIVE_FORMAT_KEY` only when a
@@ -70,7 +80,11 @@ def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = 
     """
     registry = registry or get_registry()
     keys = CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
-    return keys + OPT_IN_KEYS if opts is not None and opts.departs else keys
+    if opts is None:
+        return keys
+    if opts.departs:
+        keys += OPT_IN_KEYS
+    return keys + MODEL_READING_KEYS if opts.reads_model else keys
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -105,6 +119,9 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     if opts.departs:
         template[f"trace_recovery_{opts.recovery}"] = 1.0
         template["format_accept_answer_tag"] = 1.0 if opts.answer_tag else 0.0
+    if opts.reads_model:
+        template[f"trace_prediction_frame_{opts.frame}"] = 1.0
+        template["trace_annotation_native"] = 1.0 if opts.native else 0.0
     type_keys = dict(registry.type_indicator_keys)
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
         _templates.clear()
@@ -144,6 +161,6 @@ def compose_result(
         result[type_keys[ann.type_name]] = 1.0
     if ann.diagnostics:
         result.update(ann.diagnostics)
-    elif ann.native:
+    if ann.native:  # a failed parse (no diagnostics), or a native value read under annotation_native
         result[NATIVE_FORMAT_KEY] = 1.0
     return result
