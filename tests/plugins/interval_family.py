@@ -163,7 +163,9 @@ class IntervalFamily:
         if annotation_type != "interval":
             return None
         self.calls.append(("trace_frame_annotation", (annotation_type,)))
-        return (value[0] * scale_x, value[1] * scale_x)  # an interval on the x axis: no y to swap
+        if y_first:
+            return None  # an interval on the x axis has no y-first spelling: that frame is refused
+        return (value[0] * scale_x, value[1] * scale_x)
 
     def hooks_called(self) -> set[str]:
         return {name for name, _ in self.calls}

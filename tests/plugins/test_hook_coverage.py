@@ -15,8 +15,11 @@ import inspect
 import json
 from typing import Any
 
+import pytest
+
 from trace_tasks import compile_instance, get_registry, resolve_reward_contract, score_trace_response
 from trace_tasks.cli._frames import frame_report
+from trace_tasks.errors import OptionError
 from trace_tasks.plugins import PROJECT_NAME, hookspecs
 from trace_tasks.scoring import options_from
 
@@ -106,4 +109,12 @@ def test_real_code_paths_call_every_hook(register: Any) -> None:
     )
     assert result["annotation_reward"] == 1.0 and result["trace_prediction_frame_rel1000"] == 1.0
     names = [name for name, _ in family.calls]
-    assert names == ["trace_parse_annotation", "trace_parse_annotation", "trace_frame_annotation", "trace_score_annotation"]
+    # The target's parse and one probe of the frame (once per type and frame), then the response's.
+    assert names == [
+        "trace_parse_annotation", "trace_frame_annotation",
+        "trace_parse_annotation", "trace_frame_annotation", "trace_score_annotation",
+    ]  # fmt: skip
+
+    # An owner that refuses a frame (None) makes declaring it a caller's error naming the family, not a zero.
+    with pytest.raises(OptionError, match=r"rel1000_yx.*'interval'.*cannot convert"):
+        score_trace_response(response="{}", prediction_frame="rel1000_yx", **instance)

@@ -72,7 +72,7 @@ from trace_tasks.reading import (
 )
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
-from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, RESIZED, frame_scales
+from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
 from trace_tasks.scoring._image_size import find_image_size
 from trace_tasks.scoring._options import ANSWER, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
@@ -245,9 +245,10 @@ def frame_problem(opts: ScoringOptions, target: Target) -> str:
 
     A caller's mistake, raised as :class:`~trace_tasks.errors.OptionError` by
     ``score_trace_response`` and compiled instances before any response is read:
-    the owning family cannot convert coordinates (no ``trace_frame_annotation``),
-    or the image size is unknown. A target that earns nothing anyway (no
-    annotation to score) has no problem here.
+    the owning family cannot convert coordinates (no ``trace_frame_annotation``,
+    or it answers ``None`` for this frame: asked once per type and frame, with
+    the parsed target), or the image size is unknown. A target that earns
+    nothing anyway (no annotation to score) has no problem here.
     """
     frame = opts.frame
     entry = target.entry
@@ -264,12 +265,37 @@ def frame_problem(opts: ScoringOptions, target: Target) -> str:
             f"prediction_frame {frame!r} needs the image size to convert predictions to pixels; give image_size "
             "(or a size in image_sizes, metadata or extra_info)"
         )
-    if frame == RESIZED:
-        try:
-            frame_scales(frame, size, target.model_size, opts.resize)
-        except OptionError as exc:
-            return str(exc)
-    return ""
+    try:
+        scales = frame_scales(frame, size, target.model_size, opts.resize)
+    except OptionError as exc:
+        return str(exc)
+    key = (id(entry), frame)
+    known = _frame_support.get(key)
+    if known is not None and known[0] is entry:
+        return known[1]
+    parsed = target._parsed
+    if parsed is _PENDING:
+        parsed = target._parsed = _parse_target(entry, target._value)
+    if parsed is UNPARSED:
+        return ""  # the target earns nothing; asked again with the next one
+    try:
+        converted = entry.frame(annotation_type=entry.name, value=parsed, scale_x=scales[0], scale_y=scales[1], y_first=scales[2])
+    except Exception:
+        converted = None
+    problem = (
+        ""
+        if converted is not None
+        else f"prediction_frame {frame!r}: the family {entry.plugin!r} that owns annotation type {entry.name!r} "
+        "cannot convert its values from this frame (trace_frame_annotation returned None)"
+    )
+    if len(_frame_support) >= 1024:
+        _frame_support.clear()
+    _frame_support[key] = (entry, problem)
+    return problem
+
+
+#: Whether an owner converts a type's values from a frame: (id of the type's entry, frame) -> (entry, problem).
+_frame_support: dict[tuple[int, str], tuple[AnnotationTypeEntry, str]] = {}
 
 
 class Trail:
