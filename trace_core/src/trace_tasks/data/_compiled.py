@@ -20,7 +20,7 @@ import attrs
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data._records import TrainInstance
 from trace_tasks.data._validation import Parts, check
-from trace_tasks.errors import InstanceError, ResponseTypeError
+from trace_tasks.errors import InstanceError, OptionError, ResponseTypeError
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
 from trace_tasks.scoring import (
     UNPARSED,
@@ -28,8 +28,10 @@ from trace_tasks.scoring import (
     Size,
     Target,
     Trail,
+    frame_problem,
     half_life_px,
     prepare_target,
+    resolve_frame,
     resolve_options,
     run,
     scoring_context,
@@ -85,6 +87,7 @@ class CompiledInstance:
         context = scoring_context(size, None)
         answer = parts.answer  # prepared by validation, as the scorer prepares it
         prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
+        prepared.model_size = parts.size_model
         return cls(
             data,
             spec,
@@ -119,6 +122,7 @@ class CompiledInstance:
             "reward_contract": data["reward_contract"],
             "image_size": data.get("image_size"),
             "metadata": data.get("metadata"),
+            **({"model_image_size": data["model_image_size"]} if data.get("model_image_size") is not None else {}),
         }
 
     def score(
@@ -137,6 +141,9 @@ class CompiledInstance:
         extra_info: Any = None,
         trace_recovery: Any = _DEFAULT_RECOVERY,
         format_accept_answer_tag: Any = False,
+        prediction_frame: Any = "pixel",
+        resize: Any = None,
+        annotation_native: Any = False,
     ) -> dict[str, float]:
         """Score one response: exactly ``score_trace_response(response=response, **instance fields, **options)``.
 
@@ -156,8 +163,13 @@ class CompiledInstance:
             point_half_life_px,
             trace_recovery,
             format_accept_answer_tag,
+            prediction_frame,
+            resize,
+            annotation_native,
         )
-        return self.run(check_response(response), opts, _sizes(image_size, image_sizes, metadata, extra_info))
+        sizes = _sizes(image_size, image_sizes, metadata, extra_info)
+        self.check_frame(opts, sizes)
+        return self.run(check_response(response), opts, sizes)
 
     def score_group(
         self,
@@ -175,6 +187,9 @@ class CompiledInstance:
         extra_info: Any = None,
         trace_recovery: Any = _DEFAULT_RECOVERY,
         format_accept_answer_tag: Any = False,
+        prediction_frame: Any = "pixel",
+        resize: Any = None,
+        annotation_native: Any = False,
     ) -> list[dict[str, float]]:
         """Score a group of responses to this instance (a GRPO group), in order; options as for :meth:`score`.
 
@@ -192,9 +207,13 @@ class CompiledInstance:
             point_half_life_px,
             trace_recovery,
             format_accept_answer_tag,
+            prediction_frame,
+            resize,
+            annotation_native,
         )
         texts = [check_response(response) for response in responses]
         sizes = _sizes(image_size, image_sizes, metadata, extra_info)
+        self.check_frame(opts, sizes)
         score = self.run
         return [score(text, opts, sizes) for text in texts]
 
@@ -206,7 +225,18 @@ class CompiledInstance:
         model-native value would have scored).
         """
         trail = Trail(hints=True)
+        self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes, trail), trail
+
+    def check_frame(self, opts: ScoringOptions, sizes: Sizes | None = None) -> None:
+        """:class:`~trace_tasks.errors.OptionError` when ``opts`` declare a prediction frame this instance cannot be
+        scored in (no image size, or a family that cannot convert it); nothing in the ``pixel`` frame."""
+        if opts.frame == "pixel":
+            return
+        target = self._prepared if sizes is None else self._prepared.with_size(self._find_size(*sizes))
+        problem = frame_problem(opts, target)
+        if problem:
+            raise OptionError(f"instance {self.data.get('id')!r}: {problem}" if self.data.get("id") else problem)
 
     def run(self, text: str, opts: ScoringOptions, sizes: Sizes | None = None, trail: Trail | None = None) -> dict[str, float]:
         """The pipeline on this instance's prepared target, for options already validated (no checks here)."""
@@ -222,6 +252,7 @@ class CompiledInstance:
                 registry,
                 self._given(sizes),
             )
+            target.model_size = self._prepared.model_size
         elif sizes is None:
             target = self._prepared
         else:
@@ -249,14 +280,17 @@ class CompiledInstance:
         return size
 
 
-def compile_instance(data: Mapping[str, Any], *, record: str | None = None) -> CompiledInstance:
+def compile_instance(data: Mapping[str, Any], *, record: str | None = None, prediction_frame: Any = None) -> CompiledInstance:
     """Validate ``data`` (a ``TrainInstance`` dict) and compile it for scoring.
 
     Raises :class:`~trace_tasks.errors.InstanceError` listing every problem
     (``record`` names the record in the message, e.g. ``"instances.jsonl line 3"``).
+    ``prediction_frame``: the frame the instance will be scored in; a frame other
+    than ``pixel`` without the image size (or whose family cannot convert it) is
+    a problem naming the frame. Scoring in a frame checks the same at call time.
     """
     registry = get_registry()
-    problems, parts = check(data, TrainInstance, registry)
+    problems, parts = check(data, TrainInstance, registry, resolve_frame(prediction_frame))
     if problems:
         raise InstanceError(problems, record=record)
     return CompiledInstance._build(data, parts, registry)
