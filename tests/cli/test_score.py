@@ -86,6 +86,11 @@ def test_options_reach_the_scorer() -> None:
         ["--formula", "multiplicative"],
         ["--point-half-life-px", "0"],
         ["--workers", "0"],
+        # issue 37, item 6: numbers no float holds (argparse reads 1e400 as inf)
+        ["--answer-weight", "1e400"],
+        ["--annotation-weight", "-inf"],
+        ["--format-weight", "nan"],
+        ["--point-half-life-px", "inf"],
     ],
 )
 def test_invalid_options_exit_2_before_reading_input(option: list[str], tmp_path: Path) -> None:

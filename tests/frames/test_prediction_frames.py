@@ -84,7 +84,7 @@ def _call(item: dict[str, Any], payload: dict[str, Any], size: tuple[float, floa
 
 def _assert_same(pixels: dict[str, float], framed: dict[str, float], frame: str) -> None:
     extra = [key for key in framed if key not in pixels]
-    assert all(key.startswith(("trace_prediction_frame_", "trace_annotation_native")) for key in extra)
+    assert all(key.startswith(("trace_prediction_frame_", "trace_resize_", "trace_annotation_native")) for key in extra)
     assert framed[f"trace_prediction_frame_{frame}"] == 1.0
     for key, value in pixels.items():
         assert framed[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key

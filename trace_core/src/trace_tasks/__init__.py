@@ -75,7 +75,7 @@ from trace_tasks.plugins import (
     pinned_reward_ids,
     unpin_reward_id,
 )
-from trace_tasks.scoring import format_instructions, response_json_schema
+from trace_tasks.scoring import ScoringOptions, format_instructions, response_json_schema
 
 _moved.install()
 
@@ -121,6 +121,7 @@ __all__ = [
     "RewardIdSpec",
     "RewardPinError",
     "ScoringContext",
+    "ScoringOptions",
     "TraceTasksError",
     "UnknownRewardIdError",
     "UnknownTypeError",

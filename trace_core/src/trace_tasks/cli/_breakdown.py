@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.cli._extraction_view import plain
+from trace_tasks.scoring import ADDITIVE, ANSWER_AND_ANNOTATION, OPTION_BY_NAME
 
 
 def number(value: Any, digits: int = 4) -> str:
@@ -31,20 +32,25 @@ def _yes(scores: Mapping[str, Any], key: str) -> str:
     return "yes" if _flag(scores, key) else "no"
 
 
+def _echoed(scores: Mapping[str, Any], name: str) -> Any:
+    """The option ``name`` as the row's echo says it (the options table decodes it; ``None`` when it does not say)."""
+    return OPTION_BY_NAME[name].decode(scores)
+
+
 def answer_mode(scores: Mapping[str, Any]) -> bool:
     """True when the row was scored in answer mode (the annotation stays out of the task reward)."""
-    return not _flag(scores, "trace_reward_mode_answer_and_annotation")
+    return bool(_echoed(scores, "trace_reward_mode") != ANSWER_AND_ANNOTATION)
 
 
 def gated(scores: Mapping[str, Any]) -> bool:
     """True when the gated formula applied (a wrong answer earns nothing)."""
-    return not _flag(scores, "trace_annotation_reward_formula_additive")
+    return bool(_echoed(scores, "trace_annotation_reward_formula") != ADDITIVE)
 
 
 def task_line(scores: Mapping[str, Any]) -> str:
     """The task reward as the formula that produced it, with the row's numbers."""
     task, answer, annotation = (number(scores.get(k)) for k in ("task_reward_raw", "answer_reward", "annotation_reward"))
-    a, n = number(scores.get("trace_answer_weight")), number(scores.get("trace_annotation_weight"))
+    a, n = number(_echoed(scores, "answer_weight")), number(_echoed(scores, "annotation_weight"))
     if answer_mode(scores):
         return f"task {task} = answer {answer} (answer mode: the annotation is not part of the reward)"
     if gated(scores):
@@ -54,7 +60,7 @@ def task_line(scores: Mapping[str, Any]) -> str:
 
 def overall_line(scores: Mapping[str, Any]) -> str:
     """``overall`` from the task reward and the format blend."""
-    overall, weight = number(scores.get("overall")), scores.get("format_weight")
+    overall, weight = number(scores.get("overall")), _echoed(scores, "format_weight")
     if not weight:
         return f"overall {overall} = task {number(scores.get('task_reward_raw'))} (format weight 0)"
     return (

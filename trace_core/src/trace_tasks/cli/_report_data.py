@@ -29,7 +29,7 @@ from trace_tasks.cli._failure_kinds import (
 )
 from trace_tasks.cli._jsonl import Line
 from trace_tasks.cli._summary import group_name
-from trace_tasks.scoring import RECOVERY_MODES
+from trace_tasks.scoring import NUMBER, OPTIONS
 
 #: The reward components shown per type (key, title).
 COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -588,15 +588,13 @@ def run_options(row: Row) -> dict[str, Any]:
     from their indicators, present only when a row was scored with them.
     """
     s = row.scores
-    half_life = s.get("annotation_point_half_life_px")
-    recovery = next((mode for mode in RECOVERY_MODES if s.get(f"trace_recovery_{mode}") == 1.0), "lenient")
-    return {
-        "trace_recovery": recovery,
-        "format_accept_answer_tag": s.get("format_accept_answer_tag") == 1.0,
-        "trace_reward_mode": "answer_and_annotation" if s.get("trace_reward_mode_answer_and_annotation") == 1.0 else "answer",
-        "answer_weight": value(row, "trace_answer_weight"),
-        "annotation_weight": value(row, "trace_annotation_weight"),
-        "format_weight": value(row, "format_weight"),
-        "trace_annotation_reward_formula": "additive" if s.get("trace_annotation_reward_formula_additive") == 1.0 else "gated",
-        "point_half_life_px": float(half_life) if _finite(half_life) and half_life > 0 else None,
-    }
+    options: dict[str, Any] = {}
+    for option in OPTIONS:  # decoded from the echo the options table spells
+        got = option.decode(s)
+        if option.cli == NUMBER:
+            options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
+        else:
+            options[option.name] = option.default if got is None else got
+    half_life = s.get("annotation_point_half_life_px")  # not an echo: the context the family reports
+    options["point_half_life_px"] = float(half_life) if _finite(half_life) and half_life > 0 else None
+    return options

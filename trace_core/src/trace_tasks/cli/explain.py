@@ -278,11 +278,11 @@ def _extraction(trail: Trail, opts: ScoringOptions) -> list[str]:
     assert ext is not None
     fmt = ext.format
     block = fmt.answer_block
-    mode = opts.mode
+    mode = opts.trace_reward_mode
     lines = ["", "Extraction"]
-    if opts.recovery != LENIENT:
-        lines.append(f"  policy: trace_recovery {opts.recovery} ({POLICY_NOTES[opts.recovery]})")
-    if opts.answer_tag:
+    if opts.trace_recovery != LENIENT:
+        lines.append(f"  policy: trace_recovery {opts.trace_recovery} ({POLICY_NOTES[opts.trace_recovery]})")
+    if opts.format_accept_answer_tag:
         lines.append("  policy: format_accept_answer_tag (a final <answer>OBJECT</answer> is the final block)")
     lines.append(
         f"  final block: {_short(block) if block is not None else 'none (the response does not end with a fenced block or a balanced object)'}"

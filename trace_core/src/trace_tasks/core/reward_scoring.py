@@ -18,6 +18,8 @@ from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
 from trace_tasks.scoring import (
     CORE_RESULT_KEYS,
+    DEFAULT_RESIZE,
+    document_options,
     frame_problem,
     prepare_target,
     required_keys,
@@ -47,6 +49,7 @@ def check_response(response: Any) -> str:
     return response
 
 
+@document_options
 def score_trace_response(
     *,
     response: str,
@@ -66,15 +69,20 @@ def score_trace_response(
     trace_recovery: Any = "lenient",
     format_accept_answer_tag: Any = False,
     prediction_frame: Any = "pixel",
-    resize: Any = None,
+    resize: Any = DEFAULT_RESIZE,
     annotation_native: Any = False,
     model_image_size: Any = None,
 ) -> dict[str, float]:
     """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
 
-    ``trace_recovery`` (``"lenient"``, ``"outside_think"``, ``"final_only"``) and
-    ``format_accept_answer_tag`` are opt-in departures from the response
-    contract (docs/contracts.md §3.7); the defaults are the contract.
+    The scorer options are the fields of :class:`~trace_tasks.ScoringOptions`, each
+    a keyword here with the table's default (listed below, from the table);
+    ``trace_recovery`` and ``format_accept_answer_tag`` are opt-in departures from
+    the response contract (docs/contracts.md §3.7): the defaults are the contract.
+    To score with a :class:`~trace_tasks.ScoringOptions` record, pass
+    ``**options.keywords()`` (or use :meth:`~trace_tasks.CompiledInstance.score`,
+    which takes the record itself). ``image_size``, ``image_sizes``,
+    ``metadata`` and ``extra_info`` are the size sources, searched in that order.
 
     ``prediction_frame`` declares the coordinate frame the model writes
     (``"pixel"``, ``"rel1000"``, ``"rel999"``, ``"rel1"``, ``"resized"``,
@@ -95,12 +103,12 @@ def score_trace_response(
     type's family is not installed or is disabled (answer-and-annotation mode;
     the message names the package to install or the variable to change).
     """
-    opts = resolve_options(
+    opts = resolve_options(  # positional, in the options table's order: one cache lookup
+        format_weight,
         trace_reward_mode,
+        trace_annotation_reward_formula,
         answer_weight,
         annotation_weight,
-        format_weight,
-        trace_annotation_reward_formula,
         point_half_life_px,
         trace_recovery,
         format_accept_answer_tag,

@@ -106,7 +106,7 @@ from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data._cache import InstanceCache
 from trace_tasks.data._records import TrainInstance
 from trace_tasks.errors import InstanceError, OptionError, Problem, ResponseTypeError, TraceTasksError
-from trace_tasks.scoring import OPTION_DEFAULTS, options_from
+from trace_tasks.scoring import OPTION_BY_NAME, OPTION_NAMES, ScoringOptions, document_options, options_from
 
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
@@ -135,7 +135,7 @@ INSTANCE_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contra
 RECORD_FIELDS: tuple[str, ...] = tuple(field.name for field in attrs.fields(TrainInstance))
 #: The scorer's keyword arguments besides the instance and the response: its options, and the
 #: further image-size sources.
-SCORE_KEYWORDS: tuple[str, ...] = (*OPTION_DEFAULTS, "image_sizes", "extra_info")
+SCORE_KEYWORDS: tuple[str, ...] = (*OPTION_NAMES, "image_sizes", "extra_info")
 
 #: Compiled instances of this process, by content and bounded (each pool child has its own).
 INSTANCE_CACHE = InstanceCache(maxsize=4096)
@@ -151,7 +151,7 @@ def score_keywords(keywords: Mapping[str, Any], *, what: str = "scorer option", 
     unknown = sorted(set(keywords) - set(SCORE_KEYWORDS), key=str)
     if unknown:
         raise OptionError(f"unknown {what}(s) {unknown}; accepted: {[*also, *SCORE_KEYWORDS]}")
-    options_from({name: value for name, value in keywords.items() if name in OPTION_DEFAULTS})
+    options_from({name: value for name, value in keywords.items() if name in OPTION_BY_NAME})
     return dict(keywords)
 
 
@@ -391,8 +391,15 @@ def _shares(rows: list[Mapping[str, Any]], workers: int, chunksize: int | None) 
 def _check_timeout(timeout: float | None) -> None:
     if timeout is None:
         return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout <= 0:
-        raise OptionError(f"timeout must be a positive number of seconds (math.inf: wait forever) or None, got {timeout!r}")
+    wanted = "timeout must be a positive number of seconds (math.inf: wait forever) or None"
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise OptionError(f"{wanted}, got {timeout!r}")
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # 10**400: no float holds it (say math.inf to wait forever)
+        raise OptionError(f"{wanted}, got an int too large for a float") from None
+    if math.isnan(seconds) or seconds <= 0:
+        raise OptionError(f"{wanted}, got {timeout!r}")
 
 
 def _default_timeout(chunks: Sequence[Sequence[Any]], children: int) -> float:
@@ -402,19 +409,23 @@ def _default_timeout(chunks: Sequence[Sequence[Any]], children: int) -> float:
     return TIMEOUT_BASE_SECONDS + TIMEOUT_SECONDS_PER_ITEM * busiest
 
 
+@document_options
 def score_trace_batch(
     items: Iterable[Mapping[str, Any]],
     *,
     workers: int = 1,
     chunksize: int | None = None,
     timeout: float | None = None,
-    **options: Any,
+    options: ScoringOptions | None = None,
+    **keywords: Any,
 ) -> list[BatchResult]:
     """Score each item (the keyword arguments of ``score_trace_response``, or a whole instance record with its
     ``response``: ``id``, ``prompt`` and ``image`` are validated with the instance) in order.
 
-    ``options`` are defaults applied to every item (an item's own keys win); a
-    key that is no record field, option or size source is an ``OptionError`` item.
+    ``options`` (a :class:`~trace_tasks.ScoringOptions` record) and ``keywords``
+    (scorer options by name, overriding the record's, and size sources) are
+    defaults applied to every item (an item's own keys win); a key that is no
+    record field, option or size source is an ``OptionError`` item.
     ``workers`` is how many processes score, this one included; batches smaller
     than ``2 * MIN_ITEMS_PER_WORKER`` are scored in-process whatever it says.
     ``chunksize`` overrides the size of the chunks sent to child processes.
@@ -429,20 +440,24 @@ def score_trace_batch(
     if chunksize is not None and (not isinstance(chunksize, int) or isinstance(chunksize, bool) or chunksize < 1):
         raise OptionError(f"chunksize must be a positive integer or None, got {chunksize!r}")
     _check_timeout(timeout)
+    if options is not None and not isinstance(options, ScoringOptions):
+        raise OptionError(f"options must be a trace_tasks.ScoringOptions (or None), got {type(options).__name__}")
+    if options is not None:
+        keywords = {**options.keywords(), **keywords}
     rows = list(items)
     if workers == 1 or len(rows) < 2 * MIN_ITEMS_PER_WORKER:
-        return _score_chunk(rows, options)
+        return _score_chunk(rows, keywords)
     own, chunks = _shares(rows, workers, chunksize)
     children = workers - 1
     pool = _pool(children)
     wait = _default_timeout(chunks, children) if timeout is None else timeout
-    handouts = [_hand_out(pool, children, chunk, options) for chunk in chunks]
+    handouts = [_hand_out(pool, children, chunk, keywords) for chunk in chunks]
     deadline = time.monotonic() + wait if math.isfinite(wait) else None
     try:
-        results = _score_chunk(own, options)
+        results = _score_chunk(own, keywords)
         gathering = _Gathering(pool, children, deadline)
         for chunk, handout in zip(chunks, handouts, strict=True):
-            results.extend(gathering.collect(chunk, handout, options))
+            results.extend(gathering.collect(chunk, handout, keywords))
     finally:
         for handout in handouts:
             if handout is not None:

@@ -23,16 +23,19 @@ from trace_tasks.data._validation import Parts, check
 from trace_tasks.errors import InstanceError, OptionError, ResponseTypeError
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
 from trace_tasks.scoring import (
+    DEFAULT_OPTIONS,
+    OPTION_BY_NAME,
     UNPARSED,
     ScoringOptions,
     Size,
     Target,
     Trail,
+    document_options,
     frame_problem,
     half_life_px,
+    options_from,
     prepare_target,
     resolve_frame,
-    resolve_options,
     run,
     scoring_context,
     size_from,
@@ -40,17 +43,31 @@ from trace_tasks.scoring import (
 
 __all__ = ["CompiledInstance", "compile_instance"]
 
-_DEFAULT_MODE = "answer_and_annotation"
-_DEFAULT_FORMULA = "gated"
-_DEFAULT_RECOVERY = "lenient"
 #: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
 Sizes = tuple[Any, Any, Any, Any]
 
 
-def _sizes(image_size: Any, image_sizes: Any, metadata: Any, extra_info: Any) -> Sizes | None:
-    if image_size is None and image_sizes is None and metadata is None and extra_info is None:
-        return None
-    return (image_size, image_sizes, metadata, extra_info)
+#: The scorer's size sources besides the instance's own, in the order it searches them.
+SIZE_SOURCES: tuple[str, ...] = ("image_size", "image_sizes", "metadata", "extra_info")
+
+
+def _options_and_sizes(method: str, options: Any, keywords: dict[str, Any]) -> tuple[ScoringOptions, Sizes | None]:
+    """The validated options and the size sources of a :meth:`CompiledInstance.score` call."""
+    if options is not None and not isinstance(options, ScoringOptions):
+        raise OptionError(f"options must be a trace_tasks.ScoringOptions (or None), got {type(options).__name__}")
+    if not keywords:  # the frequent call: no per-call option, no size source
+        return (DEFAULT_OPTIONS if options is None else options), None
+    sizes = tuple(keywords.pop(name, None) for name in SIZE_SOURCES)
+    unknown = sorted(set(keywords) - OPTION_BY_NAME.keys())
+    if unknown:  # as Python says it of an explicit signature
+        raise TypeError(f"CompiledInstance.{method}() got an unexpected keyword argument {unknown[0]!r}")
+    if options is None:
+        opts = options_from(keywords) if keywords else DEFAULT_OPTIONS
+    else:
+        opts = options_from({**options.keywords(), **keywords}) if keywords else options
+    if sizes[0] is None and sizes[1] is None and sizes[2] is None and sizes[3] is None:
+        return opts, None
+    return opts, sizes
 
 
 @attrs.frozen(slots=True, eq=False, repr=False)
@@ -125,71 +142,27 @@ class CompiledInstance:
             **({"model_image_size": data["model_image_size"]} if data.get("model_image_size") is not None else {}),
         }
 
-    def score(
-        self,
-        response: str,
-        *,
-        trace_reward_mode: Any = _DEFAULT_MODE,
-        answer_weight: float = 0.5,
-        annotation_weight: float = 0.5,
-        format_weight: float = 0.0,
-        trace_annotation_reward_formula: Any = _DEFAULT_FORMULA,
-        point_half_life_px: Any = None,
-        image_size: Any = None,
-        image_sizes: Any = None,
-        metadata: Any = None,
-        extra_info: Any = None,
-        trace_recovery: Any = _DEFAULT_RECOVERY,
-        format_accept_answer_tag: Any = False,
-        prediction_frame: Any = "pixel",
-        resize: Any = None,
-        annotation_native: Any = False,
-    ) -> dict[str, float]:
+    @document_options
+    def score(self, response: str, options: ScoringOptions | None = None, **keywords: Any) -> dict[str, float]:
         """Score one response: exactly ``score_trace_response(response=response, **instance fields, **options)``.
 
-        The options are ``score_trace_response``'s, with its defaults and errors
+        ``options`` is a :class:`~trace_tasks.ScoringOptions` record; ``keywords``
+        are scorer options by name (overriding the record's) and the size sources.
+        The options have ``score_trace_response``'s names, defaults and errors
         (:class:`~trace_tasks.errors.OptionError` for an invalid option,
         :class:`~trace_tasks.errors.ResponseTypeError` for a non-string
-        response). ``image_size`` and ``metadata`` given here replace the
-        instance's own (``None`` keeps them); ``image_sizes`` and ``extra_info``
-        are further size sources, in the scorer's order.
+        response, ``TypeError`` for a keyword that is neither). ``image_size``
+        and ``metadata`` given here replace the instance's own (``None`` keeps
+        them); ``image_sizes`` and ``extra_info`` are further size sources, in
+        the scorer's order.
         """
-        opts = resolve_options(
-            trace_reward_mode,
-            answer_weight,
-            annotation_weight,
-            format_weight,
-            trace_annotation_reward_formula,
-            point_half_life_px,
-            trace_recovery,
-            format_accept_answer_tag,
-            prediction_frame,
-            resize,
-            annotation_native,
-        )
-        sizes = _sizes(image_size, image_sizes, metadata, extra_info)
+        opts, sizes = _options_and_sizes("score", options, keywords)
         self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes)
 
+    @document_options
     def score_group(
-        self,
-        responses: Sequence[str],
-        *,
-        trace_reward_mode: Any = _DEFAULT_MODE,
-        answer_weight: float = 0.5,
-        annotation_weight: float = 0.5,
-        format_weight: float = 0.0,
-        trace_annotation_reward_formula: Any = _DEFAULT_FORMULA,
-        point_half_life_px: Any = None,
-        image_size: Any = None,
-        image_sizes: Any = None,
-        metadata: Any = None,
-        extra_info: Any = None,
-        trace_recovery: Any = _DEFAULT_RECOVERY,
-        format_accept_answer_tag: Any = False,
-        prediction_frame: Any = "pixel",
-        resize: Any = None,
-        annotation_native: Any = False,
+        self, responses: Sequence[str], options: ScoringOptions | None = None, **keywords: Any
     ) -> list[dict[str, float]]:
         """Score a group of responses to this instance (a GRPO group), in order; options as for :meth:`score`.
 
@@ -198,21 +171,8 @@ class CompiledInstance:
         """
         if isinstance(responses, (str, bytes)):
             raise ResponseTypeError("responses must be a sequence of strings (the group's decoded outputs), not one string")
-        opts = resolve_options(
-            trace_reward_mode,
-            answer_weight,
-            annotation_weight,
-            format_weight,
-            trace_annotation_reward_formula,
-            point_half_life_px,
-            trace_recovery,
-            format_accept_answer_tag,
-            prediction_frame,
-            resize,
-            annotation_native,
-        )
+        opts, sizes = _options_and_sizes("score_group", options, keywords)
         texts = [check_response(response) for response in responses]
-        sizes = _sizes(image_size, image_sizes, metadata, extra_info)
         self.check_frame(opts, sizes)
         score = self.run
         return [score(text, opts, sizes) for text in texts]
@@ -231,7 +191,7 @@ class CompiledInstance:
     def check_frame(self, opts: ScoringOptions, sizes: Sizes | None = None) -> None:
         """:class:`~trace_tasks.errors.OptionError` when ``opts`` declare a prediction frame this instance cannot be
         scored in (no image size, or a family that cannot convert it); nothing in the ``pixel`` frame."""
-        if opts.frame == "pixel":
+        if opts.prediction_frame == "pixel":
             return
         target = self._prepared if sizes is None else self._prepared.with_size(self._find_size(*sizes))
         problem = frame_problem(opts, target)

@@ -61,10 +61,10 @@ from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
 from trace_tasks.errors import OptionError, RecordError, TraceTasksError
 from trace_tasks.plugins import get_registry
-from trace_tasks.scoring import OPTION_DEFAULTS, options_from
+from trace_tasks.scoring import OPTION_NAMES, options_from
 
-#: Scorer options a trainer config or a row's ``extra_info`` may set.
-SCORER_OPTIONS: tuple[str, ...] = tuple(OPTION_DEFAULTS)
+#: Scorer options a trainer config or a row's ``extra_info`` may set: the options table's names.
+SCORER_OPTIONS: tuple[str, ...] = OPTION_NAMES
 #: Instance fields that must be present in every ground truth.
 REQUIRED_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract")
 #: Optional instance fields that carry the image size for the point half-life.

@@ -19,11 +19,10 @@ Values outside a frame's range (1200 in ``rel1000``) are converted as given, nev
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from trace_tasks.errors import OptionError
 
@@ -53,13 +52,20 @@ DEFAULT_MAX_PIXELS = 28 * 28 * 1280
 RESIZE_KEYS = ("factor", "min_pixels", "max_pixels")
 
 
-@attrs.frozen(slots=True)
-class Resize:
-    """The parameters of Qwen's ``smart_resize`` (the option ``resize``); the processor's defaults."""
+class Resize(NamedTuple):
+    """The parameters of Qwen's ``smart_resize`` (the option ``resize``); the processor's defaults.
+
+    A named tuple, so an options record holding it stays hashable and JSON-serialisable
+    (as ``[factor, min_pixels, max_pixels]``, which :func:`resolve_resize` reads back).
+    """
 
     factor: int = DEFAULT_RESIZE_FACTOR
     min_pixels: int = DEFAULT_MIN_PIXELS
     max_pixels: int = DEFAULT_MAX_PIXELS
+
+    def __str__(self) -> str:
+        """As the option is written (``--resize``): a JSON object."""
+        return json.dumps(self._asdict())
 
 
 DEFAULT_RESIZE = Resize()
@@ -106,11 +112,20 @@ def resolve_frame(value: Any) -> str:
 
 
 def resolve_resize(value: Any) -> Resize | None:
-    """The ``resize`` option: ``None`` (the processor's defaults) or a mapping of ``factor``, ``min_pixels``, ``max_pixels``."""
+    """The ``resize`` option: ``None`` (the processor's defaults) or a mapping of ``factor``, ``min_pixels``, ``max_pixels``.
+
+    Also its JSON text (the command line's ``--resize '{"factor": 32}'``) and the three numbers
+    in that order (how a :class:`Resize` is written as JSON).
+    """
     if value is None:
         return None
-    if isinstance(value, Resize):
-        return value
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise OptionError(f"Trace resize must be a JSON object of {list(RESIZE_KEYS)}, got {value!r}: {exc}") from exc
+    if isinstance(value, (list, tuple)) and len(value) == len(RESIZE_KEYS):
+        value = dict(zip(RESIZE_KEYS, value, strict=True))
     if not isinstance(value, Mapping):
         raise OptionError(f"Trace resize must be a mapping of {list(RESIZE_KEYS)}, got {value!r}")
     unknown = sorted(str(key) for key in value if key not in RESIZE_KEYS)

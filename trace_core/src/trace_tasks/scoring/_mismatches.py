@@ -56,12 +56,12 @@ def row_mismatches(trail: Trail) -> tuple[Mismatch, ...]:
     ext, opts, text = trail.extraction, trail.options, trail.text
     if ext is None or opts is None:
         return tuple(found)
-    keys = required_keys(opts.mode)
-    if ext.payload is not None and opts.recovery != OUTSIDE_THINK and ("<think>" in text or "</think>" in text):
-        outside = extract(text, keys, OUTSIDE_THINK, opts.answer_tag).payload
+    keys = required_keys(opts.trace_reward_mode)
+    if ext.payload is not None and opts.trace_recovery != OUTSIDE_THINK and ("<think>" in text or "</think>" in text):
+        outside = extract(text, keys, OUTSIDE_THINK, opts.format_accept_answer_tag).payload
         if outside != ext.payload:
             found.append(Mismatch(THINK, None, scored))
-    tags_ignored = ext.payload is None and opts.recovery == FINAL_ONLY and not opts.answer_tag
+    tags_ignored = ext.payload is None and opts.trace_recovery == FINAL_ONLY and not opts.format_accept_answer_tag
     if tags_ignored and extract(text, keys, FINAL_ONLY, True).payload is not None:
         found.append(Mismatch(ANSWER_TAG_IGNORED, None, scored))
     return tuple(found)

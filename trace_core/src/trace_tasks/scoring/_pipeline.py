@@ -215,7 +215,7 @@ def prepare_target(
     name = annotation_gt["type"].strip()
     entry = registry.annotation_types.get(name)
     if entry is None:
-        missing = registry.missing_family(name) if opts.mode != ANSWER else None
+        missing = registry.missing_family(name) if opts.trace_reward_mode != ANSWER else None
         if missing is not None:
             raise missing
         target.problem = f"no installed family owns annotation type {name!r}"
@@ -250,7 +250,7 @@ def frame_problem(opts: ScoringOptions, target: Target) -> str:
     the parsed target), or the image size is unknown. A target that earns
     nothing anyway (no annotation to score) has no problem here.
     """
-    frame = opts.frame
+    frame = opts.prediction_frame
     entry = target.entry
     if frame == PIXEL or entry is None or target.reward is None:
         return ""
@@ -374,15 +374,15 @@ class Trail:
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
-    keys = required_keys(opts.mode)
+    keys = required_keys(opts.trace_reward_mode)
     lean = _LEAN
     # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
     # literal, so no budget needs to be in force; anything else takes the general step under the budget.
-    tried = lean and opts.recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
+    tried = lean and opts.trace_recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
     ext = plain_final_object(text, keys) if tried else None
     if ext is None:
         with literal_budget(literal_left):
-            ext = extract(text, keys, opts.recovery, opts.answer_tag, plain_tried=tried)
+            ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
     predicted = ext.answer(text)
     prepared = target.answer
     kind = type(predicted)
@@ -440,11 +440,11 @@ def _annotate(
     if prediction is not None:
         why = trail.parse_errors if trail is not None else None
         parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
-        if parsed is UNPARSED and opts.native and entry.native is not None:  # opt-in: the model's own shape
+        if parsed is UNPARSED and opts.annotation_native and entry.native is not None:  # opt-in: the model's own shape
             parsed = _read_native(ann, entry, prediction, parsed_target, literal_left, trail)
     written = parsed
-    if parsed is not UNPARSED and opts.frame != PIXEL:  # a declared frame: the prediction in pixels
-        parsed = _to_pixels(entry, opts.frame, opts, target, parsed, context)
+    if parsed is not UNPARSED and opts.prediction_frame != PIXEL:  # a declared frame: the prediction in pixels
+        parsed = _to_pixels(entry, opts.prediction_frame, opts, target, parsed, context)
     if trail is not None:
         trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
         trail.written_prediction = written
@@ -705,7 +705,7 @@ def _alternatives(
     """With a hints trail: the reward of the parsed prediction, as written, read in every other frame."""
     prefix = "native+" if trail.native_read else ""
     for frame in PREDICTION_FRAMES:
-        if frame == opts.frame:
+        if frame == opts.prediction_frame:
             continue
         value = _to_pixels(entry, frame, opts, target, written, context)
         if value is UNPARSED:
@@ -741,7 +741,7 @@ def _native_alternatives(
             continue
         got = _reward_of(reward, value, parsed_target, context)
         if got is not None:
-            trail.alternatives["native" if frame == opts.frame else f"native+{frame}"] = got
+            trail.alternatives["native" if frame == opts.prediction_frame else f"native+{frame}"] = got
 
 
 def _score(

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._frames import PREDICTION_FRAMES
-from trace_tasks.scoring._options import ANSWER, GATED, RECOVERY_MODES, ScoringOptions
+from trace_tasks.scoring._options import ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -22,18 +21,9 @@ REWARD_KEYS: tuple[str, ...] = (
     "task_reward_effective",
     "task_reward_gated",
 )
-#: The options the response was scored with, echoed (constant for a run).
-OPTION_KEYS: tuple[str, ...] = (
-    "format_weight",
-    "trace_reward_mode_answer",
-    "trace_reward_mode_answer_only",
-    "trace_reward_mode_answer_and_annotation",
-    "trace_answer_scoring_exact_json",
-    "trace_annotation_reward_formula_gated",
-    "trace_annotation_reward_formula_additive",
-    "trace_answer_weight",
-    "trace_annotation_weight",
-)
+#: The options the response was scored with, echoed (constant for a run): the echo keys of the
+#: options table's rows (:data:`~trace_tasks.scoring.OPTIONS`) that are not opt-in, in table order.
+OPTION_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if not row.opt_in for echo in row.echo)
 #: Per-response diagnostic flags, each exactly 0.0 or 1.0.
 FLAG_KEYS: tuple[str, ...] = (
     "format_structure_ok",
@@ -51,15 +41,15 @@ CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "tr
 
 
 #: The indicators of the opt-in departures from the contract (docs/contracts.md §3.7), present
-#: only when the options depart from it (``trace_recovery`` other than ``lenient``, or
-#: ``format_accept_answer_tag``): then all four follow the ``annotation_type_<name>`` one-hot.
-OPT_IN_KEYS: tuple[str, ...] = (*(f"trace_recovery_{mode}" for mode in RECOVERY_MODES), "format_accept_answer_tag")
+#: only when the options depart from it (an opt-in row of the options table not at its default,
+#: such as ``trace_recovery`` other than ``lenient``): then every opt-in row's echo follows the
+#: ``annotation_type_<name>`` one-hot.
+OPT_IN_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if row.opt_in and row.group == POLICIES for echo in row.echo)
 #: The indicators of a declared prediction frame and of native reading (docs/contracts.md, "Coordinate
-#: frames"), present only when one of them is in force (``prediction_frame`` other than ``pixel``, or
+#: frames"), present only when one is in force (``prediction_frame`` other than ``pixel``, or
 #: ``annotation_native``): then all of them follow the opt-in keys, the frame's one-hot first.
-MODEL_READING_KEYS: tuple[str, ...] = (
-    *(f"trace_prediction_frame_{frame}" for frame in PREDICTION_FRAMES),
-    "trace_annotation_native",
+MODEL_READING_KEYS: tuple[str, ...] = tuple(
+    echo.key for row in OPTIONS if row.opt_in and row.group == MODEL_READINGS for echo in row.echo
 )
 #: Reported after everything else when a prediction that did not parse has a model-native
 #: shape its owner recognises (``trace_native_annotation``), or was read as the annotation
@@ -99,29 +89,14 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     cached = _templates.get(opts)
     if cached is not None and cached[0] is registry:
         return cached[1], cached[2]
-    answer_mode = 1.0 if opts.mode == ANSWER else 0.0
-    gated = 1.0 if opts.formula == GATED else 0.0
     template = dict.fromkeys(result_keys(registry, opts), 0.0)
-    template.update(
-        {
-            "format_weight": opts.format_weight,
-            "trace_reward_mode_answer": answer_mode,
-            "trace_reward_mode_answer_only": answer_mode,
-            "trace_reward_mode_answer_and_annotation": 1.0 - answer_mode,
-            "trace_answer_scoring_exact_json": 1.0,
-            "trace_annotation_reward_formula_gated": gated,
-            "trace_annotation_reward_formula_additive": 1.0 - gated,
-            "trace_answer_weight": opts.answer_weight,
-            "trace_annotation_weight": opts.annotation_weight,
-            "trace_reward": 1.0,
-        }
-    )
-    if opts.departs:
-        template[f"trace_recovery_{opts.recovery}"] = 1.0
-        template["format_accept_answer_tag"] = 1.0 if opts.answer_tag else 0.0
-    if opts.reads_model:
-        template[f"trace_prediction_frame_{opts.frame}"] = 1.0
-        template["trace_annotation_native"] = 1.0 if opts.native else 0.0
+    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model}
+    for row in OPTIONS:  # the option echo, as the options table spells it; an opt-in group's only when in force
+        if row.echo and (not row.opt_in or shown.get(row.group, False)):
+            value = getattr(opts, row.name)
+            for echo in row.echo:
+                template[echo.key] = echo.of(value)
+    template["trace_reward"] = 1.0
     type_keys = dict(registry.type_indicator_keys)
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
         _templates.clear()
@@ -134,9 +109,9 @@ def compose_result(
 ) -> dict[str, float]:
     """The flat result dict (docs/contracts.md §7) of one scored response."""
     fw = opts.format_weight
-    if opts.mode == ANSWER:
+    if opts.trace_reward_mode == ANSWER:
         task = answer_reward
-    elif opts.formula == GATED:
+    elif opts.trace_annotation_reward_formula == GATED:
         task = answer_reward * (opts.answer_weight + opts.annotation_weight * ann.reward)
     else:
         task = opts.answer_weight * answer_reward + opts.annotation_weight * ann.reward
