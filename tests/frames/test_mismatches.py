@@ -53,6 +53,7 @@ STYLES: list[tuple[str, Any]] = [
     ("resized", pairs(BOX, lambda x, y: [x / W * RW, y / H * RH])),
     ("native", [{"bbox_2d": BOX, "label": "box"}]),
     ("native+rel1000", [{"bbox_2d": pairs(BOX, lambda x, y: [x / W * 1000, y / H * 1000])}]),
+    ("xywh", [BOX[0], BOX[1], BOX[2] - BOX[0], BOX[3] - BOX[1]]),
 ]
 
 

@@ -80,6 +80,7 @@ def test_there_are_hook_specs_to_check() -> None:
         "trace_native_annotation",
         "trace_scale_annotation",
         "trace_frame_annotation",
+        "trace_reread_annotation",
     }
 
 

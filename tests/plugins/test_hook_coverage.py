@@ -34,7 +34,7 @@ FAILURE_HOOKS = {"trace_native_annotation"}
 #: Asked by the scorer only under a declared prediction frame other than ``pixel``.
 FRAME_HOOKS = {"trace_frame_annotation"}
 #: Capabilities the tools call (explain, draw, the normalised readings), never the scorer.
-TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation", "trace_scale_annotation"}
+TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation", "trace_scale_annotation", "trace_reread_annotation"}
 
 
 def spec_names() -> set[str]:
@@ -45,7 +45,7 @@ def spec_names() -> set[str]:
 
 def test_the_phases_cover_every_spec() -> None:
     assert spec_names() == LOAD_HOOKS | SCORE_HOOKS | FAILURE_HOOKS | FRAME_HOOKS | TOOL_HOOKS
-    assert len(spec_names()) == 11
+    assert len(spec_names()) == 12
 
 
 def test_the_recording_plugin_implements_every_spec(register: Any) -> None:
@@ -101,6 +101,9 @@ def test_real_code_paths_call_every_hook(register: Any) -> None:
     _, trail = compile_instance(instance).explain(json.dumps({"answer": "#00ff00", "annotation": [0, 0.4]}), options_from({}))
     assert "trace_scale_annotation" in family.hooks_called()
     assert trail.readings["0-1"] == 1.0 and trail.readings["pixels"] < 1.0
+    # ... and asks the owner's other spellings of the raw prediction, for the mismatch readings
+    assert "trace_reread_annotation" in family.hooks_called()
+    assert "start_length" in trail.alternatives  # [0, 0.4] read as [0, 0 + 0.4], scored by the current id
 
     # A declared frame converts the parsed prediction through the owner's frame hook, and only then.
     family.calls.clear()

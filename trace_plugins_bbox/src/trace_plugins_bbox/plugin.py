@@ -5,7 +5,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 
 from __future__ import annotations
 
-from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
+from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box, xywh_corners
 from trace_tasks.family import Box, Primitive, ShapeFamily
 
 BOX = Primitive(
@@ -24,6 +24,7 @@ BOX = Primitive(
     item_help="its left, top, right and bottom edges in pixels of the image, x0 < x1 and y0 < y1",
     native_keys=("bbox_2d", "bbox", "box"),
     flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
+    rereadings={"xywh": xywh_corners},  # a mismatch the tools name, never a reward
 )
 
 family = ShapeFamily(

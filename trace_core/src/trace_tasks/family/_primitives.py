@@ -59,6 +59,11 @@ class Primitive:
     the family converts a prediction written in a declared coordinate frame
     (``trace_frame_annotation``: ``prediction_frame``); without, it cannot, and
     declaring a frame for its types is an ``OptionError`` naming the family.
+    ``rereadings`` maps a reading's name to a rewrite of one raw item a model
+    may write otherwise into the canonical raw item (``"xywh"``: ``[x, y, w, h]``
+    to ``[x, y, x + w, y + h]``; raise or return anything that does not parse
+    when it does not apply), for the tools' mismatch readings
+    (``trace_reread_annotation``); never the reward.
     """
 
     name: str
@@ -80,6 +85,7 @@ class Primitive:
     scale: Callable[[Any, float, float], Any] | None = None
     swap: Callable[[Any], Any] | None = None
     flat_xy: bool = False
+    rereadings: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict)
 
     @property
     def scaler(self) -> Callable[[Any, float, float], Any] | None:

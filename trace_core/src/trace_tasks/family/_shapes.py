@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
+import attrs
+
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
@@ -106,6 +108,12 @@ class ShapeFamily(_ShapeScoring):
         self.parsers = {name: make_parser(shape, primitive) for name, (shape, _) in self.types.items()}
         # A hook only when the primitive can convert: a family without it makes a declared frame an OptionError.
         self.trace_frame_annotation = self._frame_hook()
+        #: (annotation type, reading) -> the parser of values whose items are written that way
+        self.reread_parsers = {
+            (name, reading): make_parser(shape, _rewritten(primitive, rewrite))
+            for name, (shape, _) in self.types.items()
+            for reading, rewrite in primitive.rereadings.items()
+        }
 
     def shape_of(self, annotation_type: str) -> str:
         return self.types[annotation_type][0]
@@ -223,6 +231,18 @@ class ShapeFamily(_ShapeScoring):
         return hookimpl(trace_frame_annotation)
 
     @hookimpl
+    def trace_reread_annotation(self, annotation_type: str, value: Any) -> dict[str, Any] | None:
+        if annotation_type not in self.types:
+            return None
+        found: dict[str, Any] = {}
+        for reading in self.primitive.rereadings:
+            try:
+                found[reading] = self.reread_parsers[annotation_type, reading](value)
+            except AnnotationParseError:
+                continue
+        return found
+
+    @hookimpl
     def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
         row = self.types.get(annotation_type)
         return row[1][0] if row is not None else None
@@ -237,6 +257,21 @@ class ShapeFamily(_ShapeScoring):
         if annotation_type not in self.types or self.primitive.draw is None:
             return None
         return list(self.primitive.draw(item))
+
+
+def _rewritten(primitive: Primitive, rewrite: Callable[[Any], Any]) -> Primitive:
+    """``primitive`` whose items are read through ``rewrite`` first (a reading of ``Primitive.rereadings``)."""
+    parse_item = primitive.parse_item
+    assert parse_item is not None, "a primitive with rereadings parses its items"
+
+    def parse(raw: Any) -> Any:
+        try:
+            canonical = rewrite(raw)
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:  # not written this way
+            raise AnnotationParseError(f"not a rewritable item: {exc}") from None
+        return parse_item(canonical)
+
+    return attrs.evolve(primitive, parse_item=parse)
 
 
 def _each_item(shape: str, value: Any, change: Any) -> Any:

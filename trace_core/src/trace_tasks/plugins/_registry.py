@@ -94,7 +94,8 @@ class AnnotationTypeEntry:
     (``TRACE_TASKS_REWARD_IDS`` or ``pin_reward_id()``), ``None`` when the
     owner's default is current. ``draw`` is the owner's drawing hook, if any;
     ``native`` its ``trace_native_annotation``, ``scale`` its
-    ``trace_scale_annotation`` and ``frame`` its ``trace_frame_annotation``, if any.
+    ``trace_scale_annotation``, ``frame`` its ``trace_frame_annotation`` and
+    ``reread`` its ``trace_reread_annotation``, if any.
     """
 
     name: str
@@ -109,6 +110,7 @@ class AnnotationTypeEntry:
     native: Callable[..., Any] | None = None
     scale: Callable[..., Any] | None = None
     frame: Callable[..., Any] | None = None
+    reread: Callable[..., Any] | None = None
 
 
 @attrs.frozen(slots=True)
@@ -548,6 +550,7 @@ def _index(
     natives = _impls_by_plugin(pm, "trace_native_annotation")
     scalers = _impls_by_plugin(pm, "trace_scale_annotation")
     framers = _impls_by_plugin(pm, "trace_frame_annotation")
+    rereaders = _impls_by_plugin(pm, "trace_reread_annotation")
 
     owners = _owned_types(pm, who)
     for name, (plugin, _) in owners.items():
@@ -583,6 +586,7 @@ def _index(
             native=natives.get(plugin),
             scale=scalers.get(plugin),
             frame=framers.get(plugin),
+            reread=rereaders.get(plugin),
         )
         for name, (plugin, spec) in owners.items()
     }

@@ -14,8 +14,8 @@
   response only when the caller declares a ``prediction_frame`` other than
   ``pixel``;
 * **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``,
-  ``trace_scale_annotation``; optional, asked by ``trace-tasks explain``,
-  reports and frame checks.
+  ``trace_scale_annotation``, ``trace_reread_annotation``; optional, asked by
+  ``trace-tasks explain``, reports and frame checks.
 
 A plugin is a module or object exposing functions marked with
 ``trace_tasks.hookimpl`` and named like the specs below; it is found through an
@@ -223,4 +223,19 @@ def trace_scale_annotation(annotation_type: str, value: object, scale_x: float, 
     in an ordinary scoring call. Return a value the type's score hooks accept
     (a parsed value), or ``None`` for a type you do not own or a value you
     cannot scale.
+    """
+
+
+@hookspec(firstresult=True)
+def trace_reread_annotation(annotation_type: str, value: object) -> dict[str, object] | None:
+    """Other readings of a raw predicted ``value`` that a model is known to write, as parsed values by name.
+
+    Optional capability, called on the type's owner by the scoring pipeline
+    when a tool keeps the run's trail with hints (``trace-tasks explain``,
+    reports, :func:`~trace_tasks.scoring.row_mismatches`); never in an ordinary
+    scoring call, never into the reward. Return ``{reading: parsed value}`` for
+    each reading under which ``value`` parses (``{"xywh": ...}``: boxes written
+    ``[x, y, width, height]`` read as corners), each a value the type's score
+    hooks accept; an empty mapping when none applies; ``None`` for a type you do
+    not own. ``ShapeFamily`` implements it from ``Primitive.rereadings``.
     """

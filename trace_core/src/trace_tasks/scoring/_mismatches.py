@@ -10,7 +10,9 @@ score hook, into ``Trail.alternatives``) and names:
 * the best other reading (a frame of :data:`~trace_tasks.scoring.PREDICTION_FRAMES`:
   ``pixel``, ``rel1000``, ``rel999``, ``rel1``, ``resized``, ``rel1000_yx`` (y
   first); ``native`` for a model-native shape read as the annotation in the
-  declared frame, ``native+<frame>`` in another frame) when it scores at least
+  declared frame, ``native+<frame>`` in another frame; ``xywh`` for boxes written
+  ``[x, y, width, height]``, and any other spelling a family's
+  ``trace_reread_annotation`` knows) when it scores at least
   :data:`MISMATCH_GAIN` more annotation reward than the row earned;
 * ``think``: the scored object was recovered from inside ``<think>...</think>``
   (it is not found in the text outside it);

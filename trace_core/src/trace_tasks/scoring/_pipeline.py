@@ -465,8 +465,14 @@ def _annotate(
 
 
 #: The readings of a prediction a trail with hints scores beside the declared one (never the reward):
-#: every prediction frame, and a model-native shape read as the annotation (``native``, ``native+<frame>``).
-ALTERNATIVE_READINGS: tuple[str, ...] = (*PREDICTION_FRAMES, "native", *(f"native+{frame}" for frame in PREDICTION_FRAMES))
+#: every prediction frame, a model-native shape read as the annotation (``native``, ``native+<frame>``),
+#: and the owners' other spellings (``trace_reread_annotation``; the official box family's ``xywh``).
+ALTERNATIVE_READINGS: tuple[str, ...] = (
+    *PREDICTION_FRAMES,
+    "native",
+    *(f"native+{frame}" for frame in PREDICTION_FRAMES),
+    "xywh",
+)
 
 
 def _to_pixels(
@@ -702,8 +708,20 @@ def _alternatives(
     context: ScoringContext,
     trail: Trail,
 ) -> None:
-    """With a hints trail: the reward of the parsed prediction, as written, read in every other frame."""
+    """With a hints trail: the reward of the parsed prediction, as written, read in every other frame, and of the
+    raw prediction's other spellings its owner knows (``trace_reread_annotation``: ``xywh``), in the declared frame."""
     prefix = "native+" if trail.native_read else ""
+    reread = entry.reread
+    if reread is not None and trail.prediction is not None and not trail.native_read:
+        try:
+            others = reread(annotation_type=entry.name, value=trail.prediction) or {}
+        except Exception:  # a bug in the family's tool capability: no reading
+            others = {}
+        for name, value in others.items():
+            converted = _to_pixels(entry, opts.prediction_frame, opts, target, value, context)
+            got = None if converted is UNPARSED else _reward_of(reward, converted, parsed_target, context)
+            if got is not None:
+                trail.alternatives[str(name)] = got
     for frame in PREDICTION_FRAMES:
         if frame == opts.prediction_frame:
             continue
