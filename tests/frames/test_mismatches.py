@@ -145,3 +145,24 @@ def test_model_image_size_is_validated_and_used() -> None:
     assert score_trace_response(response=_resp(written), prediction_frame="resized", **instance(), model_image_size=[1000, 500])[
         "annotation_reward"
     ] == pytest.approx(1.0)
+
+
+def test_every_door_takes_the_frame_options() -> None:
+    """score_instance, score_trace_batch, score_group and a trainer factory score a declared frame alike."""
+    from trace_tasks import score_instance, score_trace_batch
+    from trace_tasks.integrations import verl
+
+    data = instance(model_image_size=[1000, 500])
+    written = [{"bbox_2d": pairs(BOX, lambda x, y: [x / W * 1000, y / H * 1000]), "label": "box"}]
+    response = _resp(written)
+    options = {"prediction_frame": "rel1000", "annotation_native": True}
+    expected = score_trace_response(response=response, **instance(), **options)
+    assert expected["annotation_reward"] == pytest.approx(1.0)
+    assert score_instance(data, response, **options)["annotation_reward"] == expected["annotation_reward"]
+    assert score_trace_batch([{**data, "response": response}], **options)[0]["annotation_reward"] == expected["annotation_reward"]
+    assert compile_instance(data).score_group([response], **options)[0]["annotation_reward"] == expected["annotation_reward"]
+    compute_score = verl.make_compute_score(**options)
+    got = compute_score("trace", response, json.dumps(data), {})
+    assert isinstance(got, dict) and got["annotation_reward"] == expected["annotation_reward"]
+    error = score_trace_batch([{**instance(), "image_size": None, "response": response}], prediction_frame="rel1000")[0]
+    assert "OptionError" in str(error["error"]) and "rel1000" in str(error["error"])

@@ -19,6 +19,7 @@ from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
 from trace_tasks.scoring import (
     CORE_RESULT_KEYS,
     DEFAULT_RESIZE,
+    PIXEL,
     document_options,
     frame_problem,
     prepare_target,
@@ -122,9 +123,10 @@ def score_trace_response(
     target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, sizes)
     if model_image_size is not None:
         target.model_size = _model_image_size(model_image_size)
-    problem = frame_problem(opts, target)
-    if problem:
-        raise OptionError(problem)
+    if opts.prediction_frame != PIXEL:  # a declared frame: refuse what cannot be converted, before the response
+        problem = frame_problem(opts, target)
+        if problem:
+            raise OptionError(problem)
     return run(text, opts, registry, target)
 
 
