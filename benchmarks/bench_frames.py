@@ -8,6 +8,7 @@ predictions and reach the same rewards::
         .venv/bin/python benchmarks/bench_frames.py --count 300 --once pixel   # and: frame, setup
 
 Instructions per response: ``--once pixel`` minus ``--once setup`` (``frame`` minus ``setup-frame``), over the count.
+Without ``--once``: the median CPU time per response of both passes over alternating rounds.
 """
 
 from __future__ import annotations
@@ -56,15 +57,39 @@ def items(count: int, frame: bool) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=300)
-    parser.add_argument("--once", choices=("setup", "setup-frame", "pixel", "frame"), required=True)
+    parser.add_argument("--once", choices=("setup", "setup-frame", "pixel", "frame"))
+    parser.add_argument("--rounds", type=int, default=7, help="without --once: alternating timed rounds, medians")
     args = parser.parse_args()
     from trace_tasks import score_trace_response
+
+    if args.once is None:
+        _timed(args.count, args.rounds)
+        return
 
     work = items(args.count, args.once in ("frame", "setup-frame"))
     if args.once.startswith("setup"):
         return
     rewards = [score_trace_response(**item)["annotation_reward"] for item in work]
     print(f"{args.once}: {len(rewards)} responses, mean annotation_reward {sum(rewards) / len(rewards):.6f}")
+
+
+def _timed(count: int, rounds: int) -> None:
+    """Median CPU time per response of each pass over alternating rounds (a load change hits both alike)."""
+    import statistics
+    import time
+
+    from trace_tasks import score_trace_response
+
+    passes = {"pixel": items(count, False), "frame": items(count, True)}
+    times: dict[str, list[float]] = {name: [] for name in passes}
+    for _ in range(rounds):
+        for name, work in passes.items():
+            start = time.process_time()
+            for item in work:
+                score_trace_response(**item)
+            times[name].append((time.process_time() - start) / len(work) * 1e6)
+    pixel, frame = statistics.median(times["pixel"]), statistics.median(times["frame"])
+    print(f"pixel {pixel:.2f} us/response, rel1000 {frame:.2f} us/response: {frame / pixel - 1:+.1%}")
 
 
 if __name__ == "__main__":
