@@ -18,6 +18,14 @@ optional dependency installed:
   reward plugin for ``--external_plugins`` / ``--reward_funcs``
 * :mod:`trace_tasks.integrations.lmms_eval`: ``make_process_results`` and the
   ``mean`` aggregations for an lmms-eval task (evaluation)
+* :mod:`trace_tasks.integrations.inspect_ai`: ``make_scorer``, an inspect-ai
+  scorer reading the instance from the sample's metadata (evaluation)
+* :mod:`trace_tasks.integrations.verifiers`: ``make_reward`` / ``make_metrics``
+  for verifiers 0.4.0 tasks, ``make_rubric_funcs`` for the 0.1-0.3 ``Rubric``
+* :mod:`trace_tasks.integrations.areal`: ``make_reward_fn`` (AReaL's
+  ``reward_fn``) and ``make_async_reward_fn`` (logs to its ``stats_tracker``)
+* :mod:`trace_tasks.integrations.slime`: ``make_rm``, ``make_batch_rm`` and
+  ``make_rollout_log_function`` for ``--custom-rm-path``
 
 Each factory takes the scorer options, so they are set in the one-line reward
 file. See ``docs/integrations.md`` for a snippet per trainer and version.
