@@ -100,6 +100,12 @@ class Primitive:
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:
     """A flat item of alternating x and y coordinates (a point, a box's corners, a segment's ends), scaled."""
+    if len(item) == 4:  # a box or a segment: the same products, without a generator per item
+        x0, y0, x1, y1 = item
+        return (x0 * scale_x, y0 * scale_y, x1 * scale_x, y1 * scale_y)
+    if len(item) == 2:
+        x, y = item
+        return (x * scale_x, y * scale_y)
     return tuple(value * (scale_x if i % 2 == 0 else scale_y) for i, value in enumerate(item))
 
 

@@ -226,6 +226,8 @@ class ShapeFamily(_ShapeScoring):
                 return None
             if y_first:
                 return _each_item(row[0], value, lambda item: scale(swap(item), scale_x, scale_y))
+            if row[0] in ("set", "sequence"):  # the frequent collections: no call per item beyond the scale
+                return [scale(item, scale_x, scale_y) for item in value]
             return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
 
         return hookimpl(trace_frame_annotation)
