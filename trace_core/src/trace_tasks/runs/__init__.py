@@ -48,9 +48,10 @@ from trace_tasks.runs._failure_kinds import (
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
 from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY, score_compiled_with_metrics
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
-from trace_tasks.runs._rows import MISSING, InstanceIndex, column_value, combined_slots, joined_slots
+from trace_tasks.runs._rows import MISSING, InstanceIndex, column_value, combined_slots, instance_part, joined_slots
 from trace_tasks.runs._run import score_files
 from trace_tasks.runs._settings import ENGINES, RunResult, RunSettings
+from trace_tasks.runs._shards import find_shards, open_lines
 from trace_tasks.runs._stats import GroupStats, Moments, PairedDiffs
 from trace_tasks.runs._summary import Summary, group_name
 
@@ -102,11 +103,14 @@ __all__ = [
     "dumps",
     "file_warnings",
     "final_block_not_an_object",
+    "find_shards",
     "group_name",
     "guard",
+    "instance_part",
     "joined_slots",
     "no_json",
     "open_binary",
+    "open_lines",
     "open_outputs",
     "open_source",
     "read_lines",

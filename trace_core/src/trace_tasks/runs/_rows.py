@@ -89,6 +89,23 @@ def _slot(
 _INSTANCE_KEYS = frozenset(field.name for field in attrs.fields(TrainInstance))
 
 
+def instance_part(data: Mapping[str, Any], keep: tuple[str, ...] = ()) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The instance an input line holds, and the columns left out of it (``score``, ``validate``, ``explain`` alike).
+
+    A combined line (it has a ``response``) is its instance fields: every other
+    column is left out (a trainer dump's ``step``; the kept ones are the
+    user's, the others ignored with a warning). A line of an instances file
+    loses only the ``keep`` columns that are no instance field: any other
+    unknown field stays, for validation to name it.
+    """
+    if "response" in data:
+        return {k: v for k, v in data.items() if k in _INSTANCE_KEYS}, tuple(
+            k for k in data if k not in _INSTANCE_KEYS and k != "response" and k not in keep
+        )
+    dropped = frozenset(keep) - _INSTANCE_KEYS
+    return {k: v for k, v in data.items() if k not in dropped}, ()
+
+
 #: What :func:`column_value` returns for a column a row does not have.
 MISSING: Any = object()
 
