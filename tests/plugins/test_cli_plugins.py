@@ -83,6 +83,8 @@ HOOKS = {
     "trace_annotation_types", "trace_parse_annotation", "trace_resolve_reward_id", "trace_score_annotation",
     "trace_explain_annotation", "trace_draw_annotation", "trace_native_annotation", "trace_scale_annotation",
 }  # fmt: skip
+#: The box family also declares its click versions of ``bbox`` (issue 39): their own prediction form needs a RewardIdSpec.
+CLICK_IDS = ["bbox_click_hit_v0", "bbox_click_soft_v0"]
 
 
 def _one_error_line(proc: subprocess.CompletedProcess[str], error: str) -> str:
@@ -129,10 +131,11 @@ def test_json_lists_the_installed_families() -> None:
         }
         if info["distribution"]:
             assert info["entry_point"].startswith(f"{info['name']} = ")
-            assert set(info["hooks"]) == HOOKS
+            extra = {"trace_reward_ids"} if info["distribution"] == "trace-plugins-bbox" else set()
+            assert set(info["hooks"]) == HOOKS | extra
             assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == info["distribution"])
     assert listing["annotation_types"] == {
-        t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid], "default_reward_id": rid,
+        t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid, *(CLICK_IDS if t == "bbox" else [])], "default_reward_id": rid,
             "current_reward_id": rid, "pinned_by": None}
         for t, rid in RESOLVER_TABLE.items()
     }  # fmt: skip
@@ -161,7 +164,8 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
     for annotation_type, reward_id in RESOLVER_TABLE.items():
         owner = FAMILY[annotation_type].rsplit("-", 1)[-1]
         # owner, default id, current id, pinned by, every registered id (* = current)
-        assert type_rows[annotation_type][1:] == [owner, reward_id, reward_id, "-", f"{reward_id}*"]
+        ids = [f"{reward_id}*", *(CLICK_IDS if annotation_type == "bbox" else [])]
+        assert type_rows[annotation_type][1:] == [owner, reward_id, reward_id, "-", *", ".join(ids).split()]
     plugin_rows = {row.split()[0]: row for row in table_rows(out, "PLUGIN")}
     assert set(plugin_rows) == {"trace_tasks.builtin", "bbox", "point", "segment"}
     assert plugin_rows["point"].split()[1:5] == ["trace-plugins-point", "0.1.0", "point", "="]
@@ -172,7 +176,10 @@ def test_pins_are_shown_with_what_set_them() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[1] == "4 plugins, 12 annotation types, 8 answer types, 1 pinned"
     (row,) = [r.split() for r in table_rows(proc.stdout, "ANNOTATION TYPE") if r.startswith("bbox ")]
-    assert row == ["bbox", "bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0*"]
+    assert row == [
+        "bbox", "bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0*,",
+        "bbox_click_hit_v0,", "bbox_click_soft_v0",
+    ]  # fmt: skip
     listing = json.loads(run_cli("plugins", "--json", TRACE_TASKS_REWARD_IDS="bbox=bbox_soft_iou_v0").stdout)
     assert listing["pins"] == {"bbox": {"reward_id": "bbox_soft_iou_v0", "pinned_by": "TRACE_TASKS_REWARD_IDS"}}
     assert listing["annotation_types"]["bbox"]["pinned_by"] == "TRACE_TASKS_REWARD_IDS"
@@ -275,7 +282,13 @@ def test_reward_ids_added_by_another_plugin_are_listed(
     out = capsys.readouterr().out
     assert table_rows(out, "ADDED REWARD ID") == ["bbox_giou_v1     bbox             bbox_giou    bbox   no"]
     (row,) = [r for r in table_rows(out, "ANNOTATION TYPE") if r.startswith("bbox ")]
-    assert row.split(None, 5)[1:] == ["bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "-", "bbox_soft_iou_v0*, bbox_giou_v1"]
+    assert row.split(None, 5)[1:] == [
+        "bbox",
+        "bbox_soft_iou_v0",
+        "bbox_soft_iou_v0",
+        "-",
+        "bbox_soft_iou_v0*, bbox_click_hit_v0, bbox_click_soft_v0, bbox_giou_v1",
+    ]
 
     assert main(["plugins", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
@@ -296,7 +309,7 @@ def test_reward_ids_added_by_another_plugin_are_listed(
     assert table_rows(out, "ADDED REWARD ID")[0].split()[-1] == "yes"
     (row,) = [r for r in table_rows(out, "ANNOTATION TYPE") if r.startswith("bbox ")]
     assert row.split(None, 5)[1:] == [
-        "bbox", "bbox_soft_iou_v0", "bbox_giou_v1", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0, bbox_giou_v1*",
+        "bbox", "bbox_soft_iou_v0", "bbox_giou_v1", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0, bbox_click_hit_v0, bbox_click_soft_v0, bbox_giou_v1*",
     ]  # fmt: skip
 
 
@@ -305,10 +318,10 @@ def test_check_passes_on_the_installed_families() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (
         proc.stdout
-        == "OK: 12 annotation types, 12 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
+        == "OK: 12 annotation types, 14 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
     )
     report = json.loads(run_cli("plugins", "--check", "--json").stdout)
-    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 12, "plugins": 4}, "problems": []}
+    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 14, "plugins": 4}, "problems": []}
 
 
 def test_check_prints_each_problem_on_one_line_and_exits_1(register: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,7 +112,13 @@ class AnnotationTypeEntry:
 
 @attrs.frozen(slots=True)
 class RewardEntry:
-    """One reward id: which type it scores, whether it is current, who scores (and explains) it."""
+    """One reward id: which type it scores, whether it is current, who scores (and explains) it.
+
+    ``parse`` is the version's own parse of a prediction (``RewardIdSpec.parse_prediction``,
+    called as a parse hook is: ``parse(annotation_type=..., value=...)``), ``None`` when the
+    prediction is the owner's parse; ``spec`` is the declaring ``RewardIdSpec`` (``None`` for an
+    owner's own id).
+    """
 
     reward_id: str
     annotation_type: str
@@ -121,6 +127,8 @@ class RewardEntry:
     score: Callable[..., Any]
     explain: Callable[..., Any] | None = None
     description: str = ""
+    parse: Callable[..., Any] | None = None
+    spec: RewardIdSpec | None = None
 
 
 @attrs.frozen(slots=True)
@@ -441,9 +449,13 @@ def _owned_types(pm: pluggy.PluginManager, who: _Who) -> dict[str, tuple[str, An
 
 
 def _declared_ids(
-    pm: pluggy.PluginManager, owners: Mapping[str, tuple[str, AnnotationTypeSpec]], who: _Who
+    pm: pluggy.PluginManager,
+    owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
+    who: _Who,
+    specs: dict[str, RewardIdSpec],
 ) -> dict[str, tuple[str, str, str]]:
-    """reward id -> (declaring plugin, annotation type, description), owners' ids first."""
+    """reward id -> (declaring plugin, annotation type, description), owners' ids first; ``specs`` gets the
+    ``RewardIdSpec`` of each id declared through ``trace_reward_ids``."""
     declared: dict[str, tuple[str, str, str]] = {}
 
     def add(plugin: str, rid: str, annotation_type: str, description: str) -> None:
@@ -460,7 +472,20 @@ def _declared_ids(
             add(plugin, rid, name, spec.description)
     for plugin, item in _call_each(pm, "trace_reward_ids", RewardIdSpec):
         add(plugin, item.reward_id, item.annotation_type, item.description)
+        specs[item.reward_id] = item
     return declared
+
+
+def _prediction_parse(spec: RewardIdSpec | None) -> Callable[..., Any] | None:
+    """A version's own prediction parse, called as a parse hook is (``annotation_type=``, ``value=``)."""
+    parse_prediction = spec.parse_prediction if spec is not None else None
+    if parse_prediction is None:
+        return None
+
+    def parse(annotation_type: str, value: Any) -> Any:
+        return parse_prediction(value)
+
+    return parse
 
 
 def _defaults(
@@ -553,7 +578,8 @@ def _index(
             raise PluginValidationError(
                 f"{who(plugin)} declares annotation type {name!r} but no trace_parse_annotation", plugin=plugin
             )
-    declared = _declared_ids(pm, owners, who)
+    specs: dict[str, RewardIdSpec] = {}
+    declared = _declared_ids(pm, owners, who, specs)
     for rid, (plugin, _, _) in declared.items():
         if plugin not in scorers:
             raise PluginValidationError(f"{who(plugin)} declares reward id {rid!r} but no trace_score_annotation", plugin=plugin)
@@ -565,7 +591,18 @@ def _index(
     reward_ids: dict[str, RewardEntry] = {}
     orphans: dict[str, RewardEntry] = {}
     for rid, (plugin, name, description) in declared.items():
-        entry = RewardEntry(rid, name, plugin, current.get(name) == rid, scorers[plugin], explainers.get(plugin), description)
+        declared_spec = specs.get(rid)
+        entry = RewardEntry(
+            rid,
+            name,
+            plugin,
+            current.get(name) == rid,
+            scorers[plugin],
+            explainers.get(plugin),
+            description,
+            _prediction_parse(declared_spec),
+            declared_spec,
+        )
         (reward_ids if name in owners else orphans)[rid] = entry
     annotation_types = {
         name: AnnotationTypeEntry(

@@ -31,7 +31,17 @@ from trace_tasks.scoring._context import (
     scoring_context,
 )
 from trace_tasks.scoring._image_size import HEIGHT_KEYS, NESTED_KEYS, WIDTH_KEYS, find_image_size, size_from
-from trace_tasks.scoring._metrics import ANSWER_ACCURACY, IOU_THRESHOLDS, SIMILARITY_THRESHOLDS, SIZE_MAE, row_metrics, shape_of
+from trace_tasks.scoring._metrics import (
+    ANSWER_ACCURACY,
+    CLICK_ACC,
+    CLICK_METRIC,
+    IOU_THRESHOLDS,
+    RELAXED_ACCURACY,
+    SIMILARITY_THRESHOLDS,
+    SIZE_MAE,
+    row_metrics,
+    shape_of,
+)
 from trace_tasks.scoring._options import (
     ADDITIVE,
     ANSWER,
@@ -71,6 +81,7 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
+from trace_tasks.scoring._relaxed import RELAXED_TOLERANCE, read_number, read_option_letter, relaxed_number_match
 from trace_tasks.scoring._results import (
     CORE_RESULT_KEYS,
     FLAG_KEYS,
@@ -88,6 +99,8 @@ __all__ = [
     "ANSWER",
     "ANSWER_ACCURACY",
     "ANSWER_AND_ANNOTATION",
+    "CLICK_ACC",
+    "CLICK_METRIC",
     "CORE_RESULT_KEYS",
     "DEFAULT_HALF_LIFE_PX",
     "DEFAULT_OPTIONS",
@@ -116,6 +129,8 @@ __all__ = [
     "OPT_IN_KEYS",
     "OUTSIDE_THINK",
     "RECOVERY_MODES",
+    "RELAXED_ACCURACY",
+    "RELAXED_TOLERANCE",
     "REWARD_KEYS",
     "SIMILARITY_THRESHOLDS",
     "SIZE_MAE",
@@ -147,7 +162,10 @@ __all__ = [
     "options_from",
     "parse_value",
     "prepare_target",
+    "read_number",
+    "read_option_letter",
     "read_string_literal",
+    "relaxed_number_match",
     "report_plugin_bug",
     "required_keys",
     "resolve_answer_tag",

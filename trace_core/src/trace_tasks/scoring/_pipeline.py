@@ -339,7 +339,8 @@ def _annotate(
     parsed = UNPARSED
     if prediction is not None:
         why = trail.parse_errors if trail is not None else None
-        parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
+        # A version may read its prediction in its own form (RewardIdSpec.parse_prediction), else the owner's parse.
+        parsed = parse_value(reward.parse or entry.parse, entry.name, prediction, literal_left, why)
     context = target._context  # a compiled target's, when no half-life option overrides it
     if context is None or opts.point_half_life_px is not None:
         size = target._size
@@ -490,7 +491,7 @@ def _native(
     trail.native = native
     if not trail.hints or native.converted is None or target is None or target is UNPARSED or context is None:
         return
-    converted = parse_value(entry.parse, entry.name, native.converted, literal_left)
+    converted = parse_value(reward.parse or entry.parse, entry.name, native.converted, literal_left)
     if converted is not UNPARSED:
         trail.native_reward = _reward_of(reward, converted, target, context)
 
