@@ -59,6 +59,7 @@ def score_trace_response(
     format_weight: float = 0.0,
     trace_annotation_reward_formula: Any = "gated",
     point_half_life_px: Any = None,
+    answer_relative_tolerance: Any = 0.05,
     image_size: Any = None,
     image_sizes: Any = None,
     metadata: Any = None,
@@ -92,6 +93,7 @@ def score_trace_response(
         answer_weight,
         annotation_weight,
         point_half_life_px,
+        answer_relative_tolerance,
         trace_recovery,
         format_accept_answer_tag,
     )

@@ -34,6 +34,7 @@ from trace_tasks.scoring import (
     half_life_px,
     options_from,
     prepare_target,
+    relaxed_answer,
     run,
     scoring_context,
     size_from,
@@ -102,6 +103,7 @@ class CompiledInstance:
         context = scoring_context(size, None)
         answer = parts.answer  # prepared by validation, as the scorer prepares it
         prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
+        prepared.relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
         return cls(
             data,
             spec,

@@ -40,7 +40,7 @@ from trace_tasks.errors import (
     suggest,
 )
 from trace_tasks.plugins import hookspecs
-from trace_tasks.plugins._answer_types import BuiltinAnswerTypes
+from trace_tasks.plugins._answer_types import ANSWER_REWARD_CONTRACT_ID, ANSWER_VERSIONS, BuiltinAnswerTypes
 from trace_tasks.plugins._markers import PROJECT_NAME
 from trace_tasks.plugins._records import AnnotationTypeSpec, AnswerTypeSpec, RewardIdSpec
 
@@ -147,6 +147,13 @@ class Registry:
     #: Official annotation types whose family is installed but was not loaded, and the variable that
     #: filtered it out (:data:`ALLOW_ENV` or :data:`BLOCK_ENV`): ``{"bbox": "TRACE_TASKS_DISABLE_PLUGINS"}``.
     disabled: Mapping[str, str] = attrs.field(factory=dict)
+    #: Answer types whose current answer reward id the user pinned (``{"number": "answer_relaxed_match_v0"}``);
+    #: every other answer type is scored by ``answer_exact_match_v0``.
+    answer_reward_ids: Mapping[str, str] = attrs.field(factory=dict)
+
+    def current_answer_reward_id(self, answer_type: str) -> str:
+        """The answer reward id contracts name for ``answer_type``: the user's pin, else ``answer_exact_match_v0``."""
+        return self.answer_reward_ids.get(answer_type, ANSWER_REWARD_CONTRACT_ID)
 
     def annotation_type(self, name: str) -> AnnotationTypeEntry:
         """The entry for ``name``; raises for a missing official family or an unknown type."""
@@ -522,14 +529,27 @@ def _defaults(
     return defaults
 
 
+def _answer_pin(name: str, rid: str, source: str, fix: str | None, answer_pins: dict[str, str]) -> None:
+    """An answer reward version pinned for an answer type (``number=answer_relaxed_match_v0``), checked."""
+    if rid != ANSWER_REWARD_CONTRACT_ID and name not in ANSWER_VERSIONS[rid]:
+        scored = ", ".join(ANSWER_VERSIONS[rid])
+        advice = fix or "pin it for an answer type it scores"
+        raise RewardPinError(f"{advice}: {source} pins {name}={rid}, but {rid!r} scores only the answer types {scored}")
+    if rid != ANSWER_REWARD_CONTRACT_ID:
+        answer_pins[name] = rid
+
+
 def _apply_pins(
     pins: Mapping[str, tuple[str, str]],
     owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
     declared: Mapping[str, tuple[str, str, str]],
     defaults: dict[str, str],
     disabled: Mapping[str, str],
+    answer_pins: dict[str, str],
 ) -> dict[str, str]:
     """The current id of each type, with the user's pins checked and applied; returns ``type -> pin source``.
+
+    A pin of an answer reward version for an answer type goes to ``answer_pins`` instead.
 
     A bad pin's message leads with what to do (correct or remove the pin, load
     the family), then says what is wrong; the type's registered ids come last.
@@ -537,6 +557,9 @@ def _apply_pins(
     pinned_by: dict[str, str] = {}
     for name, (rid, source) in pins.items():
         fix = f"correct or remove {name}={rid} in {PINS_ENV}" if source == PINS_ENV else None
+        if name not in owners and (rid in ANSWER_VERSIONS or rid == ANSWER_REWARD_CONTRACT_ID):
+            _answer_pin(name, rid, source, fix, answer_pins)
+            continue
         if name not in owners:
             family = _family_advice(name, disabled)
             advice = fix or "pin a type an installed family owns"
@@ -586,7 +609,8 @@ def _index(
     current = _defaults(pm, owners, declared, who)
     defaults = dict(current)
     disabled = {t: skipped[dist] for t, dist in OFFICIAL_TYPES.items() if dist in skipped and t not in owners}
-    pinned_by = _apply_pins(pins, owners, declared, current, disabled)
+    answer_pins: dict[str, str] = {}
+    pinned_by = _apply_pins(pins, owners, declared, current, disabled, answer_pins)
 
     reward_ids: dict[str, RewardEntry] = {}
     orphans: dict[str, RewardEntry] = {}
@@ -653,7 +677,7 @@ def _index(
                 hooks=tuple(sorted(h.name for h in pm.get_hookcallers(plugin_obj) or ())),
             )
         )
-    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans, disabled)
+    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans, disabled, answer_pins)
 
 
 _lock = threading.Lock()

@@ -71,7 +71,15 @@ from trace_tasks.scoring._options import (
     resolve_options,
     resolve_recovery,
 )
-from trace_tasks.scoring._pipeline import NORMALISED_READINGS, Target, Trail, prepare_target, required_keys, run
+from trace_tasks.scoring._pipeline import (
+    NORMALISED_READINGS,
+    Target,
+    Trail,
+    prepare_target,
+    relaxed_answer,
+    required_keys,
+    run,
+)
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -81,7 +89,13 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
-from trace_tasks.scoring._relaxed import RELAXED_TOLERANCE, read_number, read_option_letter, relaxed_number_match
+from trace_tasks.scoring._relaxed import (
+    RELAXED_TOLERANCE,
+    read_number,
+    read_option_letter,
+    relaxed_match,
+    relaxed_number_match,
+)
 from trace_tasks.scoring._results import (
     CORE_RESULT_KEYS,
     FLAG_KEYS,
@@ -165,6 +179,8 @@ __all__ = [
     "read_number",
     "read_option_letter",
     "read_string_literal",
+    "relaxed_answer",
+    "relaxed_match",
     "relaxed_number_match",
     "report_plugin_bug",
     "required_keys",

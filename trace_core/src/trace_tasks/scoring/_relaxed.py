@@ -15,7 +15,7 @@ from typing import Any
 
 from trace_tasks.limits import MAX_RESPONSE_CHARS
 
-__all__ = ["RELAXED_TOLERANCE", "read_number", "read_option_letter", "relaxed_number_match"]
+__all__ = ["RELAXED_TOLERANCE", "read_number", "read_option_letter", "relaxed_match", "relaxed_number_match"]
 
 #: ChartQA's relaxed accuracy: within 5% of the target, relative.
 RELAXED_TOLERANCE = 0.05
@@ -78,3 +78,16 @@ def read_option_letter(value: Any) -> str | None:
         if len(found) > 1:
             return None
     return found.pop() if found else None
+
+
+def relaxed_match(predicted: Any, relaxed: tuple[str, Any], tolerance: float = RELAXED_TOLERANCE) -> bool:
+    """``answer_relaxed_match_v0``: ``relaxed`` is ``(answer type, raw answer_gt value)``.
+
+    ``number``: :func:`relaxed_number_match` within ``tolerance`` (relative);
+    ``option_letter``: the one letter the prediction names equals the target's.
+    """
+    kind, target = relaxed
+    if kind == "number":
+        return relaxed_number_match(predicted, target, tolerance)
+    letter = read_option_letter(predicted)
+    return letter is not None and isinstance(target, str) and letter == target.strip().upper()
