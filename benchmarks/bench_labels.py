@@ -15,7 +15,7 @@ alternating in one process:
 * **placement**: every label of the picture placed, without drawing, by the
   old search (each candidate position compared with every label placed and
   every item: kept below as it was, ``old_place_label``) and by
-  :class:`trace_tasks.cli._layout.Layout` (the grid index), both labelling
+  :class:`trace_tasks.cli._views.layout.Layout` (the grid index), both labelling
   every item; the rectangles chosen are compared and must be identical;
 * **picture**: the whole ``trace-tasks explain --png`` in this process
   (scoring, the assignment, drawing, PNG), with the old placement of every
@@ -49,9 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import loadavg, timed  # type: ignore[import-not-found]
 
 from trace_tasks import resolve_reward_contract
-from trace_tasks.cli import _drawing, _layout, main
-from trace_tasks.cli._extraction_view import plain
-from trace_tasks.cli._layout import Rect
+from trace_tasks.cli import main
+from trace_tasks.cli._views import drawing as _drawing
+from trace_tasks.cli._views import layout as _layout
+from trace_tasks.cli._views.explanation import plain
+from trace_tasks.cli._views.layout import Rect
 from trace_tasks.plugins import extent_points
 
 IMAGE = (800, 600)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, FailingSink, run_cli, write_lines
-from trace_tasks.cli import _engine, _jsonl
+from trace_tasks.runs import _engine, _jsonl
 
 
 def _one_line(stderr: bytes) -> str:

@@ -358,7 +358,8 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
 
 def test_labels_are_kept_inside_the_image_and_apart(tmp_path: Path, explain: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     pil = _pil()
-    from trace_tasks.cli import _drawing, _layout
+    from trace_tasks.cli._views import drawing as _drawing
+    from trace_tasks.cli._views import layout as _layout
 
     rendered: dict[str, Any] = {}
     real = _drawing.render_image

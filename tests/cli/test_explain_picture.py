@@ -1,9 +1,9 @@
 """``trace-tasks explain --png`` explains: the reward breakdown in the header, label placement, scaling,
 half-life circles, missing and extra keys, a resized ``--image``, third-party families.
 
-The header's text comes from :mod:`trace_tasks.cli._breakdown` (tested here
+The header's text comes from :mod:`trace_tasks.cli._views.breakdown` (tested here
 without Pillow); the placement and the scale from pure functions of
-:mod:`trace_tasks.cli._drawing`; the rest from pictures, pixel by pixel.
+:mod:`trace_tasks.cli._views.drawing`; the rest from pictures, pixel by pixel.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import pytest
 from tests.cli.helpers import instance, write_lines
 from tests.cli.test_explain import area_of
 from trace_tasks import score_trace_response
-from trace_tasks.cli import _drawing, _layout, main
-from trace_tasks.cli._breakdown import reward_breakdown
+from trace_tasks.cli import main
+from trace_tasks.cli._views import drawing as _drawing
+from trace_tasks.cli._views import layout as _layout
+from trace_tasks.cli._views.breakdown import reward_breakdown
 
 Run = Callable[..., tuple[int, str, str]]
 HALF_LIFE_RGB = (120, 200, 120)

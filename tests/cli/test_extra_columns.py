@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli, write_lines
-from trace_tasks.cli._summary import Summary
+from trace_tasks.runs._summary import Summary
 
 
 def _tagged(tmp_path: Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli
-from trace_tasks.cli import _output
+from trace_tasks.runs import _output
 
 
 def _one_line(stderr: bytes) -> str:

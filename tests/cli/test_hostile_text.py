@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import instance, run_cli, write_lines
-from trace_tasks.cli import _jsonl
+from trace_tasks.runs import _jsonl
 
 SURROGATE_ID = "sur\ud800id"
 GOOD = '{"answer": 2, "annotation": [0, 0, 10, 10]}'

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli
-from trace_tasks.cli._jsonl import parse_line, read_lines
+from trace_tasks.runs._jsonl import parse_line, read_lines
 
 
 def _scores(*args: str, stdin: bytes | None = None) -> bytes:

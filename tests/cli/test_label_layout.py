@@ -2,7 +2,7 @@
 picture labels at most ``MAX_LABELS`` items (and says so).
 
 ``test_explain_picture.py`` checks what a placement looks like; here the
-:class:`trace_tasks.cli._layout.Layout` is compared with :func:`place_label`
+:class:`trace_tasks.cli._views.layout.Layout` is compared with :func:`place_label`
 (every candidate against every rectangle) on random scenes, its work is
 counted (comparisons, never seconds: timing is ``benchmarks/bench_labels.py``'s),
 and a crowded picture is drawn.
@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import instance, write_lines
-from trace_tasks.cli import _drawing, _layout, main
-from trace_tasks.cli._layout import Rect
+from trace_tasks.cli import main
+from trace_tasks.cli._views import drawing as _drawing
+from trace_tasks.cli._views import layout as _layout
+from trace_tasks.cli._views.layout import Rect
 
 Job = tuple[Rect, tuple[float, float], bool, list[tuple[float, float]]]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, instance, run_cli, write_lines
-from trace_tasks.cli._summary import Summary
+from trace_tasks.runs._summary import Summary
 
 
 def _iou(a: list[float], b: list[float]) -> float:

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import pytest
 
 from tests.cli.helpers import COMBINED, TerminalSink, run_cli
-from trace_tasks.cli import _progress
-from trace_tasks.cli._progress import _Counter, _Silent, _Tqdm, duration, estimate_left, make_progress
+from trace_tasks.runs import _progress
+from trace_tasks.runs._progress import _Counter, _Silent, _Tqdm, duration, estimate_left, make_progress
 
 
 class _Clock:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from trace_tasks.cli._jsonl import dumps
-from trace_tasks.cli._ray_engine import (
+from trace_tasks.errors import ClusterMismatchError, RayJobError
+from trace_tasks.integrations.ray_cluster import environment_variables, fingerprint, node_differences
+from trace_tasks.runs._jsonl import dumps
+from trace_tasks.runs._ray_engine import (
     COUNT_FILE,
     _our_error,
     _runs,
@@ -27,9 +29,7 @@ from trace_tasks.cli._ray_engine import (
     read_shard,
     scored_block,
 )
-from trace_tasks.cli._summary import Summary
-from trace_tasks.errors import ClusterMismatchError, RayJobError
-from trace_tasks.integrations.ray_cluster import environment_variables, fingerprint, node_differences
+from trace_tasks.runs._summary import Summary
 
 from .helpers import COMBINED, run_cli
 
@@ -38,7 +38,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 
 def test_a_read_task_writes_the_line_count_before_its_last_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("trace_tasks.cli._ray_engine.BLOCK_LINES", 3)
+    monkeypatch.setattr("trace_tasks.runs._ray_engine.BLOCK_LINES", 3)
     shard = tmp_path / "a.jsonl"
     shard.write_bytes(b"\xef\xbb\xbf" + b"".join(b'{"n": %d}\n' % i for i in range(7)))
     count = tmp_path / "LINES"
@@ -82,7 +82,7 @@ def test_runs_split_a_block_by_shard_and_gap_in_line_order() -> None:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl.gz", "parquet"])
 def test_a_shard_is_merged_only_when_its_parts_cover_every_line(tmp_path: Path, fmt: str) -> None:
-    from trace_tasks.cli._ray_engine import _write_part
+    from trace_tasks.runs._ray_engine import _write_part
 
     output = tmp_path / f"out.{fmt}"
     parts = Path(parts_directory(str(output)))
@@ -191,7 +191,7 @@ def test_scores_stream_keeps_descriptor_1_for_the_scores_alone() -> None:
     # What Ray's processes inherit (descriptor 1) goes to stderr; the scores keep the real stdout.
     code = (
         "import os\n"
-        "from trace_tasks.cli._ray_engine import scores_stream\n"
+        "from trace_tasks.runs._ray_engine import scores_stream\n"
         "with scores_stream(True) as out:\n"
         "    os.write(1, b'(raylet) noise\\n')\n"
         "    print('more noise')\n"

@@ -17,8 +17,7 @@ import pytest
 
 from tests.cli.helpers import INSTANCES, RESPONSES, instance, run_cli, write_lines
 from trace_tasks import score_trace_response
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._report_data import (
+from trace_tasks.cli.report._data import (
     ALL,
     Row,
     deltas,
@@ -30,7 +29,8 @@ from trace_tasks.cli._report_data import (
     type_table,
     worst,
 )
-from trace_tasks.cli._report_html import SCRIPT
+from trace_tasks.cli.report._html import SCRIPT
+from trace_tasks.runs._jsonl import Line
 
 
 def _score(tmp_path: Path, *args: str, name: str = "scores.jsonl") -> Path:

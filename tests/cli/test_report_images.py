@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import instance, run_cli, write_lines
-from trace_tasks.cli import report
+from trace_tasks.cli._views import drawing
 
 PIL = pytest.importorskip("PIL")
 from PIL import Image, features  # noqa: E402
@@ -103,7 +103,7 @@ def test_a_forged_png_is_refused(tmp_path: Path) -> None:
 
 def test_an_image_past_the_byte_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _image(tmp_path / "big.png", "PNG")
-    monkeypatch.setattr(report, "MAX_IMAGE_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(drawing, "MAX_IMAGE_BYTES", path.stat().st_size - 1)
     shown, note = _report_of(tmp_path, "big.png")
     assert shown == "blank"
     assert f"it is {path.stat().st_size:,} bytes, more than the {path.stat().st_size - 1:,} an image may have" in note
@@ -111,13 +111,13 @@ def test_an_image_past_the_byte_bound_is_refused(tmp_path: Path, monkeypatch: py
 
 def test_an_image_past_the_pixel_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _image(tmp_path / "wide.png", "PNG")
-    monkeypatch.setattr(report, "MAX_IMAGE_PIXELS", 64 * 48 - 1)
+    monkeypatch.setattr(drawing, "MAX_IMAGE_PIXELS", 64 * 48 - 1)
     shown, note = _report_of(tmp_path, "wide.png")
     assert shown == "blank" and f"it is 64x48 pixels, more than the {64 * 48 - 1:,} an image may have" in note
 
 
 def test_the_documented_bounds() -> None:
-    assert report.MAX_IMAGE_BYTES == 16 * 1024 * 1024 and report.MAX_IMAGE_PIXELS == 40_000_000
+    assert drawing.MAX_IMAGE_BYTES == 16 * 1024 * 1024 and drawing.MAX_IMAGE_PIXELS == 40_000_000
     docs = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
     assert "at most 16 MiB and 40 megapixels" in " ".join(docs.split())
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED, read_jsonl, run_cli, write_lines
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._report_data import parse_row, worst_spread
+from trace_tasks.cli.report._data import parse_row, worst_spread
+from trace_tasks.runs._jsonl import Line
 
 
 @pytest.fixture

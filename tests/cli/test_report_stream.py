@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED, read_jsonl, run_cli, write_lines
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._report_data import (
+from trace_tasks.cli.report._data import (
     ALL,
     FAILURES,
     Aggregate,
@@ -29,6 +28,7 @@ from trace_tasks.cli._report_data import (
     Row,
     parse_row,
 )
+from trace_tasks.runs._jsonl import Line
 
 COMPONENT_KEYS = ("overall", "answer_reward", "annotation_reward", "format")
 TYPES = ("bbox", "point", "segment_set")

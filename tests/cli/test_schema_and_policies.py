@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trace_tasks import format_instructions, response_json_schema, score_trace_response
-from trace_tasks.cli._report_data import Row, run_options
+from trace_tasks.cli.report._data import Row, run_options
 from trace_tasks.scoring import OPT_IN_KEYS, options_from
 
 from .helpers import instance as make_instance

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, count_lines, instance, read_jsonl, run_cli, write_lines
 from trace_tasks import score_trace_response
-from trace_tasks.cli._engine import chunk_size
+from trace_tasks.runs._engine import chunk_size
 
 
 def _expected_ids(path: Path) -> list[str]:

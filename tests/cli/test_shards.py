@@ -1,7 +1,7 @@
 """``trace-tasks score`` on sharded inputs: directories, globs, one output per shard, Parquet, ``--resume``.
 
 Each sharded output is compared with what scoring its input file alone to a
-single output gives (the contract of :mod:`trace_tasks.cli._shards`). In
+single output gives (the contract of :mod:`trace_tasks.runs._shards`). In
 process (``helpers.run_cli``), except the one test that SIGTERMs a real run.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, ROOT, read_jsonl, run_cli, write_lines
-from trace_tasks.cli._shards import JSON_FIELDS
+from trace_tasks.runs._shards import JSON_FIELDS
 from trace_tasks.scoring import result_keys
 
 MODULE = [sys.executable, "-m", "trace_tasks.cli"]

@@ -3,7 +3,7 @@
 A pool worker killed with SIGKILL (as the out-of-memory killer does) costs
 time, never output: its chunk is scored in the command's process, a fresh pool
 takes the chunks in flight, order is kept. The in-process tests drive the
-pool logic of :mod:`trace_tasks.cli._engine` with a stand-in executor that
+pool logic of :mod:`trace_tasks.runs._engine` with a stand-in executor that
 breaks on cue; the slow ones kill real workers and send a real SIGTERM.
 """
 
@@ -28,10 +28,11 @@ from tests.batch.test_score_trace_batch import make_items
 from tests.cli.helpers import COMBINED, ROOT, read_jsonl, write_lines
 from tests.support.processes import alive, pool_children
 from trace_tasks import cli
-from trace_tasks.cli import _engine, main
-from trace_tasks.cli._errors import EXIT_TERMINATED
+from trace_tasks.cli import main
 from trace_tasks.data import _batch as batch_module
 from trace_tasks.data import score_trace_batch
+from trace_tasks.runs import _engine
+from trace_tasks.runs._errors import EXIT_TERMINATED
 
 MODULE = [sys.executable, "-m", "trace_tasks.cli"]
 TIMEOUT_S = 120.0
@@ -155,7 +156,7 @@ def test_sigterm_is_answered_like_ctrl_c(monkeypatch: pytest.MonkeyPatch, capsys
         assert callable(handler)
         handler(signal.SIGTERM, None)
 
-    monkeypatch.setattr(cli, "check_distinct_files", terminate)
+    monkeypatch.setattr(cli, "check_file_arguments", terminate)
     assert main(["plugins"]) == 143 == EXIT_TERMINATED
     assert capsys.readouterr().err == "trace-tasks plugins: terminated\n"
     assert seen and seen[0] is not before

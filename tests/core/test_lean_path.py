@@ -317,13 +317,16 @@ def test_what_is_not_plain_is_parsed_every_time() -> None:
     assert _pipeline._exact_json({"a": [[0, 1.5, True, None, "x"]], "b": ()})
 
 
-def test_a_third_party_family_is_never_remembered() -> None:
+def test_the_memo_follows_the_declared_pure_parse_never_a_name() -> None:
     from trace_tasks.plugins import get_registry
 
     registry = get_registry()
     entry = registry.annotation_types["bbox"]
+    assert entry.spec is not None and entry.spec.pure_parse
     assert _pipeline._trusted(entry)
     import attrs
 
-    assert not _pipeline._trusted(attrs.evolve(entry, plugin="someone_else"))
-    assert not _pipeline._trusted(attrs.evolve(entry, parse=lambda annotation_type, value: value))
+    # Who the plugin is does not matter; what its type declares does.
+    assert _pipeline._trusted(attrs.evolve(entry, plugin="someone_else"))
+    assert not _pipeline._trusted(attrs.evolve(entry, spec=attrs.evolve(entry.spec, pure_parse=False)))
+    assert not _pipeline._trusted(attrs.evolve(entry, spec=None))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from trace_tasks import NativeFormat, compile_instance, hookimpl, score_trace_response
-from trace_tasks.cli._frames import readings_hint
+from trace_tasks.cli._views.frames import readings_hint
 from trace_tasks.cli.explain import explain_response, explanation_json
 from trace_tasks.family import Primitive, ShapeFamily, pairwise
 from trace_tasks.plugins import register_plugin, reset_registry, unregister_plugin

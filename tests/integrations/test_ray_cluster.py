@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from trace_tasks.cli._ray_engine import parts_directory
+from trace_tasks.runs._ray_engine import parts_directory
 
 from ..cli.helpers import COMBINED, INSTANCES, RESPONSES
 

@@ -3,7 +3,7 @@
 A recording plugin (``interval_family.IntervalFamily``) implements every hook
 and notes each call. Driving it only through public entry points (building the
 registry, ``resolve_reward_contract``, ``score_trace_response``, the image-frame
-check of ``trace_tasks.cli._frames``) must call every hook the spec module defines:
+check of ``trace_tasks.cli._views.frames``) must call every hook the spec module defines:
 a new hook added to ``hookspecs.py`` without a caller in the core, or without
 an implementation in the recording plugin, fails here. Nothing is listed by
 hand: the specs are read from the module.
@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from trace_tasks import compile_instance, get_registry, resolve_reward_contract, score_trace_response
-from trace_tasks.cli._frames import frame_report
+from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.plugins import PROJECT_NAME, hookspecs
 from trace_tasks.scoring import options_from
 

@@ -51,7 +51,7 @@ from typing import Any, Optional
 import pytest
 
 from trace_tasks import InstanceError, score_trace_response
-from trace_tasks.cli._metrics import METRICS_KEY, score_batch_with_metrics
+from trace_tasks.runs._metrics import METRICS_KEY, score_batch_with_metrics
 
 pytestmark = [pytest.mark.trainers, pytest.mark.slow]
 

@@ -27,7 +27,7 @@ MOVED: dict[str, tuple[str, tuple[str, ...]]] = {
     "distance": ("trace_tasks.family", ("family._distance", "scoring._context")),
     "drawing": ("trace_tasks.family", ("plugins._drawables",)),
     "extraction": ("trace_tasks.reading", ("reading._extraction",)),
-    "frames": ("trace_tasks.cli", ("cli._frames",)),
+    "frames": ("trace_tasks.cli", ("cli._views.frames",)),
     "hookspecs": ("trace_tasks.plugins.hookspecs", ("plugins.hookspecs",)),
     "image_size": ("trace_tasks.scoring", ("scoring._image_size",)),
     "instances": ("trace_tasks", ("data._validation", "data._compiled", "data._cache", "errors")),

@@ -18,7 +18,7 @@ MAX_LITERAL_CHARS = 32 * 1024
 
 #: Largest total of text handed to the literal reader while scoring one response
 #: (recovery candidates and annotation strings together; each read counts at least
-#: ``literals.MIN_LITERAL_CHARGE``). At up to ~1.5 us per character this caps the
+#: ``trace_tasks.reading._literals.MIN_LITERAL_CHARGE``). At up to ~1.5 us per character this caps the
 #: literal reader near 50 ms per response; with the caller-side budgets below, all
 #: literal reading of one call stays near 0.1 s (issue 17's target: 0.1 s plus 0.1 s
 #: per MiB). One literal of the largest size (``MAX_LITERAL_CHARS``) still fits.
@@ -61,15 +61,15 @@ MAX_MATRIX_CELLS = 1_000_000
 
 #: Most similarity cells computed for the assignments of one response, across every
 #: key of a set-map: distinct predicted x distinct target items (identical items are
-#: collapsed first, so a repetition loop costs one row), plus ``assignment.SET_COST``
-#: per set, a Python-computed cell counting ``assignment.LIST_CELL_COST``. Twice
+#: collapsed first, so a repetition loop costs one row), plus ``trace_tasks.family._assignment.SET_COST``
+#: per set, a Python-computed cell counting ``trace_tasks.family._assignment.LIST_CELL_COST``. Twice
 #: ``MAX_MATRIX_CELLS``, so one set at that cap fits; ~0.1 s at most. A large target
 #: raises it (up to ``MAX_TARGET_ASSIGNMENT_CELLS``).
 MAX_ASSIGNMENT_CELLS = 2_000_000
 
 #: Most solver work for the assignments of one response, across every key: the sum
 #: of rows^2 x columns over the matrices handed to scipy after the reductions of
-#: ``assignment.py`` (its worst case, near-identical rows, 0.3-0.85 ns per unit at
+#: ``family/_assignment.py`` (its worst case, near-identical rows, 0.3-0.85 ns per unit at
 #: load 3.6-4.9, 2-3 ns at load 5-6: ~15 ms to 0.15 s). A large target raises it (up
 #: to ``MAX_TARGET_ASSIGNMENT_WORK``).
 MAX_ASSIGNMENT_WORK = 50_000_000
@@ -77,7 +77,7 @@ MAX_ASSIGNMENT_WORK = 50_000_000
 #: A prediction of up to ``n + n // MARGIN_DIVISOR + 1`` items against a target set of
 #: ``n`` (an honest answer with a few extra or repeated items) is a *plausible* one:
 #: the assignment budget of a response grows with the target so that every plausible
-#: prediction, however degenerate, is scored exactly (``assignment.target_allowance``);
+#: prediction, however degenerate, is scored exactly (``trace_tasks.family._assignment.target_allowance``);
 #: otherwise a complete answer could fail where one cut short is scored.
 MARGIN_DIVISOR = 8
 

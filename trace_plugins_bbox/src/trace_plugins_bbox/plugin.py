@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.family import Box, Primitive, ShapeFamily, scale_xy
+from trace_tasks.family import Box, ImageBlind, Primitive, ShapeFamily, scale_xy
 
 BOX = Primitive(
     name="bbox",
@@ -24,6 +24,9 @@ BOX = Primitive(
     item_help="its left, top, right and bottom edges in pixels of the image, x0 < x1 and y0 < y1",
     native_keys=("bbox_2d", "bbox", "box"),
     scale=scale_xy,
+    # the kit's parse of a box depends on the value only; the image-blind box covers the whole image
+    pure_parse=True,
+    image_blind=ImageBlind(lambda width, height: [0, 0, width, height], averaged=True),
 )
 
 family = ShapeFamily(

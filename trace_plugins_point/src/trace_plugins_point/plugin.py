@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import Point, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
+from trace_tasks.family import ImageBlind, Point, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
 
 POINT = Primitive(
     name="point",
@@ -24,6 +24,9 @@ POINT = Primitive(
     item_help="in pixels of the image, x to the right and y down from its top-left corner",
     native_keys=("point_2d", "point"),
     scale=scale_xy,
+    # the kit's parse of a point depends on the value only; the image-blind point is the image centre
+    pure_parse=True,
+    image_blind=ImageBlind(lambda width, height: [width / 2, height / 2]),
 )
 
 family = ShapeFamily(

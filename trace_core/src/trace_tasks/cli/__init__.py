@@ -9,12 +9,12 @@ type, a bad ``TRACE_TASKS_REWARD_IDS`` pin, a missing official family: any
 reported by :func:`main` as one line, ``trace-tasks: error: <message>``, with
 exit code 1 and no traceback, whatever the subcommand.
 
-So are the ordinary events of any run (:mod:`trace_tasks.cli._errors`):
+So are the ordinary events of any run (:mod:`trace_tasks.runs._errors`):
 Ctrl-C (130), SIGTERM (143, undone as Ctrl-C is), a closed pipe on standard output (141, quietly), a failed read
 or write part-way (74: a full disk says "writing output failed"), an input
 that cannot be opened or an output that cannot be created (2), and an output
 that is the same file as an input or another output (2, checked before the
-subcommand runs, :func:`trace_tasks.cli._output.check_distinct_files`).
+subcommand runs, :func:`trace_tasks.cli._options.check_file_arguments`).
 Standard output is wrapped for the run so that its write errors are told
 apart from read errors.
 """
@@ -33,7 +33,9 @@ from typing import IO, Any
 
 from trace_tasks import __version__
 from trace_tasks._build import describe_build
-from trace_tasks.cli._errors import (
+from trace_tasks.cli._options import check_file_arguments
+from trace_tasks.errors import TraceTasksError
+from trace_tasks.runs import (
     EXIT_CLOSED_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -46,9 +48,8 @@ from trace_tasks.cli._errors import (
     OutputFailed,
     Terminated,
     UsageError,
+    guard,
 )
-from trace_tasks.cli._output import check_distinct_files, guard
-from trace_tasks.errors import TraceTasksError
 
 #: Subcommand modules, in the order ``--help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "audit", "explain", "report", "schema", "plugins", "serve")
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         command = f"trace-tasks {args.command}"
         sys.stdout = guard(real_stdout, "standard output")
-        check_distinct_files(args)
+        check_file_arguments(args)
         code = int(args.func(args) or 0)
         # Flushed here, not at exit: a full disk or a closed pipe on the last write is reported like any other.
         sys.stdout.flush()

@@ -4,7 +4,9 @@
 :func:`trace_tasks.response_json_schema` (draft 2020-12, for a constrained
 decoder such as vLLM's structured outputs); ``--instructions`` prints
 :func:`trace_tasks.format_instructions` instead, the text a prompt carries.
-A type whose owner declares no schema is left unconstrained, and a note on
+``--instance FILE --id ID`` takes the types, and a map type's role keys,
+from that instance (the ``instance=`` argument of both functions). A type
+whose owner declares no schema is left unconstrained, and a note on
 standard error says so. Nothing is scored.
 """
 
@@ -13,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks.runs import EXIT_OK, EXIT_USAGE, open_binary, read_lines
 from trace_tasks.scoring import format_instructions, response_json_schema
-
-EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +32,11 @@ def register(subparsers: Any) -> None:
             "from its type's owner. With --instructions, print the prompt text asking for that object instead."
         ),
     )
-    parser.add_argument("--answer-type", required=True, metavar="T", help="answer_gt.type (integer, string, ...)")
+    parser.add_argument("--answer-type", metavar="T", help="answer_gt.type (integer, string, ...); required without --instance")
+    parser.add_argument(
+        "--instance", metavar="FILE", help="take the types and a map type's role keys from the instance --id ID of FILE"
+    )
+    parser.add_argument("--id", metavar="ID", help="with --instance: the id of the instance")
     parser.add_argument(
         "--annotation-type",
         metavar="U",
@@ -52,14 +58,30 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _instance(path: str, row_id: str) -> Mapping[str, Any]:
+    with open_binary(path) as fh:
+        for line in read_lines(fh):
+            if isinstance(line.value, Mapping) and line.value.get("id") == row_id:
+                return line.value
+    raise LookupError(f"no instance with id {row_id!r} in {path}")
+
+
 def run(args: argparse.Namespace) -> int:
-    kwargs = {"answer_type": args.answer_type, "annotation_type": args.annotation_type, "trace_reward_mode": args.mode}
+    kwargs: dict[str, Any] = {
+        "answer_type": args.answer_type,
+        "annotation_type": args.annotation_type,
+        "trace_reward_mode": args.mode,
+    }
     try:
+        if (args.instance is None) != (args.id is None) or (args.instance is None and args.answer_type is None):
+            raise ValueError("give --answer-type (and --annotation-type), or --instance FILE with --id ID")
+        if args.instance is not None:
+            kwargs["instance"] = _instance(args.instance, args.id)
         if args.instructions:
             print(format_instructions(**kwargs, format_accept_answer_tag=args.format_accept_answer_tag))
             return EXIT_OK
         schema = response_json_schema(**kwargs)
-    except ValueError as exc:  # an unknown type or mode: the caller's mistake (a missing family is exit 1, in main)
+    except (ValueError, LookupError, OSError) as exc:  # the caller's mistake (a missing family is exit 1, in main)
         print(f"trace-tasks schema: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     note = schema.get("$comment")

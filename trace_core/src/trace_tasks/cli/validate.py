@@ -10,7 +10,7 @@ Lines. The checks of one instance are
 tools use (structure, contract rules, installed families, the answer value,
 the target parse, the image size). On top, for a file: ids are unique, and,
 when an image size is given, every item of the target lies inside the pixel
-frame (asked of the owning family through :func:`trace_tasks.cli._frames.frame_report`;
+frame (asked of the owning family through :func:`trace_tasks.cli._views.frames.frame_report`;
 a family that cannot say gets a note, not a problem). The warnings are those of
 :class:`trace_tasks.data.DatasetLint`: the annotation contract's authoring
 rules, per instance and per group of instances (docs/cli.md lists every rule).
@@ -26,13 +26,11 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed
-from trace_tasks.cli._extraction_view import escape_surrogates
-from trace_tasks.cli._frames import frame_report
-from trace_tasks.cli._jsonl import dumps, open_binary, read_lines
-from trace_tasks.cli._output import STDIO
+from trace_tasks.cli._views.explanation import escape_surrogates
+from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
+from trace_tasks.runs import EXIT_FAILED, EXIT_OK, STDIO, InputFailed, dumps, open_binary, read_lines
 
 EXIT_PROBLEMS = EXIT_FAILED
 

@@ -24,7 +24,15 @@ from trace_tasks.data._batch import (
 )
 from trace_tasks.data._cache import InstanceCache
 from trace_tasks.data._compiled import CompiledInstance, compile_instance
-from trace_tasks.data._lint import WARNING_RULES, DatasetLint, DataWarning, dataset_warnings, instance_warnings
+from trace_tasks.data._lint import (
+    WARNING_RULES,
+    DatasetLint,
+    DataWarning,
+    InstanceReport,
+    dataset_warnings,
+    instance_report,
+    instance_warnings,
+)
 from trace_tasks.data._records import (
     AnnotationGT,
     AnswerGT,
@@ -38,7 +46,7 @@ from trace_tasks.data._records import (
     iter_jsonl,
     open_text,
 )
-from trace_tasks.data._validation import InstanceReport, instance_problems, instance_report
+from trace_tasks.data._validation import instance_problems
 from trace_tasks.errors import InstanceError, Problem
 
 __all__ = [

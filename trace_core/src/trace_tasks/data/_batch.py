@@ -6,7 +6,7 @@ its item: it becomes an ``{"error": ...}`` entry instead of stopping the batch.
 Items come from data, so each item's instance (``answer_gt``,
 ``annotation_gt``, ``reward_contract``, ``image_size``, ``metadata``, and the
 record's ``id``, ``prompt`` and ``image``: an item may be a whole instance
-record with its ``response``) is validated through the strict path (:func:`trace_tasks.instances.compile_instance`)
+record with its ``response``) is validated through the strict path (:func:`trace_tasks.data.compile_instance`)
 and compiled once per content (a bounded cache per process: the rollouts of a
 group, or an instance scored again in the next call, pay for its ground truth
 once). A broken instance (a zero-area target box, an unknown type, a contract

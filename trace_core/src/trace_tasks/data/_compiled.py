@@ -24,7 +24,8 @@ from trace_tasks.errors import InstanceError, OptionError, ResponseTypeError
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
 from trace_tasks.scoring import (
     DEFAULT_OPTIONS,
-    OPTION_BY_NAME,
+    OPTION_DEFAULTS,
+    OPTION_NAMES,
     UNPARSED,
     ScoringOptions,
     Size,
@@ -32,9 +33,9 @@ from trace_tasks.scoring import (
     Trail,
     document_options,
     half_life_px,
-    options_from,
     prepare_target,
     relaxed_answer,
+    resolve_options,
     run,
     scoring_context,
     size_from,
@@ -51,19 +52,21 @@ SIZE_SOURCES: tuple[str, ...] = ("image_size", "image_sizes", "metadata", "extra
 
 
 def _options_and_sizes(method: str, options: Any, keywords: dict[str, Any]) -> tuple[ScoringOptions, Sizes | None]:
-    """The validated options and the size sources of a :meth:`CompiledInstance.score` call."""
+    """The validated options and the size sources of a :meth:`CompiledInstance.score` call (``keywords`` is emptied)."""
     if options is not None and not isinstance(options, ScoringOptions):
         raise OptionError(f"options must be a trace_tasks.ScoringOptions (or None), got {type(options).__name__}")
     if not keywords:  # the frequent call: no per-call option, no size source
         return (DEFAULT_OPTIONS if options is None else options), None
-    sizes = tuple(keywords.pop(name, None) for name in SIZE_SOURCES)
-    unknown = sorted(set(keywords) - OPTION_BY_NAME.keys())
-    if unknown:  # as Python says it of an explicit signature
-        raise TypeError(f"CompiledInstance.{method}() got an unexpected keyword argument {unknown[0]!r}")
-    if options is None:
-        opts = options_from(keywords) if keywords else DEFAULT_OPTIONS
+    pop = keywords.pop
+    sizes = (pop("image_size", None), pop("image_sizes", None), pop("metadata", None), pop("extra_info", None))
+    if not keywords:
+        opts = DEFAULT_OPTIONS if options is None else options
     else:
-        opts = options_from({**options.keywords(), **keywords}) if keywords else options
+        base = OPTION_DEFAULTS if options is None else options.keywords()  # keywords override the record's fields
+        values = [pop(name, base[name]) for name in OPTION_NAMES]  # the table's order: one cache lookup
+        if keywords:  # as Python says it of an explicit signature
+            raise TypeError(f"CompiledInstance.{method}() got an unexpected keyword argument {sorted(keywords)[0]!r}")
+        opts = resolve_options(*values)
     if sizes[0] is None and sizes[1] is None and sizes[2] is None and sizes[3] is None:
         return opts, None
     return opts, sizes

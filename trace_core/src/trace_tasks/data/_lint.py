@@ -25,15 +25,15 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from trace_tasks.data._compiled import CompiledInstance
 from trace_tasks.data._records import TraceInstance, TrainInstance
-from trace_tasks.data._validation import InstanceReport, Parts, check
-from trace_tasks.errors import shown
+from trace_tasks.data._validation import Parts, check
+from trace_tasks.errors import Problem, shown
 from trace_tasks.plugins import (
     AnnotationTypeEntry,
     AnswerTypeSpec,
@@ -799,3 +799,45 @@ def dataset_warnings(
     for number, data in enumerate(instances, 1):
         yield from lint.add(data, number).warnings
     yield from lint.finish()
+
+
+# --- validation with the warnings ----------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class InstanceReport:
+    """Validation with what it parsed on the way: every problem, and the target and image size when found.
+
+    ``target`` is the owner's parse of ``annotation_gt.value`` (``None`` when it
+    did not parse or its type is unknown); ``annotation_type`` the stripped type
+    name; ``image_size`` the size the scorer would find in the instance. Used by
+    ``trace-tasks validate`` for its image-frame check. ``warnings`` are the
+    instance's own warnings (:func:`~trace_tasks.data.instance_warnings`; none
+    when there is a problem).
+    """
+
+    problems: tuple[Problem, ...]
+    annotation_type: str | None = None
+    target: Any = None
+    parsed: bool = False
+    image_size: Size | None = None
+    warnings: tuple[DataWarning, ...] = ()
+
+    @classmethod
+    def of(cls, problems: Sequence[Problem], parts: Parts, warnings: Sequence[DataWarning] = ()) -> InstanceReport:
+        """The report of a checked instance: its problems, and what :func:`check` parsed on the way."""
+        parsed = parts.target is not UNPARSED
+        return cls(
+            tuple(problems),
+            parts.annotation_type if parts.entry is not None else None,
+            parts.target if parsed else None,
+            parsed,
+            parts.size_image or parts.size_meta,
+            tuple(warnings),
+        )
+
+
+def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
+    """:func:`instance_problems`, plus the parsed target, the image size and the instance's warnings."""
+    problems, parts = check(data, cls, get_registry())
+    return InstanceReport.of(problems, parts, () if problems else parts_warnings(data, parts))

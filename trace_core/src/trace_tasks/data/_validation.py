@@ -35,8 +35,8 @@ keeps, so a valid instance is never parsed twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import cattrs
@@ -64,10 +64,7 @@ from trace_tasks.scoring import (
     size_from,
 )
 
-if TYPE_CHECKING:
-    from trace_tasks.data._lint import DataWarning
-
-__all__ = ["InstanceReport", "Parts", "check", "instance_problems", "instance_report"]
+__all__ = ["Parts", "check", "instance_problems"]
 
 _SIZE_KEYS = frozenset(NESTED_KEYS + WIDTH_KEYS + HEIGHT_KEYS)
 _CONTRACT_KEYS = ("reward_contract_version", "answer", "annotation")
@@ -606,47 +603,6 @@ def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list
     _check_target(data, parts, problems)
     _check_size(data, parts, problems, {p.path for p in problems})
     return problems, parts
-
-
-@attrs.frozen(slots=True)
-class InstanceReport:
-    """Validation with what it parsed on the way: every problem, and the target and image size when found.
-
-    ``target`` is the owner's parse of ``annotation_gt.value`` (``None`` when it
-    did not parse or its type is unknown); ``annotation_type`` the stripped type
-    name; ``image_size`` the size the scorer would find in the instance. Used by
-    ``trace-tasks validate`` for its image-frame check. ``warnings`` are the
-    instance's own warnings (:func:`~trace_tasks.data.instance_warnings`; none
-    when there is a problem).
-    """
-
-    problems: tuple[Problem, ...]
-    annotation_type: str | None = None
-    target: Any = None
-    parsed: bool = False
-    image_size: Size | None = None
-    warnings: tuple[DataWarning, ...] = ()
-
-    @classmethod
-    def of(cls, problems: Sequence[Problem], parts: Parts, warnings: Sequence[DataWarning] = ()) -> InstanceReport:
-        """The report of a checked instance: its problems, and what :func:`check` parsed on the way."""
-        parsed = parts.target is not UNPARSED
-        return cls(
-            tuple(problems),
-            parts.annotation_type if parts.entry is not None else None,
-            parts.target if parsed else None,
-            parsed,
-            parts.size_image or parts.size_meta,
-            tuple(warnings),
-        )
-
-
-def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
-    """:func:`instance_problems`, plus the parsed target, the image size and the instance's warnings."""
-    from trace_tasks.data._lint import parts_warnings  # the lint builds on this module
-
-    problems, parts = check(data, cls, get_registry())
-    return InstanceReport.of(problems, parts, () if problems else parts_warnings(data, parts))
 
 
 def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> list[Problem]:

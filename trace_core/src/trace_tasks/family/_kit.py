@@ -69,6 +69,18 @@ Per annotation type, with the examples the owner declares
     does not parse (the example inside a list, the example under a key,
     the example with its first array of numbers one short, ``"junk"``,
     ``None``, ``True``): a constrained decoder must not be able to emit those.
+``pure-parse``
+    when the type declares ``AnnotationTypeSpec.pure_parse`` (the scoring
+    pipeline then remembers a ground truth's parse by content): every example
+    parses to equal values twice, its parse leaves the raw value as it was,
+    and after every score and explain call above each parsed example still
+    equals a fresh parse (no hook changed it).
+``image-blind``
+    when the type declares ``AnnotationTypeSpec.image_blind`` (``trace-tasks
+    audit``'s whole-image policies): the type has a shape, and the declared
+    item for a 640 x 480 image, laid out in it (:func:`~trace_tasks.family.lay_out`;
+    a map gets the keys of its first example), parses and scores against every
+    example under every id; with ``averaged``, the item is a flat list of numbers.
 ``hook``
     through ``registry.manager.hook`` the parse, score, explain and draw hooks
     return the responsible plugin's answer: every other plugin returns ``None``.
@@ -95,6 +107,7 @@ import attrs
 from trace_tasks.errors import AnnotationParseError
 from trace_tasks.plugins import (
     DRAWABLES,
+    SHAPES,
     AnnotationExplanation,
     AnnotationTypeEntry,
     Registry,
@@ -102,6 +115,7 @@ from trace_tasks.plugins import (
     ScoringContext,
     extent_points,
     get_registry,
+    lay_out,
     schema_problems,
     unsupported_keywords,
 )
@@ -596,6 +610,51 @@ class _TypeCheck:
         if second is not None and second != first:
             self.problem("deterministic", f"scoring {what} twice gave {_short(first)} then {_short(second)}", reward.reward_id)
 
+    # -- declared capabilities
+
+    def check_pure_parse(self, parsed: list[tuple[Any, Any]]) -> None:
+        """``pure_parse``: equal values from equal content, the raw value untouched, nothing changed by the hooks."""
+        if self.spec is None or not self.spec.pure_parse:
+            return
+        for i, (raw, value) in enumerate(parsed):
+            given = copy.deepcopy(raw)
+            first, second = self._parse_quietly(given), self._parse_quietly(raw)
+            if not _same(given, raw):
+                self.problem("pure-parse", f"declares pure_parse, but parsing example #{i} changed the raw value it was given")
+            elif not _same(first, second) or not _same(first, value):
+                self.problem(
+                    "pure-parse",
+                    f"declares pure_parse, but example #{i} parsed to {_short(value)} after the score hooks ran and to "
+                    f"{_short(first)} fresh: the parse depends on more than the value, or a hook changed a parsed value",
+                )
+
+    def check_image_blind(self, parsed: list[tuple[Any, Any]]) -> None:
+        """``image_blind``: the declared item, laid out in the type's shape, parses and scores."""
+        declared = self.spec.image_blind if self.spec is not None else None
+        if declared is None:
+            return
+        if self.shape not in SHAPES:
+            self.problem(
+                "image-blind", "declares image_blind but no shape (AnnotationTypeSpec.shape): the audit cannot lay it out"
+            )
+            return
+        try:
+            item = declared.item(640.0, 480.0)
+        except Exception as exc:
+            self.problem("image-blind", f"image_blind.item(640.0, 480.0) raised {_exc(exc)}")
+            return
+        if declared.averaged and not (isinstance(item, (list, tuple)) and item and all(_number(x) for x in item)):
+            self.problem("image-blind", f"declares averaged items, but its item {_short(item)} is not a flat list of numbers")
+        keys = next((list(value) for _, value in parsed if isinstance(value, Mapping)), ["k"])
+        value = lay_out(item, self.shape, keys)
+        blind = self._parse_quietly(value)
+        if blind is _MISSING or blind is None:
+            self.problem("image-blind", f"the image-blind value {_short(value)} for a 640 x 480 image does not parse")
+            return
+        for reward in self.rewards:
+            for j, (_, target) in enumerate(parsed):
+                self.score(reward, blind, target, f"the image-blind value against example #{j}")
+
     # -- order
 
     def check_order(self, parsed: list[tuple[Any, Any]]) -> None:
@@ -859,6 +918,10 @@ def _wrong_shapes(examples: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _list_of(value: Any, n: int) -> bool:
     return isinstance(value, list) and len(value) >= n
 
@@ -919,6 +982,8 @@ def check_family(registry: Registry | None = None, types: Iterable[str] | str | 
         parsed = check.parse_examples()
         check.check_schema()
         check.check_ids(parsed)
+        check.check_image_blind(parsed)
+        check.check_pure_parse(parsed)  # last: after every hook has seen the parsed values
     return report.finish()
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.plugins import Drawable, ScoringContext
+from trace_tasks.plugins import Drawable, ImageBlind, ScoringContext
 
 Matrix = Callable[[Sequence[Any], Sequence[Any], ScoringContext], Sequence[Sequence[float]]]
 
@@ -52,6 +52,14 @@ class Primitive:
     coordinates times ``scale_x`` and its y coordinates times ``scale_y``
     (:func:`scale_xy` for a flat tuple of x, y pairs), for the tools' check of
     normalised coordinates.
+
+    Declared capabilities, passed on to every type of a
+    :class:`~trace_tasks.family.ShapeFamily` (``AnnotationTypeSpec``):
+    ``pure_parse`` says ``parse_item`` depends on the raw item only and returns
+    a value nothing changes later (a tuple of floats), so the scoring pipeline
+    may remember a ground truth's parse by its content; ``image_blind`` is what
+    an image-blind policy answers for one item (:class:`~trace_tasks.family.ImageBlind`:
+    the whole image for a box, the centre for a point), for ``trace-tasks audit``.
     """
 
     name: str
@@ -71,6 +79,8 @@ class Primitive:
     item_help: str = ""
     native_keys: tuple[str, ...] = ()
     scale: Callable[[Any, float, float], Any] | None = None
+    pure_parse: bool = False
+    image_blind: ImageBlind | None = None
 
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:

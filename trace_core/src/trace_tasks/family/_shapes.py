@@ -13,7 +13,8 @@ draw their scores for free.
   wording (``AnnotationTypeSpec.json_schema``, ``value_format``), recognises
   model-native spellings of a value that does not parse
   (``trace_native_annotation``) and scales parsed values for the tools'
-  normalised-coordinates check (``trace_scale_annotation``).
+  normalised-coordinates check (``trace_scale_annotation``). The primitive's
+  declared capabilities (``pure_parse``, ``image_blind``) become each type's.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
@@ -28,6 +29,7 @@ from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.family._scoring import make_explainer, make_scorer
 from trace_tasks.plugins import (
+    ROLE_KEY_SCHEMA,
     SHAPES,
     AnnotationExplanation,
     AnnotationScore,
@@ -141,9 +143,16 @@ class ShapeFamily(_ShapeScoring):
             return item
         if shape in ("set", "sequence"):
             return {"type": "array", "items": item}
+        # Keys as the parser takes them (``parsing.parse_map``): stripped, non-empty, unique after
+        # stripping. A key without surrounding whitespace is its own stripped form, so two such
+        # keys never collide; the schema must not let a constrained decoder write one that fails.
         if shape == "map":
-            return {"type": "object", "additionalProperties": item}
-        return {"type": "object", "additionalProperties": {"type": "array", "items": item}}
+            return {"type": "object", "propertyNames": dict(ROLE_KEY_SCHEMA), "additionalProperties": item}
+        return {
+            "type": "object",
+            "propertyNames": dict(ROLE_KEY_SCHEMA),
+            "additionalProperties": {"type": "array", "items": item},
+        }
 
     def _item_words(self) -> str:
         prim = self.primitive
@@ -182,6 +191,9 @@ class ShapeFamily(_ShapeScoring):
                 parsed_value=self._parsed_value(shape),
                 json_schema=self._json_schema(shape),
                 value_format=self._value_format(shape),
+                # The kit's collection parsers are pure: the primitive's item parse decides.
+                pure_parse=self.primitive.pure_parse and self.primitive.parse_item is not None,
+                image_blind=self.primitive.image_blind,
             )
             for name, (shape, ids) in self.types.items()
         ]

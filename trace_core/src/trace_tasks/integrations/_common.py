@@ -4,17 +4,17 @@ A trainer hands us, per response, a ground truth (the trace instance, as a
 mapping or a JSON string holding ``answer_gt``, ``annotation_gt`` and
 ``reward_contract``), sometimes a per-row ``extra_info`` mapping, and options
 from its config. :func:`compile_ground_truth` validates the instance through the
-strict path (:func:`trace_tasks.instances.compile_instance`, through one shared
-:class:`~trace_tasks.instances.InstanceCache`, so a GRPO group of rollouts pays
+strict path (:func:`trace_tasks.data.compile_instance`, through one shared
+:class:`~trace_tasks.data.InstanceCache`, so a GRPO group of rollouts pays
 for its ground truth once) and :func:`row_options` gives the options of
-:meth:`~trace_tasks.instances.CompiledInstance.score` for the row.
+:meth:`~trace_tasks.data.CompiledInstance.score` for the row.
 
 Rules:
 
 * Model output never raises here; only the caller's row or options can. A row
   whose instance is missing, malformed or cannot be scored honestly (a
   zero-area target box, an unknown type, a contract that disagrees, an answer
-  value its type cannot hold, ...) raises :class:`~trace_tasks.instances.InstanceError`
+  value its type cannot hold, ...) raises :class:`~trace_tasks.data.InstanceError`
   (a ``ValueError``) naming the row and listing every problem, because a broken
   dataset row silently scored 0 (or 0.5) would hide the bug for a whole run.
   A row that is no instance at all (not JSON, not a mapping, a required field
@@ -216,14 +216,14 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
     """The compiled instance of a trainer row, and the row's other scorer inputs.
 
     Validates through the strict path (cached by content in
-    :data:`INSTANCE_CACHE`) and raises :class:`~trace_tasks.instances.InstanceError`
+    :data:`INSTANCE_CACHE`) and raises :class:`~trace_tasks.data.InstanceError`
     naming ``where`` and listing every problem, or a
     :class:`~trace_tasks.errors.RecordError` from :func:`load_instance` for a row
     that is no instance at all (both are the dataset's fault, and an
     ``InstanceError`` is a ``RecordError``: catch ``RecordError``, or
     ``ValueError``, for either). The second value holds the inputs that are
     not part of the instance (``image_sizes``), to pass to
-    :meth:`~trace_tasks.instances.CompiledInstance.score`; treat it as read-only.
+    :meth:`~trace_tasks.data.CompiledInstance.score`; treat it as read-only.
     """
     key = _raw_key(ground_truth)
     if key is not None:
@@ -306,7 +306,7 @@ def score_row(
     """Compile one row's instance (strictly, cached) and score ``response`` against it.
 
     A response that is not a string scores as the empty response. Raises
-    :class:`~trace_tasks.instances.InstanceError` for a broken instance.
+    :class:`~trace_tasks.data.InstanceError` for a broken instance.
     """
     compiled, inputs = compile_ground_truth(ground_truth, where=where)
     text = response if isinstance(response, str) else ""

@@ -28,7 +28,7 @@ in the rollout process with :func:`make_async_reward_fn` and set it as the
 workflow's ``async_reward_fn`` (the attribute ``_compute_rewards`` awaits,
 l.101-107): it logs ``trace/<key>`` with the same ``stats_tracker`` call.
 
-Errors: a broken instance raises :class:`~trace_tasks.instances.InstanceError`
+Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the row (its ``query_id``/``id`` when it has one)
 and every problem; ``AsyncRewardWrapper`` logs it, retries (3 times) and
 re-raises it (l.176-181), so the rollout fails with the message. With

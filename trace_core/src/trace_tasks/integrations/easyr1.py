@@ -35,9 +35,9 @@ stripped the same way as for OpenRLHF
 object ends the text and keeps its format credit.
 
 Errors: every input's instance is validated through the strict path
-(:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
+(:func:`trace_tasks.data.compile_instance`, cached by content, so a group
 of rollouts compiles its ground truth once) before anything is scored. A
-broken one raises :class:`~trace_tasks.instances.InstanceError` (a
+broken one raises :class:`~trace_tasks.data.InstanceError` (a
 ``ValueError``) naming ``reward_inputs[i].ground_truth (position i in this call)``
 (EasyR1 passes no dataset row index) and listing every
 problem; an invalid option raises :class:`~trace_tasks.errors.OptionError` (a

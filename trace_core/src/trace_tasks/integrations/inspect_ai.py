@@ -42,7 +42,7 @@ so inspect reports one mean per key (``inspect view`` and ``EvalLog.results``):
 ``metrics=[...]`` keeps only the keys named. The score's ``metadata`` holds
 the full result of ``score_trace_response`` (with the per-type diagnostics).
 
-Errors: a broken instance raises :class:`~trace_tasks.instances.InstanceError`
+Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the sample (``sample id=...``) and every problem;
 inspect marks that sample as errored with the message and, by default
 (``fail_on_error``), the eval ends with status ``"error"``. With

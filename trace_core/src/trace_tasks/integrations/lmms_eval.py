@@ -44,7 +44,7 @@ The document holds the instance: its ``answer_gt``, ``annotation_gt`` and
 ``metadata``), or, with ``instance_key="instance"``, one field holding the
 instance (a mapping or its JSON string).
 
-Errors: a broken instance raises :class:`~trace_tasks.instances.InstanceError`
+Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the document (its ``id``/``question_id`` when it has
 one) and every problem. lmms-eval 0.7.3 retries ``Task.process_results`` (5
 attempts, ``tenacity``, ``api/task.py`` l.1583) and then stops the run with a

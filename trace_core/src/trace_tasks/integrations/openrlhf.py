@@ -30,7 +30,7 @@ torch is importable, lists otherwise. :func:`score_queries` returns the same
 with plain lists (the HTTP server uses it).
 
 Broken labels: every label is validated through the strict path
-(:func:`trace_tasks.instances.compile_instance`, cached by content, so the
+(:func:`trace_tasks.data.compile_instance`, cached by content, so the
 ``n_samples_per_prompt`` rollouts of a prompt compile their label once).
 OpenRLHF 0.11.2 catches any exception of the reward function, logs it at INFO
 and leaves the sample's reward ``None`` (``openrlhf/utils/agent.py``
@@ -45,7 +45,7 @@ baseline (``--algo.advantage.estimator group_norm`` on 0.10.2 and later,
 ``--advantage_estimator`` before; ``rloo``, ``dr_grpo``...) a
 prompt whose rollouts all score 0 has zero advantage and trains nothing.
 ``on_invalid="raise"`` logs the same line and raises the
-:class:`~trace_tasks.instances.InstanceError` instead (OpenRLHF 0.9.0 does not
+:class:`~trace_tasks.data.InstanceError` instead (OpenRLHF 0.9.0 does not
 catch it: ``ray.get`` in ``experience_maker.py`` l.418 re-raises, and the run
 stops with the message). An invalid option raises
 :class:`~trace_tasks.errors.OptionError` (a ``ValueError``). Model output
@@ -173,7 +173,7 @@ def score_queries(
     ``log_keys`` picks the ``extra_logs`` keys (``"all"``: every always-present
     key; ``"charted"``). Raises :class:`~trace_tasks.errors.OptionError` (a
     ``ValueError``) for mismatched lengths and
-    :class:`~trace_tasks.instances.InstanceError` naming ``labels[i]`` for the
+    :class:`~trace_tasks.data.InstanceError` naming ``labels[i]`` for the
     first broken label, :class:`~trace_tasks.errors.RecordError` (a ``ValueError``)
     for one that is no instance at all
     (every label is compiled before any query is scored).

@@ -6,7 +6,7 @@
 * :func:`score_rows_with_ray`: the same input and output as
   :func:`trace_tasks.score_trace_batch`, spread over Ray tasks (rows held by
   the caller; ``trace-tasks score --engine ray`` reads and writes on the
-  cluster instead, see ``trace_tasks.cli._ray_engine``).
+  cluster instead: :func:`trace_tasks.runs.score_files` with ``engine='ray'``).
 * :mod:`trace_tasks.integrations.ray_cluster` checks that every node scores as
   the driver would; call ``check_cluster()`` before scoring on a cluster.
 

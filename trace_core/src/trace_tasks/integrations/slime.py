@@ -38,7 +38,7 @@ mean of each component over the rollout's dict rewards, to that dict and
 returns ``False``; when slime passes ``None`` it logs them itself with
 slime's ``logging_utils.log(args, values, step_key="rollout/step")``.
 
-Errors: a broken instance raises :class:`~trace_tasks.instances.InstanceError`
+Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the sample (``sample index=...``) and every
 problem; slime awaits the reward model with no ``try`` (``slime/rollout/sglang_rollout.py``
 l.277, 287, 332), so the rollout stops with the message. With ``on_invalid="zero"``

@@ -34,7 +34,7 @@ its "not applicable". Several components with ``--reward_weights``::
 
 Errors: every row's instance is validated through the strict path before
 anything is scored; a broken one raises
-:class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming its
+:class:`~trace_tasks.data.InstanceError` (a ``ValueError``) naming its
 position in the call (swift passes no dataset row index) and listing every
 problem. swift calls a sync reward function with no ``try``
 (``grpo_algorithm.py`` l.62-67), so the step stops with the message. Model

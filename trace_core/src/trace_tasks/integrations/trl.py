@@ -16,10 +16,10 @@ The dataset needs the columns ``answer_gt``, ``annotation_gt`` and
 ``prompt`` to reward functions as a keyword list. A row whose three instance
 columns are all empty (a non-trace task in a mixed dataset) gets ``None``, TRL's
 "not applicable". Every other row's instance is validated through the strict
-path (:func:`trace_tasks.instances.compile_instance`, cached by content, so the
+path (:func:`trace_tasks.data.compile_instance`, cached by content, so the
 ``num_generations`` rows of a group compile their ground truth once) before
 anything is scored; a broken one raises
-:class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming the row
+:class:`~trace_tasks.data.InstanceError` (a ``ValueError``) naming the row
 and listing every problem. It is never turned into ``None``, which TRL would
 take for "not applicable" and hide. TRL 1.16 calls a sync reward function with
 no ``try`` (``trl/trainer/grpo_trainer.py`` l.1626-1628), so training stops at

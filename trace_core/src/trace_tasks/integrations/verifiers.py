@@ -52,7 +52,7 @@ with ``instance_key`` set; ``info`` may override scorer options. The scored text
 is the last assistant message of ``completion`` (or ``completion`` itself when
 it is a string).
 
-Errors: a broken instance raises :class:`~trace_tasks.instances.InstanceError`
+Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the row (``task id=...``/``idx=...``; the rubric: the
 ``answer``) and every problem. verifiers 0.4.0 wraps it in a ``TaskError``
 carrying the message (``task.py`` l.231, ``errors.py`` l.81-95) and the rollout records the error.

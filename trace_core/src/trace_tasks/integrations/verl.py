@@ -39,9 +39,9 @@ Return shapes (``returns``):
 * ``"float"``: the overall reward alone (verl Prime).
 
 Errors: every row's instance is validated through the strict path
-(:func:`trace_tasks.instances.compile_instance`, cached by content, so a group
+(:func:`trace_tasks.data.compile_instance`, cached by content, so a group
 of rollouts compiles its ground truth once). A broken one raises
-:class:`~trace_tasks.instances.InstanceError` (a ``ValueError``) naming the row
+:class:`~trace_tasks.data.InstanceError` (a ``ValueError``) naming the row
 and listing every problem; an invalid option raises
 :class:`~trace_tasks.errors.OptionError` (a ``ValueError``). verl 0.9.1
 does not catch exceptions of a custom reward function: the reward-loop naive

@@ -38,10 +38,12 @@ from trace_tasks.plugins._records import (
     AnnotationTypeSpec,
     AnswerTypeSpec,
     ExplainedItem,
+    ImageBlind,
     MatchedPair,
     NativeFormat,
     RewardIdSpec,
     ScoringContext,
+    lay_out,
 )
 from trace_tasks.plugins._registry import (
     ALLOW_ENV,
@@ -65,7 +67,13 @@ from trace_tasks.plugins._registry import (
     unpin_reward_id,
     unregister_plugin,
 )
-from trace_tasks.plugins._schema import JSON_SCHEMA_DIALECT, SUPPORTED_KEYWORDS, schema_problems, unsupported_keywords
+from trace_tasks.plugins._schema import (
+    JSON_SCHEMA_DIALECT,
+    ROLE_KEY_SCHEMA,
+    SUPPORTED_KEYWORDS,
+    schema_problems,
+    unsupported_keywords,
+)
 
 __all__ = [
     "ALLOW_ENV",
@@ -81,6 +89,7 @@ __all__ = [
     "OFFICIAL_TYPES",
     "PINS_ENV",
     "PROJECT_NAME",
+    "ROLE_KEY_SCHEMA",
     "SHAPES",
     "SUPPORTED_KEYWORDS",
     "AnnotationExplanation",
@@ -92,6 +101,7 @@ __all__ = [
     "Circle",
     "Drawable",
     "ExplainedItem",
+    "ImageBlind",
     "Label",
     "MatchedPair",
     "NativeFormat",
@@ -108,6 +118,7 @@ __all__ = [
     "extent_points",
     "get_registry",
     "hookimpl",
+    "lay_out",
     "parse_pins",
     "pin_reward_id",
     "pinned_reward_ids",

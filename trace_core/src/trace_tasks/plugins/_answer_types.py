@@ -166,7 +166,9 @@ BUILTIN_ANSWER_TYPES: tuple[AnswerTypeSpec, ...] = (
         "index_list",
         description="an ordered list of indices or labels",
         check_value=_collection_check("an index_list", (list, tuple), "a list of indices or labels such as [2, 0, 1]"),
-        json_schema={"type": "array", "items": {"type": ["integer", "string"]}},
+        # Any item: validation takes a target such as [[1, 2], [3, 4]], and the schema must accept the one
+        # answer that scores (items are compared as written; integers or strings are the usual ones).
+        json_schema={"type": "array", "items": {"description": "an index or a label, compared as written"}},
         examples=([2, 0, 1],),
     ),
     AnswerTypeSpec(

@@ -32,6 +32,39 @@ def _shape(instance: object, attribute: attrs.Attribute[Any], value: str) -> Non
 
 
 @attrs.frozen(slots=True)
+class ImageBlind:
+    """What a policy that never looks at the image answers for a type's items, declared by the type's owner.
+
+    Read by ``trace-tasks audit`` (a reward-hacking baseline: what does a
+    dataset pay an answer blind to the image?). ``item(width, height)`` is the
+    raw item (as a model would write it) that covers the image without seeing
+    it: the whole image for a box (``[0, 0, W, H]``), its centre for a point,
+    its diagonal for a segment. The audit lays it out in the type's shape
+    (:func:`lay_out`) and scores it through the normal scorer.
+
+    ``averaged``: the coordinate-wise mean of the group's target items is an
+    item too (items are flat lists of numbers, as long as ``item``'s), so the
+    audit's mean-item policies apply (for boxes: the group's mean box).
+    """
+
+    item: Callable[[float, float], Any]
+    averaged: bool = False
+
+
+def lay_out(item: Any, shape: str, keys: Iterable[str] = (), copies: int = 1) -> Any:
+    """``item`` as a value of a type of ``shape``: itself, a list of ``copies``, or one per key (``None``: no shape)."""
+    if shape == "scalar":
+        return item
+    if shape in ("set", "sequence"):
+        return [item] * copies
+    if shape == "map":
+        return dict.fromkeys(keys, item)
+    if shape == "set_map":
+        return {key: [item] for key in keys}
+    return None
+
+
+@attrs.frozen(slots=True)
 class AnnotationTypeSpec:
     """One annotation type a plugin **owns**: it parses values of the type and names its default reward id.
 
@@ -53,6 +86,16 @@ class AnnotationTypeSpec:
     kit checks that the examples validate and that a wrong shape does not);
     ``None`` leaves the value unconstrained. ``value_format`` says in words,
     for a prompt, how to write a value (``a box [x0, y0, x1, y1] in pixels``).
+
+    Declared capabilities (the core asks them, it never guesses from names):
+    ``pure_parse`` says the parse hook depends on the value only (no clock, no
+    state, no registry) and returns a value no score hook changes, so the
+    scoring pipeline may remember a ground truth's parse by its exact content
+    (a GRPO group parses one target once, not 8-16 times; the family kit checks
+    the declaration: ``pure-parse``). ``image_blind`` is what an image-blind
+    policy answers for the type's items (:class:`ImageBlind`; ``None``: the
+    audit's whole-image policies do not apply; the kit checks that it parses:
+    ``image-blind``).
     """
 
     name: str = attrs.field(validator=_non_empty)
@@ -63,6 +106,8 @@ class AnnotationTypeSpec:
     parsed_value: str = ""
     json_schema: Mapping[str, Any] | None = None
     value_format: str = ""
+    pure_parse: bool = False
+    image_blind: ImageBlind | None = None
 
     @reward_ids.validator
     def _check_ids(self, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:

@@ -30,10 +30,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["JSON_SCHEMA_DIALECT", "SUPPORTED_KEYWORDS", "schema_problems", "unsupported_keywords"]
+__all__ = ["JSON_SCHEMA_DIALECT", "ROLE_KEY_SCHEMA", "SUPPORTED_KEYWORDS", "schema_problems", "unsupported_keywords"]
 
 #: The ``$schema`` of every schema trace_tasks writes.
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: The ``propertyNames`` of a map's role keys as the parser takes them: non-empty, no whitespace at
+#: either end (a key without it is its own stripped form, so two keys never become one). ``\s`` is
+#: Unicode whitespace in Python's ``re``, as ``str.strip`` strips it. The ``not`` guards Python's
+#: ``$``, which also matches before a final newline (ECMA-262's, which decoders use, does not).
+ROLE_KEY_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": "^\\S(?:[\\s\\S]*\\S)?$",
+    "not": {"pattern": "\\s$"},
+}
 
 _CHECKED = frozenset(
     {

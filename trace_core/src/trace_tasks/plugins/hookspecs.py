@@ -70,6 +70,11 @@ def trace_annotation_types() -> Sequence[AnnotationTypeSpec]:
     are collected. Two plugins declaring one type is a load error. An owner must
     implement ``trace_parse_annotation`` and ``trace_resolve_reward_id``, and
     ``trace_score_annotation`` for the ids it lists.
+
+    :returns: the :class:`~trace_tasks.family.AnnotationTypeSpec` of every
+        type this plugin owns (an empty sequence, or ``None``, when it owns
+        none); each spec may declare the capabilities ``pure_parse`` (the
+        pipeline's target memo) and ``image_blind`` (``trace-tasks audit``).
     """
 
 
@@ -82,6 +87,10 @@ def trace_reward_ids() -> Sequence[RewardIdSpec]:
     declared twice (here or in ``trace_annotation_types``) is a load error; an
     id for a type no installed plugin owns is listed by ``trace-tasks plugins``
     as a problem and cannot be pinned.
+
+    :returns: a :class:`~trace_tasks.family.RewardIdSpec` per reward version
+        this plugin scores for a type declared by ``trace_annotation_types``
+        (its own or another plugin's); empty or ``None`` for none.
     """
 
 
@@ -91,6 +100,9 @@ def trace_answer_types() -> Sequence[AnswerTypeSpec]:
 
     Called once at load on every plugin; the results are collected. The core
     registers its eight built-in types through this hook too.
+
+    :returns: the :class:`~trace_tasks.AnswerTypeSpec` of every answer type
+        this plugin adds; empty or ``None`` for none.
     """
 
 
@@ -103,6 +115,10 @@ def trace_resolve_reward_id(annotation_type: str) -> str | None:
     so no plugin can change another's current id. The id must be declared for
     the type. The registry caches the answer; the user's pin, if any, then
     takes precedence (the hook does not know about pins).
+
+    :param annotation_type: a type some plugin declared in ``trace_annotation_types``.
+    :returns: the type's default reward id (one declared for it) when this
+        plugin owns the type, else ``None``.
     """
 
 
@@ -122,6 +138,13 @@ def trace_parse_annotation(annotation_type: str, value: object) -> object:
     :class:`trace_tasks.AnnotationParseError` when the value does not have the
     declared shape (any other exception also fails the response, but is a bug).
     Return ``None`` for a type you do not own.
+
+    :param annotation_type: the type whose owner is called (you, when you are asked directly).
+    :param value: the raw value: ``annotation_gt.value`` (target) or the
+        response's ``annotation`` (prediction), hostile input.
+    :returns: the parsed value, never ``None`` for a type you own; ``None`` for
+        a type you do not own.
+    :raises trace_tasks.AnnotationParseError: when ``value`` is not a value of the type.
     """
 
 
@@ -135,6 +158,13 @@ def trace_score_annotation(reward_id: str, prediction: object, target: object, c
     [0, 1] and finite ``annotation_*`` diagnostics in reporting order. Anything
     else is a plugin bug: the response counts as an annotation failure and a
     WARNING names the plugin once. Return ``None`` for an id you do not score.
+
+    :param reward_id: the reward id to score under (current for the type, or pinned).
+    :param prediction: the owner's parse of the response's annotation.
+    :param target: the owner's parse of ``annotation_gt.value``.
+    :param context: the image size and the resolved point half-life, from the core.
+    :returns: the :class:`~trace_tasks.family.AnnotationScore`, or ``None`` for an
+        id you do not score.
     """
 
 
@@ -155,6 +185,11 @@ def trace_native_annotation(annotation_type: str, value: object) -> NativeFormat
     The reward is unchanged: the value still did not parse. Return ``None``
     otherwise, and for a type you do not own; an exception is a plugin bug
     (logged once, read as ``None``).
+
+    :param annotation_type: the type the prediction failed to parse as (you own it).
+    :param value: the raw predicted value that did not parse (hostile input).
+    :returns: a :class:`~trace_tasks.family.NativeFormat` when ``value`` is a known
+        model-native spelling, else ``None``.
     """
 
 
@@ -175,6 +210,14 @@ def trace_explain_annotation(
     same values and context; never in an ordinary scoring call. ``prediction`` is ``None`` when nothing parsed (every target item
     is then unmatched). Its ``score`` must equal what ``trace_score_annotation``
     returns for the same values. Return ``None`` for an id you do not score.
+
+    :param reward_id: the reward id just scored.
+    :param prediction: the parsed prediction the score hook got, or ``None``
+        when nothing parsed.
+    :param target: the parsed target the score hook got.
+    :param context: the very context the score hook got.
+    :returns: an :class:`~trace_tasks.family.AnnotationExplanation` whose score
+        equals the score hook's, or ``None`` for an id you do not score.
     """
 
 
@@ -187,6 +230,12 @@ def trace_draw_annotation(annotation_type: str, item: object) -> Sequence[Drawab
     parsed value itself). Returns boxes, points, polylines, polygons, circles or
     labels from :mod:`trace_tasks.family` (the drawables). Return ``None`` for a type you do
     not own.
+
+    :param annotation_type: the type of the item (you own it).
+    :param item: one parsed item (an explanation's ``ExplainedItem.value``, or a
+        scalar type's parsed value).
+    :returns: the drawables in pixel coordinates, or ``None`` for a type you do
+        not own or an item you cannot draw.
     """
 
 
@@ -202,4 +251,11 @@ def trace_scale_annotation(annotation_type: str, value: object, scale_x: float, 
     in an ordinary scoring call. Return a value the type's score hooks accept
     (a parsed value), or ``None`` for a type you do not own or a value you
     cannot scale.
+
+    :param annotation_type: the type of ``value`` (you own it).
+    :param value: a parsed prediction of the type.
+    :param scale_x: the factor for every x coordinate (the image width, or width / 1000).
+    :param scale_y: the factor for every y coordinate.
+    :returns: the scaled parsed value, or ``None`` for a type you do not own or
+        a value you cannot scale.
     """

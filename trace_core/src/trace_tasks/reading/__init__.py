@@ -8,6 +8,7 @@ families' parsers come in through this door; the modules behind it are internal.
 from trace_tasks.reading._extraction import (
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
+    FINAL_ANSWER_TAG,
     FINAL_ONLY,
     LENIENT,
     OUTSIDE_THINK,
@@ -16,6 +17,7 @@ from trace_tasks.reading._extraction import (
     answer_tags,
     extract,
     fenced_blocks,
+    final_answer_tag,
     final_block,
     outside_think,
     plain_final_object,
@@ -34,6 +36,7 @@ from trace_tasks.reading._values import from_numpy, is_mapping
 __all__ = [
     "ANSWER_AND_ANNOTATION_KEYS",
     "ANSWER_KEYS",
+    "FINAL_ANSWER_TAG",
     "FINAL_ONLY",
     "LENIENT",
     "MIN_LITERAL_CHARGE",
@@ -43,6 +46,7 @@ __all__ = [
     "answer_tags",
     "extract",
     "fenced_blocks",
+    "final_answer_tag",
     "final_block",
     "from_numpy",
     "is_mapping",

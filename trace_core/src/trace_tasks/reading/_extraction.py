@@ -11,10 +11,12 @@ Two questions are answered separately (docs/contracts.md §3):
 
 Two opt-in departures (docs/contracts.md §3.7) change those answers:
 ``recovery`` ``"outside_think"`` reads the recovery candidates and the atomic
-answer from the text outside ``<think>...</think>`` (:func:`outside_think`),
-``"final_only"`` takes the final block or nothing (and the whole response as an
-atomic answer in answer mode only); ``answer_tag`` lets a response end with
-``<answer>OBJ</answer>``, OBJ being the final block.
+answer from the text outside ``<think>...</think>`` (:func:`outside_think`,
+tags nesting), ``"final_only"`` takes the final block or nothing (a final
+``<answer>`` pair counting as the final block; an atomic answer in answer mode
+only); ``answer_tag`` lets a response end with ``<answer>OBJ</answer>``, OBJ
+being the final block. Under these policies a tag inside a string of a JSON
+object is text (:func:`_unquoted`).
 
 Every scan below moves through the text once, jumping between structural
 characters with ``str.find``/``str.rfind`` (C speed); no parser is tried at every
@@ -28,6 +30,7 @@ a prediction are then listed.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -81,9 +84,13 @@ class Extraction:
     last_answer_tag: str | None  # content of the last <answer>...</answer>, if any
     source: str = ""  # which candidate the payload came from ("final block", ...), "" when none
     #: How the atomic answer is read: ``"lenient"`` (the whole response), ``"outside_think"``
-    #: (the text outside ``<think>...</think>``), ``"final_only"`` (answer mode only, no tags).
+    #: (the text outside ``<think>...</think>``), ``"final_only"`` (answer mode only: a final ``<answer>`` pair).
     recovery: str = LENIENT
     answer_mode: bool = False  # the output mode's keys are ``{"answer"}`` (only ``final_only`` asks)
+    #: ``final_only`` read the response's final ``<answer>...</answer>`` pair as its final block although
+    #: ``format_accept_answer_tag`` is off (format 0, the content scored): the trail's count of R1-template
+    #: rows a run should score with the tag option (docs/contracts.md §3.7).
+    final_tag: bool = False
 
     @property
     def found(self) -> bool:
@@ -98,14 +105,18 @@ class Extraction:
         characters only: a 16 MiB response must not be decoded and compared whole.
         With ``outside_think`` both are read from the text outside
         ``<think>...</think>``; with ``final_only`` only an answer-mode response
-        without a payload has one: the whole stripped response.
+        without a payload has one: the final ``<answer>`` pair's stripped content
+        when the response ends with one, else the whole stripped response.
         """
         answer = self.payload.get("answer") if self.payload is not None else None
         if answer is not None:
             return answer
         recovery = self.recovery
-        if recovery == FINAL_ONLY and (self.payload is not None or not self.answer_mode):
-            return None
+        if recovery == FINAL_ONLY:
+            if self.payload is not None or not self.answer_mode:
+                return None
+            if self.last_answer_tag is not None:  # the final <answer> pair's content: the final block
+                return self.last_answer_tag
         if self.payload is None and self.last_answer_tag is not None:
             return self.last_answer_tag.strip()
         if len(response) > MAX_RESPONSE_CHARS:
@@ -139,7 +150,7 @@ class _Parser:
 
     def _parse(self, text: str) -> tuple[Any, bool]:
         # The one place extraction decodes. ``load_json`` checks the nesting depth
-        # (``literals.json_nesting_ok``) before the recursive decoder runs: another
+        # (``trace_tasks.reading._literals.json_nesting_ok``) before the recursive decoder runs: another
         # decoder used here must keep that check in front of it.
         value, ok = load_json(text)
         if ok:
@@ -464,17 +475,123 @@ def fenced_blocks(text: str) -> list[str]:
     return [_drop_json_tag(text[a + 3 : b]).strip() for a, b in zip(marks[::2], marks[1::2], strict=False)]
 
 
-def answer_tags(text: str) -> list[str]:
-    """Contents of ``<answer>...</answer>`` pairs, each open tag with the next close tag."""
-    out: list[str] = []
-    k = text.find(ANSWER_OPEN)
-    while k >= 0:
-        end = text.find(ANSWER_CLOSE, k + len(ANSWER_OPEN))
-        if end < 0:
+def _positions(text: str, tag: str) -> list[int]:
+    """Where ``tag`` starts in ``text``, left to right.
+
+    A few: one ``str.find`` each. A flood: ``str.split`` and a cumulative sum of
+    the pieces' lengths, at C speed.
+    """
+    count = text.count(tag)
+    if count <= _PYTHON_STEPS:
+        out: list[int] = []
+        k = text.find(tag)
+        while k >= 0:
+            out.append(k)
+            k = text.find(tag, k + len(tag))
+        return out
+    pieces = text.split(tag)
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    found: list[int] = (np.cumsum(lengths[:-1] + len(tag)) - len(tag)).tolist()
+    return found
+
+
+def _unquoted(text: str, positions: list[int]) -> list[int]:
+    """``positions`` without those inside a string of a balanced top-level JSON object.
+
+    A ``"</think>"`` or ``"<answer>"`` written as a JSON string value is text, not
+    a tag (docs/contracts.md §3.7). The objects are those of recovery (§3.3: one
+    forward scan that skips strings); a position is in one of their strings when
+    it lies in an object and after a quote that leaves a string open, read from
+    the start as that scan reads them. Quotes in prose outside every object hide
+    nothing. Whole-array passes, so tag or quote floods stay linear.
+    """
+    if not positions or '"' not in text:
+        return positions
+    starts, ends = (np.asarray(side, dtype=np.int64) for side in _top_level_spans(text))
+    if not starts.size:
+        return positions
+    at = np.asarray(positions, dtype=np.int64)
+    span = np.searchsorted(starts, at, side="right") - 1
+    inside = (span >= 0) & (at < ends[np.maximum(span, 0)])
+    if not inside.any():
+        return positions
+    codes = _char_codes(text)
+    quotes = np.flatnonzero(codes == _QUOTE)
+    after = string_states(quote_escapes(codes, quotes))  # after[k]: inside a string after quote k
+    last = np.searchsorted(quotes, at) - 1  # the last quote left of each position
+    quoted = inside & (last >= 0) & (after[np.maximum(last, 0)] == 1)
+    kept: list[int] = at[~quoted].tolist()
+    return kept
+
+
+def _answer_pairs(text: str, quoted_are_text: bool) -> list[tuple[int, int]]:
+    """``(open, close)`` of each ``<answer>...</answer>`` pair: each open tag with the next close tag.
+
+    Close tags with no open tag before them are skipped; an open tag inside a
+    pair's content is part of that content. With ``quoted_are_text`` (the
+    opt-in policies), tags inside JSON strings are text (:func:`_unquoted`).
+    """
+    opens, closes = _positions(text, ANSWER_OPEN), _positions(text, ANSWER_CLOSE)
+    if quoted_are_text:
+        opens, closes = _unquoted(text, opens), _unquoted(text, closes)
+    if len(opens) + len(closes) > _PYTHON_STEPS:
+        return _answer_pairs_np(opens, closes)
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(opens):
+        start = opens[i] + len(ANSWER_OPEN)
+        while j < len(closes) and closes[j] < start:
+            j += 1
+        if j == len(closes):
             break
-        out.append(text[k + len(ANSWER_OPEN) : end])
-        k = text.find(ANSWER_OPEN, end + len(ANSWER_CLOSE))
-    return out
+        pairs.append((opens[i], closes[j]))
+        end = closes[j] + len(ANSWER_CLOSE)
+        while i < len(opens) and opens[i] < end:
+            i += 1
+    return pairs
+
+
+def _answer_pairs_np(opens: list[int], closes: list[int]) -> list[tuple[int, int]]:
+    """:func:`_answer_pairs`' pairing in whole-array passes (tag floods).
+
+    In the tags' order, a close tag closes a pair exactly when the tag before it
+    is an open tag; the pair opens at the first open tag after the previous close tag.
+    """
+    at = np.concatenate((np.asarray(opens, dtype=np.int64), np.asarray(closes, dtype=np.int64)))
+    is_open = np.concatenate((np.ones(len(opens), dtype=bool), np.zeros(len(closes), dtype=bool)))
+    order = np.argsort(at, kind="stable")
+    at, is_open = at[order], is_open[order]
+    pair_close = np.flatnonzero(~is_open[1:] & is_open[:-1]) + 1
+    last_close = np.where(is_open, -1, np.arange(at.size))
+    np.maximum.accumulate(last_close, out=last_close)
+    pair_open = last_close[pair_close - 1] + 1
+    return list(zip(at[pair_open].tolist(), at[pair_close].tolist(), strict=True))
+
+
+def answer_tags(text: str, *, quoted_are_text: bool = False) -> list[str]:
+    """Contents of ``<answer>...</answer>`` pairs, each open tag with the next close tag.
+
+    ``quoted_are_text``: tags inside strings of JSON objects are text (the opt-in
+    policies of docs/contracts.md §3.7; the default reads every tag, as §3.3 says).
+    """
+    return [text[a + len(ANSWER_OPEN) : b] for a, b in _answer_pairs(text, quoted_are_text)]
+
+
+def final_answer_tag(text: str) -> str | None:
+    """The stripped content of the ``<answer>...</answer>`` pair that ``text`` (right-stripped) ends with, or None.
+
+    Pairs as :func:`answer_tags` pairs them (each open tag with the next close
+    tag), tags inside JSON strings being text: ``<answer>junk<answer>{...}</answer>``
+    is one pair whose content is ``junk<answer>{...}``, never the object alone.
+    None when the final close tag closes no pair or the content is blank.
+    """
+    text = text.rstrip()
+    if not text.endswith(ANSWER_CLOSE):
+        return None
+    pairs = _answer_pairs(text, quoted_are_text=True)
+    if not pairs or pairs[-1][1] != len(text) - len(ANSWER_CLOSE):
+        return None
+    return text[pairs[-1][0] + len(ANSWER_OPEN) : pairs[-1][1]].strip() or None
 
 
 def final_block(text: str, answer_tag: bool = False) -> str | None:
@@ -482,15 +599,12 @@ def final_block(text: str, answer_tag: bool = False) -> str | None:
 
     With ``answer_tag`` (``format_accept_answer_tag``), a response ending with
     ``</answer>`` has the stripped content of that last tag pair as its final
-    block, which must then be exactly the final object to parse.
+    block (:func:`final_answer_tag`), which must then be exactly the final
+    object to parse.
     """
     text = text.rstrip()
     if answer_tag and text.endswith(ANSWER_CLOSE):
-        close = len(text) - len(ANSWER_CLOSE)
-        open_ = text.rfind(ANSWER_OPEN, 0, close)
-        if open_ < 0:
-            return None
-        return text[open_ + len(ANSWER_OPEN) : close].strip() or None
+        return final_answer_tag(text)
     if text.endswith(FENCE):
         close = len(text) - 3
         open_ = text.rfind(FENCE, 0, close)
@@ -527,7 +641,7 @@ def _may_hold_prediction(text: str) -> bool:
     return "answer" in text or "annotation" in text or "\\" in text
 
 
-def _candidates(text: str) -> Iterator[tuple[str, int, int, str]]:
+def _candidates(text: str, quoted_are_text: bool = False) -> Iterator[tuple[str, int, int, str]]:
     """``(kind, k, n, text)`` of every recovery candidate, in preference order.
 
     ``k`` of ``n`` numbers the candidate within its kind; the label is built only
@@ -542,17 +656,17 @@ def _candidates(text: str) -> Iterator[tuple[str, int, int, str]]:
     n, blocks = _fenced_candidates(text)  # only those that may hold a prediction
     for k, block in blocks:
         yield "fenced block", k, n, block
-    tags = answer_tags(text)
+    tags = answer_tags(text, quoted_are_text=quoted_are_text)
     for k in range(len(tags), 0, -1):
         yield "<answer> tag", k, len(tags), tags[k - 1]
 
 
-def recover_payload(text: str, parser: _Parser) -> tuple[Mapping[Any, Any] | None, str]:
+def recover_payload(text: str, parser: _Parser, quoted_are_text: bool = False) -> tuple[Mapping[Any, Any] | None, str]:
     """The first candidate mapping holding ``answer`` or ``annotation`` and its label."""
     if not _may_hold_prediction(text):  # then no candidate can: skip the scans (brace floods)
         return None, ""
     tried = 0
-    for kind, k, n, candidate in _candidates(text):
+    for kind, k, n, candidate in _candidates(text, quoted_are_text):
         if not _may_hold_prediction(candidate):
             continue
         tried += 1
@@ -614,48 +728,96 @@ def extract(
     if _holds_prediction(fmt.payload):
         payload, source = fmt.payload, "the final block"
     elif recovery == FINAL_ONLY:
+        # A final <answer> pair is the final block here, with the tag option or without (§3.7): the
+        # R1 template's committed answer. Without the option it is scored but earns no format.
         payload, source = None, ""
+        tag_block = final_answer_tag(text)
+        final_tag = tag_block is not None and not answer_tag
+        if tag_block is not None and final_tag:
+            value, ok = parser.parse(tag_block)
+            if ok and _holds_prediction(value):
+                payload, source = value, FINAL_ANSWER_TAG
+        return Extraction(fmt, payload, tag_block, source, recovery, len(required_keys) == 1, final_tag)
     else:
         if recovery == OUTSIDE_THINK:
             visible = outside_think(text)
-        payload, source = recover_payload(visible, parser)
+        payload, source = recover_payload(visible, parser, recovery != LENIENT)
     tag = None
-    if payload is None and recovery != FINAL_ONLY:
-        tags = answer_tags(visible)
+    if payload is None:
+        tags = answer_tags(visible, quoted_are_text=recovery != LENIENT)
         tag = tags[-1] if tags else None
     if recovery == LENIENT:
         return Extraction(fmt, payload, tag, source)
     return Extraction(fmt, payload, tag, source, recovery, len(required_keys) == 1)
 
 
+#: ``Extraction.source`` of a payload ``final_only`` read from the final ``<answer>`` pair, the tag option off.
+FINAL_ANSWER_TAG = "the final <answer> tag"
+
+
 def outside_think(text: str) -> str:
     """``text`` without what lies inside ``<think>...</think>`` (``trace_recovery="outside_think"``).
 
-    Every ``<think>`` opens a span that the next ``</think>`` closes; an unclosed
-    one runs to the end (a generation cut short while thinking). A ``</think>``
-    before any ``<think>`` closes a span opened at the start (chat templates that
-    put ``<think>`` in the prompt). The pieces left are joined by a newline. One
-    pass of ``str.find``; a text without either tag is returned as it is.
+    Tags nest: each ``<think>`` opens a level and each ``</think>`` closes one,
+    and only text at level 0 is outside. A ``<think>`` never closed runs to the
+    end (a generation cut short while thinking). A ``</think>`` that closes no
+    open ``<think>`` closes a span opened at the start: everything before it
+    was thinking (chat templates put ``<think>`` in the prompt; a draft between
+    a nested block's close and the outer close is still inside). Tags inside
+    strings of JSON objects are text (:func:`_unquoted`). The pieces left are
+    joined by a newline. Linear: one ``str.find`` per tag, one merge; a text
+    without either tag is returned as it is.
     """
-    first_open = text.find(THINK_OPEN)
-    first_close = text.find(THINK_CLOSE)
-    if first_open < 0 and first_close < 0:
+    if text.find(THINK_OPEN) < 0 and text.find(THINK_CLOSE) < 0:
         return text
-    pos = 0
-    if first_close >= 0 and (first_open < 0 or first_close < first_open):
-        pos = first_close + len(THINK_CLOSE)
+    opens = _unquoted(text, _positions(text, THINK_OPEN))
+    closes = _unquoted(text, _positions(text, THINK_CLOSE))
+    if len(opens) + len(closes) > _PYTHON_STEPS:
+        return _outside_think_np(text, opens, closes)
     pieces: list[str] = []
-    while True:
-        start = text.find(THINK_OPEN, pos)
-        if start < 0:
-            pieces.append(text[pos:])
-            break
-        pieces.append(text[pos:start])
-        end = text.find(THINK_CLOSE, start + len(THINK_OPEN))
-        if end < 0:
-            break
-        pos = end + len(THINK_CLOSE)
+    depth = pos = 0
+    for at, step in heapq.merge(((k, 1) for k in opens), ((k, -1) for k in closes)):
+        if step > 0:
+            if depth == 0:
+                pieces.append(text[pos:at])
+            depth += 1
+            continue
+        if depth == 0:
+            pieces.clear()  # thinking since the start: nothing before this tag is outside
+        else:
+            depth -= 1
+        if depth == 0:
+            pos = at + len(THINK_CLOSE)
+    if depth == 0:
+        pieces.append(text[pos:])
     return "\n".join(pieces)
+
+
+def _outside_think_np(text: str, opens: list[int], closes: list[int]) -> str:
+    """:func:`outside_think` in whole-array passes (tag floods): the same pieces.
+
+    The level after each tag is the running sum of +1 (open) and -1 (close)
+    above its running minimum (clipped at 0): a close that reaches a new minimum
+    closes no open tag, and the text before the last such close is dropped.
+    """
+    at = np.concatenate((np.asarray(opens, dtype=np.int64), np.asarray(closes, dtype=np.int64)))
+    step = np.concatenate((np.ones(len(opens), dtype=np.int64), np.full(len(closes), -1, dtype=np.int64)))
+    order = np.argsort(at, kind="stable")
+    at, step = at[order], step[order]
+    total = np.cumsum(step)
+    floor = np.minimum(np.minimum.accumulate(total), 0)
+    before = np.concatenate(([0], floor[:-1]))
+    unmatched = np.flatnonzero((step < 0) & (total < before))
+    begin, first = 0, 0
+    if unmatched.size:
+        last = int(unmatched[-1])
+        begin, first = int(at[last]) + len(THINK_CLOSE), last + 1
+    at, step, level = at[first:], step[first:], (total - floor)[first:]
+    starts = [begin, *(at[(step < 0) & (level == 0)] + len(THINK_CLOSE)).tolist()]
+    ends = at[(step > 0) & (level == 1)].tolist()
+    if not level.size or level[-1] == 0:
+        ends.append(len(text))
+    return "\n".join(text[a:b] for a, b in zip(starts, ends, strict=True))
 
 
 def think_text(text: str) -> str | None:

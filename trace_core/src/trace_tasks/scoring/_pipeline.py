@@ -26,8 +26,8 @@ The frequent case takes fewer calls inside the same steps (``_LEAN``; the
 differential test tests/core/test_lean_path.py turns it off and compares every
 result): a compact JSON final object is read without entering the literal
 budget (JSON reads no literal), an integer or plain-string answer is compared
-directly, and a built-in family's lenient target parse is remembered by exact
-content (from a value's second sighting: a GRPO group parses its ground truth
+directly, and the lenient target parse of a family that declares it pure
+(``AnnotationTypeSpec.pure_parse``) is remembered by exact content (from a value's second sighting: a GRPO group parses its ground truth
 twice, not 8-16 times). Anything unusual takes the general steps.
 
 Given a :class:`Trail`, the same run also keeps what each step saw: the
@@ -379,10 +379,6 @@ def _annotate(
         _explain(reward, None, parsed_target, context, trail)
 
 
-#: The families shipped with trace-tasks: a parse that depends on the value only, whose result no score hook changes.
-_BUILTIN_FAMILIES = frozenset(("bbox", "point", "segment"))
-_BUILTIN_MODULES = ("trace_plugins_bbox.", "trace_plugins_point.", "trace_plugins_segment.")
-_FAMILY_KIT = ("trace_tasks.family._shapes", "ShapeFamily")
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 _STRINGS = frozenset((str,))
 #: Longest target (marshal bytes) whose parse is remembered, and how many are.
@@ -395,26 +391,12 @@ _parsed_targets: dict[tuple[int, bytes], tuple[AnnotationTypeEntry, Any]] = {}
 #: scored once (a shuffled dataset) pay a dict lookup, no marshal call. An id is only a hint (a new object may
 #: reuse a dead one's id: it then costs one marshal call); what is looked up is the content.
 _seen_values: dict[int, None] = {}
-_trusted_entries: dict[int, tuple[AnnotationTypeEntry, bool]] = {}
 
 
 def _trusted(entry: AnnotationTypeEntry) -> bool:
-    """Whether ``entry`` is a built-in family's type (the family kit's parse over a built-in primitive)."""
-    known = _trusted_entries.get(id(entry))
-    if known is not None and known[0] is entry:
-        return known[1]
-    owner = getattr(entry.parse, "__self__", None)
-    item = getattr(getattr(owner, "primitive", None), "parse_item", None)
-    kind = type(owner)  # by name: the family room sits above this one and is not imported here
-    trusted = (
-        entry.plugin in _BUILTIN_FAMILIES
-        and (kind.__module__, kind.__qualname__) == _FAMILY_KIT
-        and str(getattr(item, "__module__", "")).startswith(_BUILTIN_MODULES)
-    )
-    if len(_trusted_entries) >= 1024:  # registries rebuilt again and again (tests): keep memory bounded
-        _trusted_entries.clear()
-    _trusted_entries[id(entry)] = (entry, trusted)
-    return trusted
+    """Whether ``entry``'s owner declares its parse pure (``AnnotationTypeSpec.pure_parse``): then it may be remembered."""
+    spec = entry.spec
+    return spec is not None and spec.pure_parse
 
 
 def _exact_json(value: Any) -> bool:
@@ -440,13 +422,14 @@ def _exact_json(value: Any) -> bool:
 
 
 def _parse_target(entry: AnnotationTypeEntry, value: Any) -> Any:
-    """The lenient target's parse (under its own literal budget), remembered by exact content for built-in families.
+    """The lenient target's parse (under its own literal budget), remembered by exact content when the owner declares it pure.
 
     A GRPO group scores one ground truth 8-16 times through ``score_trace_response``: its parse is the same every
-    time (a built-in family's parse depends on the value only), so from the value object's second sighting on
-    it is looked up. The key is the value's marshal bytes, kept only for values :func:`_exact_json` accepts, so
-    equal bytes are equal content of the same exact types; anything else (numpy values, subclasses, a
-    third-party family) is parsed every time.
+    time when the owner declares it pure (``AnnotationTypeSpec.pure_parse``: it depends on the value only, and no
+    score hook changes its result), so from the value object's second sighting on it is looked up. The key is the
+    value's marshal bytes, kept only for values :func:`_exact_json` accepts, so equal bytes are equal content of
+    the same exact types; anything else (numpy values, subclasses, a family that declares nothing) is parsed every
+    time.
     """
     if not _LEAN or not _trusted(entry):
         return parse_value(entry.parse, entry.name, value, [MAX_TARGET_LITERAL_BUDGET])

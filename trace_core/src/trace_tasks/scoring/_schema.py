@@ -10,16 +10,25 @@ an unconstrained value and a ``$comment`` saying so. Both describe the
 compatibility (JSON-literal strings for numbers, annotation strings, Python
 literals, the ``bboxes`` wrapper, one flat item for a set) are left out, so
 a constrained decoder emits the form prompts ask for.
+
+Given an ``instance`` (a record with ``answer_gt``, ``annotation_gt``), both
+take the types from it and, for a map or set-map type, its role keys: the
+required and only keys of the annotation (never anything else of the target:
+no value, no set's size).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from trace_tasks.errors import OptionError, UnknownTypeError, suggest
 from trace_tasks.plugins import JSON_SCHEMA_DIALECT, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
+from trace_tasks.reading import is_mapping, read_annotation_string
 from trace_tasks.scoring._options import ANSWER, resolve_answer_tag, resolve_mode
 
 __all__ = ["format_instructions", "response_json_schema"]
@@ -43,16 +52,79 @@ def _annotation_entry(registry: Registry, annotation_type: Any) -> AnnotationTyp
     return registry.annotation_type(annotation_type.strip())  # MissingFamilyError / UnknownTypeError
 
 
-def _parts(
-    answer_type: Any, annotation_type: Any, trace_reward_mode: Any
-) -> tuple[str, AnswerTypeSpec, AnnotationTypeEntry | None]:
+@attrs.frozen(slots=True)
+class _Parts:
+    """What a schema or an instruction is built from: the mode, both types' specs, an instance's role keys."""
+
+    mode: str
+    spec: AnswerTypeSpec
+    entry: AnnotationTypeEntry | None  # None in answer mode
+    roles: tuple[str, ...] | None = None  # a map type's role keys, from an instance
+
+
+_MAPS = ("map", "set_map")
+
+
+def _instance_type(instance: Mapping[str, Any], side: str, given: Any) -> Any:
+    """The type name of ``instance[side]``, or ``given`` (which must then agree with it)."""
+    gt = instance.get(side)
+    name = gt.get("type") if is_mapping(gt) else None
+    if not isinstance(name, str) or not name.strip():
+        raise OptionError(f"instance: {side}.type must be a non-empty string, got {name!r}")
+    if given is not None and (not isinstance(given, str) or given.strip() != name.strip()):
+        raise OptionError(f"{side.replace('_gt', '_type')}={given!r} disagrees with the instance's {side}.type {name!r}")
+    return name
+
+
+def _role_keys(instance: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """The role keys of the instance's map target, stripped as the parser strips them."""
+    value = instance["annotation_gt"].get("value")
+    if isinstance(value, str):
+        value, ok = read_annotation_string(value)
+        if not ok:
+            value = None
+    if not is_mapping(value) or not value:
+        raise OptionError(f"instance: annotation_gt.value of a {name} must be a non-empty mapping of role keys")
+    keys = tuple((key if isinstance(key, str) else str(key)).strip() for key in value)
+    if "" in keys or len(set(keys)) < len(keys):
+        raise OptionError(
+            "instance: annotation_gt.value has a blank key or two keys that are one once stripped; "
+            "check it with trace_tasks.instance_problems"
+        )
+    return keys
+
+
+def _parts(answer_type: Any, annotation_type: Any, trace_reward_mode: Any, instance: Any = None) -> _Parts:
     mode = resolve_mode(trace_reward_mode)
+    if instance is not None:
+        if not is_mapping(instance):
+            raise OptionError(f"instance must be an instance record (a mapping), got {type(instance).__name__}")
+        answer_type = _instance_type(instance, "answer_gt", answer_type)
+        if mode != ANSWER:
+            annotation_type = _instance_type(instance, "annotation_gt", annotation_type)
     registry = get_registry()
     spec = _answer_spec(registry, answer_type)
     entry = None
     if mode != ANSWER or annotation_type is not None:  # in answer mode a given type is still checked
         entry = _annotation_entry(registry, annotation_type)
-    return mode, spec, (entry if mode != ANSWER else None)
+    if mode == ANSWER:
+        return _Parts(mode, spec, None)
+    roles = None
+    if instance is not None and entry is not None and entry.spec is not None and entry.spec.shape in _MAPS:
+        roles = _role_keys(instance, entry.name)
+    return _Parts(mode, spec, entry, roles)
+
+
+def _with_roles(schema: dict[str, Any], roles: tuple[str, ...] | None) -> dict[str, Any]:
+    """A map type's schema with ``roles`` as its required and only keys (the item schema kept)."""
+    item = schema.get("additionalProperties")
+    if roles is None or schema.get("type") != "object" or not isinstance(item, Mapping):
+        return schema
+    out = {k: v for k, v in schema.items() if k not in ("additionalProperties", "propertyNames")}
+    out["properties"] = {role: copy.deepcopy(dict(item)) for role in roles}
+    out["required"] = list(roles)
+    out["additionalProperties"] = False
+    return out
 
 
 def _value_schema(declared: Any, description: str, what: str, notes: list[str]) -> dict[str, Any]:
@@ -66,7 +138,11 @@ def _value_schema(declared: Any, description: str, what: str, notes: list[str]) 
 
 
 def response_json_schema(
-    *, answer_type: str, annotation_type: str | None = None, trace_reward_mode: Any = "answer_and_annotation"
+    *,
+    answer_type: str | None = None,
+    annotation_type: str | None = None,
+    trace_reward_mode: Any = "answer_and_annotation",
+    instance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the final object of ``trace_reward_mode`` for these types.
 
@@ -82,8 +158,16 @@ def response_json_schema(
     :class:`~trace_tasks.errors.UnknownTypeError` for a type nobody
     registers, :class:`~trace_tasks.errors.MissingFamilyError` for an
     official type whose family is not installed.
+
+    ``instance``: an instance record; the types come from its ``answer_gt`` and
+    ``annotation_gt`` (``answer_type``/``annotation_type``, when also given,
+    must agree: ``OptionError``), and a map or set-map type's annotation gets
+    the target's role keys as its ``properties``, all ``required``,
+    ``additionalProperties: false``. Nothing else of the target is used: no
+    value, no set's size.
     """
-    mode, spec, entry = _parts(answer_type, annotation_type, trace_reward_mode)
+    parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
+    mode, spec, entry = parts.mode, parts.spec, parts.entry
     notes: list[str] = []
     properties = {"answer": _value_schema(spec.json_schema, spec.description, f"answer type {spec.name!r}", notes)}
     title = f"trace_tasks final object ({mode} mode): answer {spec.name}"
@@ -91,8 +175,11 @@ def response_json_schema(
         type_spec = entry.spec
         declared = type_spec.json_schema if type_spec is not None else None
         words = (type_spec.value_format or type_spec.description) if type_spec is not None else ""
-        properties["annotation"] = _value_schema(declared, words, f"annotation type {entry.name!r}", notes)
+        value_schema = _value_schema(declared, words, f"annotation type {entry.name!r}", notes)
+        properties["annotation"] = _with_roles(value_schema, parts.roles)
         title += f", annotation {entry.name}"
+        if parts.roles is not None:
+            title += f" (role keys {', '.join(map(repr, parts.roles))})"
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": title,
@@ -115,20 +202,27 @@ def _example(examples: Any) -> tuple[bool, Any]:
 
 def format_instructions(
     *,
-    answer_type: str,
+    answer_type: str | None = None,
     annotation_type: str | None = None,
     trace_reward_mode: Any = "answer_and_annotation",
     format_accept_answer_tag: Any = False,
+    instance: Mapping[str, Any] | None = None,
 ) -> str:
     """The prompt text asking for the final object of :func:`response_json_schema`: its keys, how to write
     each value (pixel coordinates, the items' shape), and an example object.
 
     ``format_accept_answer_tag=True`` asks for the object inside ``<answer>...</answer>``
-    (the option of the same name, docs/contracts.md §3.7). Same errors as :func:`response_json_schema`.
+    (the option of the same name, docs/contracts.md §3.7). ``instance``: as for
+    :func:`response_json_schema`; a map type's role keys are named as the only
+    keys to use, and the example uses them. Same errors as :func:`response_json_schema`.
     """
-    _, spec, entry = _parts(answer_type, annotation_type, trace_reward_mode)
+    parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
+    spec, entry, roles = parts.spec, parts.entry, parts.roles
     tagged = resolve_answer_tag(format_accept_answer_tag)
-    shape = f'{{"answer": <{spec.name}>}}' if entry is None else f'{{"answer": <{spec.name}>, "annotation": <{entry.name}>}}'
+    annotation_shape = f"<{entry.name}>" if entry is not None else ""
+    if entry is not None and roles is not None:
+        annotation_shape = "{" + ", ".join(f"{json.dumps(role, ensure_ascii=False)}: ..." for role in roles) + "}"
+    shape = f'{{"answer": <{spec.name}>}}' if entry is None else f'{{"answer": <{spec.name}>, "annotation": {annotation_shape}}}'
     if tagged:
         lines = [
             "End your reply with the final object inside answer tags, <answer>OBJECT</answer>, and write nothing "
@@ -147,11 +241,21 @@ def format_instructions(
         if type_spec is not None:
             words = type_spec.value_format or type_spec.description
         lines.append(f'- "annotation": {words or f"a value of type {entry.name}"}.')
+        if roles is not None:
+            names = ", ".join(json.dumps(role, ensure_ascii=False) for role in roles)
+            lines.append(f"  Its keys are exactly these role keys, each once: {names}.")
         lines.append(
             "Coordinates are pixels of the image as you are given it: x from its left edge, y from its top edge. "
             "Do not normalise them (no 0-1 or 0-1000 scale)."
         )
         has_annotation, annotation = _example(type_spec.examples if type_spec is not None else ())
+        if has_annotation and roles is not None and is_mapping(annotation) and annotation:
+            # The type's example items under the instance's keys; a set-map's roles all get one list,
+            # so the example's sizes cannot be read as the target's.
+            items = list(annotation.values())
+            if entry.spec is not None and entry.spec.shape == "set_map":
+                items = items[:1]
+            annotation = {role: items[i % len(items)] for i, role in enumerate(roles)}
         example["annotation"] = annotation
         complete = complete and has_annotation
     if complete:

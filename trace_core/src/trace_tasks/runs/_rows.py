@@ -8,7 +8,7 @@ Two layouts:
   responses may share one instance.
 
 Every instance is validated and compiled through an
-:class:`~trace_tasks.instances.InstanceCache` (each distinct content once). A
+:class:`~trace_tasks.data.InstanceCache` (each distinct content once). A
 line that cannot be scored (an invalid instance among them, with all its
 problems) becomes a slot with an ``error`` naming the line number and the
 problem, so no line is ever lost.
@@ -21,10 +21,10 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._metrics import METRICS_KEY
-from trace_tasks.cli._summary import Summary
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
+from trace_tasks.runs._jsonl import Line
+from trace_tasks.runs._metrics import METRICS_KEY
+from trace_tasks.runs._summary import Summary
 
 
 @attrs.frozen(slots=True)
@@ -228,7 +228,7 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
 
     Kept input columns (``score --keep``) come last, under ``"extra"``, so they never clash with a score key;
     a summary with ``group_by`` also counts the row under its value of that column. A row scored with its
-    field metrics (:data:`~trace_tasks.cli._metrics.METRICS_KEY`) has them taken off and counted too.
+    field metrics (:data:`~trace_tasks.runs._metrics.METRICS_KEY`) has them taken off and counted too.
     """
     head = {"id": slot.id, "line": slot.line}
     tail = {} if slot.extra is None else {"extra": slot.extra}

@@ -1,4 +1,4 @@
-"""Scoring a stream of chunks in order, in-process or in a process pool (Ray: :mod:`trace_tasks.cli._ray_engine`).
+"""Scoring a stream of chunks in order, in-process or in a process pool (Ray: :mod:`trace_tasks.runs._ray_engine`).
 
 Chunks are pulled from the input lazily and at most ``2 * workers`` are in
 flight, so memory stays flat however long the input is. Results come back in
@@ -30,9 +30,9 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from trace_tasks.cli._metrics import score_batch_with_metrics, score_compiled_with_metrics
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, score_trace_batch, watch_parent
+from trace_tasks.runs._metrics import score_batch_with_metrics, score_compiled_with_metrics
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
@@ -88,7 +88,7 @@ def score_chunks(
     """For each ``(context, works)`` yield ``(context, results)``, in input order (``pool``: the run's, from :func:`worker_pool`).
 
     ``metrics``: each response is scored with a trail and its result also holds its field metrics
-    (:mod:`trace_tasks.cli._metrics`; the pool given must be a ``worker_pool(..., metrics=True)``).
+    (:mod:`trace_tasks.runs._metrics`; the pool given must be a ``worker_pool(..., metrics=True)``).
     """
     if workers <= 1:
         opts = options_from(options)
@@ -211,7 +211,7 @@ def _succeeded(future: Future[list[Result]] | None) -> bool:
 def worker_pool(options: Mapping[str, Any], workers: int, metrics: bool = False) -> Iterator[_Pool[Any] | None]:
     """One process pool for a whole run (``None`` for one worker): shards scored one after another share it.
 
-    ``metrics``: its workers score with a trail (:func:`trace_tasks.cli._metrics.score_batch_with_metrics`).
+    ``metrics``: its workers score with a trail (:func:`trace_tasks.runs._metrics.score_batch_with_metrics`).
     """
     if workers <= 1:
         yield None

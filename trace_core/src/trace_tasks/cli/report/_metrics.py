@@ -3,9 +3,9 @@
 A scores file holds no trail, so the report streams the inputs it was scored
 from (the combined file, or the instances index and the responses file)
 through the very slots and scorer of ``score --summary-json``
-(:func:`trace_tasks.cli._metrics.score_compiled_with_metrics`), each row with
+(:func:`trace_tasks.runs._metrics.score_compiled_with_metrics`), each row with
 the options its own scores row echoes, into a
-:class:`~trace_tasks.cli._summary.Summary`. Memory: the summary's sums, the
+:class:`~trace_tasks.runs._summary.Summary`. Memory: the summary's sums, the
 instances index in the two-file layout, and per scored row its input line,
 overall and (shared) options.
 A row whose re-scored ``overall`` differs from the scores file's is counted:
@@ -19,10 +19,16 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.cli._jsonl import open_binary, read_lines
-from trace_tasks.cli._metrics import METRICS_KEY, score_compiled_with_metrics
-from trace_tasks.cli._rows import InstanceIndex, combined_slots, joined_slots
-from trace_tasks.cli._summary import Summary
+from trace_tasks.runs import (
+    METRICS_KEY,
+    InstanceIndex,
+    Summary,
+    combined_slots,
+    joined_slots,
+    open_binary,
+    read_lines,
+    score_compiled_with_metrics,
+)
 from trace_tasks.scoring import options_from
 
 

@@ -2,7 +2,7 @@
 
 No network: no stylesheet or font link, no remote image, no script file; the
 CSS is in a ``<style>`` element, charts are inline SVG
-(:mod:`trace_tasks.cli._svg`), pictures are ``data:`` URIs, and one small
+(:mod:`trace_tasks.cli.report._svg`), pictures are ``data:`` URIs, and one small
 inline script (:data:`SCRIPT`, fixed text: nothing from a file reaches it)
 makes the tables sortable. Everything that comes from a file (ids,
 responses, errors, explanations, type names) is escaped with
@@ -19,9 +19,9 @@ from html import escape
 
 import attrs
 
-from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._extraction_view import surrogate_note, without_surrogates
-from trace_tasks.cli._report_data import (
+from trace_tasks.cli._views.breakdown import reward_breakdown
+from trace_tasks.cli._views.explanation import surrogate_note, without_surrogates
+from trace_tasks.cli.report._data import (
     ALL,
     COMPONENTS,
     FAILURES,
@@ -31,7 +31,7 @@ from trace_tasks.cli._report_data import (
     Row,
     TypeStats,
 )
-from trace_tasks.cli._svg import delta_bar_svg, histogram_svg
+from trace_tasks.cli.report._svg import delta_bar_svg, histogram_svg
 
 #: Characters of a response shown in a case (the rest is counted, not shown).
 EXCERPT_CHARS = 1200

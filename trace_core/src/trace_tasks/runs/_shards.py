@@ -33,8 +33,8 @@ from typing import IO, Any
 
 import attrs
 
-from trace_tasks.cli._errors import CannotOpen, InputFailed, OutputFailed, UsageError, describe
-from trace_tasks.cli._jsonl import Line, dumps, open_source, read_lines
+from trace_tasks.runs._errors import CannotOpen, InputFailed, OutputFailed, UsageError, describe
+from trace_tasks.runs._jsonl import Line, dumps, open_source, read_lines
 
 JSONL, JSONL_GZ, PARQUET = "jsonl", "jsonl.gz", "parquet"
 #: Suffixes a directory or a glob picks up, and the format each means (longest first).
@@ -372,7 +372,7 @@ def open_shard_output(path: str, fmt: str) -> Iterator[ParquetOutput | JsonlOutp
         finally:
             out.discard()
         return
-    from trace_tasks.cli._output import open_outputs
+    from trace_tasks.runs._output import open_outputs
 
     with open_outputs(path) as (stream,):
         assert stream is not None

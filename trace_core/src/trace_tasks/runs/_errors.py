@@ -1,9 +1,11 @@
-"""The ordinary events of a command run, as exceptions :func:`trace_tasks.cli.main` turns into exit codes.
+"""The ordinary events of a run, as exceptions, and the exit statuses they stand for.
 
-A subcommand raises one of these (or lets it through from the shared input and
-output helpers) and ``main`` prints one line on stderr and returns the
-documented exit code: no subcommand needs its own ``try`` for them, and none
-of them ever shows a traceback. The table is in ``docs/cli.md``.
+A run (:func:`trace_tasks.runs.score_files`) or a subcommand raises one of
+these (or lets it through from the shared input and output helpers); a Python
+caller catches them, and :func:`trace_tasks.cli.main` prints one line on
+stderr and returns the documented exit code: no subcommand needs its own
+``try`` for them, and none of them ever shows a traceback. The table is in
+``docs/cli.md``.
 """
 
 from __future__ import annotations

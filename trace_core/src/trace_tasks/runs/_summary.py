@@ -2,7 +2,7 @@
 
 Only sums and counts are kept (constant memory however many lines are scored),
 so two summaries merge exactly. The field metrics of ``score --summary-json``
-(:mod:`trace_tasks.cli._metrics`) are sums and counts too; the zero-variance
+(:mod:`trace_tasks.runs._metrics`) are sums and counts too; the zero-variance
 group statistic keeps the state of one group, the rows of one id that come one
 after another (see :meth:`Summary.add_metrics`).
 """
@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.cli._failure_kinds import NO_JSON, no_json
+from trace_tasks.runs._failure_kinds import NO_JSON, no_json
 
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.

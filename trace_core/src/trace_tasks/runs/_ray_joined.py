@@ -41,9 +41,13 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from trace_tasks.cli._jsonl import dumps
-from trace_tasks.cli._output import STDIO
-from trace_tasks.cli._ray_engine import (
+from trace_tasks.data import InstanceCache, InstanceError
+from trace_tasks.errors import RayJobError
+from trace_tasks.runs._data_warnings import report_instance_problems
+from trace_tasks.runs._jsonl import dumps
+from trace_tasks.runs._output import STDIO
+from trace_tasks.runs._plan import Plan
+from trace_tasks.runs._ray_engine import (
     _shard_source,
     actor_pool,
     check_node,
@@ -51,17 +55,14 @@ from trace_tasks.cli._ray_engine import (
     run_ray,
     scorer,
 )
-from trace_tasks.cli._rows import InstanceIndex, build, joined_slots, output_record
-from trace_tasks.cli._shards import JSONL_GZ, PARQUET, ParquetOutput
-from trace_tasks.cli._summary import Summary
-from trace_tasks.data import InstanceCache, InstanceError
-from trace_tasks.errors import RayJobError
+from trace_tasks.runs._rows import InstanceIndex, build, joined_slots, output_record
+from trace_tasks.runs._shards import JSONL_GZ, PARQUET, ParquetOutput
+from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyarrow
 
-    from trace_tasks.cli.score import Plan
 
 #: Bytes of responses per bucket (by file size on disk) the bucket count aims at.
 BUCKET_BYTES = 32 << 20
@@ -355,8 +356,6 @@ def run(
     ``index_source`` names the instances in messages, as the local engine does (the file, or INPUT for several).
     """
     import ray
-
-    from trace_tasks.cli.score import report_instance_problems
 
     assert plan.instances is not None
     instance_paths = [shard.path for shard in plan.instances]

@@ -4,7 +4,7 @@ Each label tries positions around its item (above or below first, then the
 sides, then further out a line at a time, then beside the ends of a long
 segment) and takes the one overlapping the labels already placed, then the
 items, least, nearest to the item. Pure geometry on rectangles
-``(x0, y0, x1, y1)``; :mod:`trace_tasks.cli._drawing` renders what it places.
+``(x0, y0, x1, y1)``; :mod:`trace_tasks.cli._views.drawing` renders what it places.
 
 A :class:`Layout` keeps the labels placed and the items in a grid of cells
 (:class:`RectIndex`), so each candidate position is compared with the

@@ -15,13 +15,12 @@
   for a closed pipe, :class:`OutputClosed`, which :func:`trace_tasks.cli.main`
   reports with their exit codes instead of a traceback.
 
-A subcommand's file arguments are found in :data:`FILE_ARGUMENTS` under its
-name, or in ``parser.set_defaults(file_roles=FileRoles(...))`` (which wins).
+Which arguments of a command name files is the command line's business
+(:func:`trace_tasks.cli._options.check_file_arguments`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import gzip
@@ -30,41 +29,15 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any, cast
 
 import attrs
 
-from trace_tasks.cli._errors import OutputClosed, OutputFailed, UsageError, describe
+from trace_tasks.runs._errors import OutputClosed, OutputFailed, UsageError, describe
 
 STDIO = "-"
-#: A value of this form in an input argument names a file after the ``@`` (``explain --response @FILE``).
-AT_FILE = "@"
 
-
-@attrs.frozen
-class FileRoles:
-    """Which arguments of a subcommand name files: ``(dest, label)`` pairs; a list value names several files.
-
-    An input dest starting with ``@`` holds a value that is a file only when
-    it starts with ``@`` (the rest is the path).
-    """
-
-    inputs: tuple[tuple[str, str], ...] = ()
-    outputs: tuple[tuple[str, str], ...] = ()
-
-
-#: The file arguments of each subcommand (``set_defaults(file_roles=...)`` in a parser overrides its entry).
-FILE_ARGUMENTS: dict[str, FileRoles] = {
-    "score": FileRoles(
-        inputs=(("input", "INPUT"), ("responses", "--responses")),
-        outputs=(("output", "--output"), ("summary_json", "--summary-json")),
-    ),
-    "validate": FileRoles(inputs=(("files", "FILE"),)),
-    "explain": FileRoles(
-        inputs=(("instance", "--instance"), ("image", "--image"), ("@response", "--response")), outputs=(("png", "--png"),)
-    ),
-}
 
 #: What ``--help`` says about an existing output file (the same words for every output option).
 REPLACED_WHEN_DONE = "an existing FILE is replaced only when the run completes; an interrupted or failed run leaves it as it was"
@@ -166,46 +139,32 @@ def stream_identity(stream: Any) -> Identity | None:
     return ("inode", (st.st_dev, st.st_ino)) if stat.S_ISREG(st.st_mode) else None
 
 
-def _values(args: argparse.Namespace, dest: str) -> Iterator[str]:
-    value = getattr(args, dest.lstrip(AT_FILE), None)
-    for item in value if isinstance(value, list) else [value]:
-        if not isinstance(item, str):
-            continue
-        if dest.startswith(AT_FILE):
-            if item.startswith(AT_FILE):
-                yield item[1:]
-        else:
-            yield item
-
-
 @attrs.frozen
 class _Named:
     what: str  # how the message names it: "--output out.jsonl", "standard output"
     identity: Identity
 
 
-def _inputs(args: argparse.Namespace, roles: FileRoles) -> list[_Named]:
+def _inputs(inputs: Iterable[tuple[str, str]]) -> list[_Named]:
     named = []
-    for dest, label in roles.inputs:
-        for path in _values(args, dest):
-            if path == STDIO:
-                identity = stream_identity(sys.stdin)
-                what = f"{label} - (standard input)"
-            else:
-                identity = file_identity(path) if os.path.exists(path) else None  # a missing input fails when opened
-                what = f"{label} {path}"
-            if identity is not None:
-                named.append(_Named(what, identity))
+    for label, path in inputs:
+        if path == STDIO:
+            identity = stream_identity(sys.stdin)
+            what = f"{label} - (standard input)"
+        else:
+            identity = file_identity(path) if os.path.exists(path) else None  # a missing input fails when opened
+            what = f"{label} {path}"
+        if identity is not None:
+            named.append(_Named(what, identity))
     return named
 
 
-def _outputs(args: argparse.Namespace, roles: FileRoles) -> list[_Named]:
+def _outputs(outputs: Iterable[tuple[str, str]]) -> list[_Named]:
     named = []
-    for dest, label in roles.outputs:
-        for path in _values(args, dest):
-            identity = None if path == STDIO else file_identity(path)  # '-' is standard output, compared below
-            if identity is not None:
-                named.append(_Named(f"{label} {path}", identity))
+    for label, path in outputs:
+        identity = None if path == STDIO else file_identity(path)  # '-' is standard output, compared below
+        if identity is not None:
+            named.append(_Named(f"{label} {path}", identity))
     return named
 
 
@@ -214,24 +173,22 @@ def _streams() -> list[_Named]:
     return [_Named(what, identity) for what, identity in found if identity is not None]
 
 
-def check_distinct_files(args: argparse.Namespace) -> None:
-    """Raise :class:`UsageError` when an output of the command is an input or another output.
+def check_distinct_files(inputs: Iterable[tuple[str, str]], outputs: Iterable[tuple[str, str]]) -> None:
+    """Raise :class:`UsageError` when an output is an input or another output.
 
-    Standard output and error count as outputs (they may share one file with
+    ``inputs`` and ``outputs`` are ``(label, path)`` pairs (``("--output", "out.jsonl")``; ``"-"`` is a
+    standard stream). Standard output and error count as outputs (they may share one file with
     each other, as ``> log 2>&1`` does, but not with an input or an output file).
     """
-    roles = getattr(args, "file_roles", None) or FILE_ARGUMENTS.get(getattr(args, "command", "") or "")
-    if roles is None:
-        return
-    inputs, outputs, streams = _inputs(args, roles), _outputs(args, roles), _streams()
-    for output in (*outputs, *streams):
-        for source in inputs:
+    sources, targets, streams = _inputs(inputs), _outputs(outputs), _streams()
+    for output in (*targets, *streams):
+        for source in sources:
             if output.identity == source.identity:
                 raise UsageError(
                     f"{output.what} is the same file as the input {source.what}: refusing to overwrite an input"
                     + (" (with '>', the shell has already emptied it)" if output in streams else "")
                 )
-    _check_pairs(outputs, streams)
+    _check_pairs(targets, streams)
 
 
 def _check_pairs(outputs: list[_Named], streams: list[_Named]) -> None:

@@ -1,6 +1,6 @@
 """``trace-tasks score --engine ray``: the run's jobs as a Ray Data pipeline, on a local Ray or a cluster.
 
-The driver (this process) plans the jobs (:class:`trace_tasks.cli.score.Plan`), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
+The driver (this process) plans the jobs (:class:`trace_tasks.runs._plan.Plan`), checks every node (:func:`trace_tasks.integrations.ray_cluster.check_cluster`)
 and starts the pipeline; it never reads, parses or writes a row:
 
 1. **read** (:class:`ShardSource`): one read task per input shard streams it
@@ -25,12 +25,11 @@ Scores on standard output come through the driver (``iter_batches`` in input
 order), while file descriptor 1 of the driver and of every Ray process it
 starts points at standard error, so no Ray log line can land among the scores.
 
-The ``--responses`` layout is :mod:`trace_tasks.cli._ray_joined`.
+The ``--responses`` layout is :mod:`trace_tasks.runs._ray_joined`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import gzip
@@ -44,21 +43,21 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from trace_tasks.cli._engine import EngineError, score_compiled
-from trace_tasks.cli._errors import EXIT_FAILED, EXIT_OK, InputFailed, UsageError
-from trace_tasks.cli._jsonl import BOM, Line, dumps, open_source, parse_line
-from trace_tasks.cli._output import STDIO, guard
-from trace_tasks.cli._rows import combined_slots, output_record
-from trace_tasks.cli._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema, remove_stale_temporaries
-from trace_tasks.cli._summary import Summary
 from trace_tasks.data import InstanceCache
 from trace_tasks.errors import ClusterMismatchError, RayJobError
+from trace_tasks.runs._engine import EngineError, score_compiled
+from trace_tasks.runs._errors import InputFailed, UsageError
+from trace_tasks.runs._jsonl import BOM, Line, dumps, open_source, parse_line
+from trace_tasks.runs._output import guard
+from trace_tasks.runs._plan import Job
+from trace_tasks.runs._rows import combined_slots, output_record
+from trace_tasks.runs._shards import JSONL_GZ, PARQUET, ParquetLines, parquet_cells, parquet_schema
+from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyarrow
 
-    from trace_tasks.cli.score import Job, Plan
 
 #: Rows per block read from a shard: the unit of scoring calls and of part files.
 BLOCK_LINES = 4096
@@ -214,7 +213,7 @@ def check_node(expected: Mapping[str, Any]) -> None:
 
 def scorer(metrics: bool) -> Any:
     """How an actor scores a slot: as the local engine does, with the field metrics when the run wants them."""
-    from trace_tasks.cli._metrics import score_compiled_with_metrics
+    from trace_tasks.runs._metrics import score_compiled_with_metrics
 
     return score_compiled_with_metrics if metrics else score_compiled
 
@@ -482,48 +481,7 @@ def actor_pool(ray: Any, workers: int) -> Any:
     return ray.data.ActorPoolStrategy(min_size=1, max_size=workers, initial_size=min(workers, fits))
 
 
-def score(plan: Plan, args: argparse.Namespace, options: dict[str, Any]) -> int:
-    """Run the plan on Ray; the summary is printed as the local engine prints it."""
-    from trace_tasks.cli.score import report_resumed, write_summary
-
-    if any(job.shard is None for job in plan.jobs) or (args.responses is not None and plan.instances is None):
-        raise UsageError("--engine ray reads its inputs on the cluster: give a file, a directory or a glob, not '-'")
-    from trace_tasks.cli._output import open_outputs
-    from trace_tasks.cli.score import wants_metrics
-
-    report_resumed(plan, args.quiet)
-    metrics = wants_metrics(args)
-    to_stdout = any(job.output == STDIO for job in plan.jobs)
-    with open_outputs(args.summary_json) as (summary_out,), scores_stream(to_stdout) as stdout:
-        summary = Summary()
-        instance_problems: list[str] = []
-        if plan.jobs:
-            try:
-                with ray_session(args.address, args.workers if args.address is None else None, args.quiet) as ray:
-                    from trace_tasks.integrations.ray_cluster import check_cluster, fingerprint
-
-                    check_cluster()
-                    workers = actor_count(ray, args.workers)
-                    expected = fingerprint()
-                    if args.responses is not None:
-                        from trace_tasks.cli import _ray_joined
-
-                        assert plan.instances is not None
-                        source = plan.instances[0].path if len(plan.instances) == 1 else args.input
-                        instance_problems = _ray_joined.run(plan, source, options, workers, expected, summary, stdout, metrics)
-                    else:
-                        _run_combined(ray, plan.jobs, options, workers, expected, summary, stdout, metrics)
-            finally:
-                # After Ray stopped: a merge a worker had under way when the run was stopped left its temporary file.
-                remove_stale_temporaries([job.output for job in plan.jobs if job.output != STDIO])
-        if not args.quiet:
-            print(summary.table(), file=sys.stderr)
-        if summary_out is not None:
-            write_summary(summary_out, summary, instance_problems, options, plan)
-    return EXIT_FAILED if summary.errors or instance_problems else EXIT_OK
-
-
-def _run_combined(
+def run_combined(
     ray: Any,
     jobs: tuple[Job, ...],
     options: Mapping[str, Any],

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trace_tasks.cli._extraction_view import plain
+from trace_tasks.cli._views.explanation import plain
 from trace_tasks.scoring import ADDITIVE, ANSWER_AND_ANNOTATION, OPTION_BY_NAME
 
 

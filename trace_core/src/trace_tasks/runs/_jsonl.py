@@ -24,8 +24,8 @@ from typing import IO, Any, cast
 
 import attrs
 
-from trace_tasks.cli._errors import CannotOpen, InputFailed, describe
-from trace_tasks.cli._output import STDIO, open_outputs
+from trace_tasks.runs._errors import CannotOpen, InputFailed, describe
+from trace_tasks.runs._output import STDIO, open_outputs
 
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = codecs.BOM_UTF8
@@ -73,7 +73,7 @@ def open_source(path: str) -> Iterator[Source]:
     """Open ``path`` (``-`` is standard input) for reading bytes; gzip is recognised by its magic bytes.
 
     An input that cannot be opened (missing, a directory, unreadable) raises
-    :class:`~trace_tasks.cli._errors.CannotOpen` (exit 2).
+    :class:`~trace_tasks.runs._errors.CannotOpen` (exit 2).
     """
     if path == STDIO:
         raw: IO[bytes] = sys.stdin.buffer
@@ -146,7 +146,7 @@ def read_lines(fh: IO[bytes], name: str = "input") -> Iterator[Line]:
 
     A UTF-8 byte-order mark at the start of line 1 is dropped (editors on
     Windows write one). A read that fails part-way (a truncated or corrupt
-    .gz, an I/O error) raises :class:`~trace_tasks.cli._errors.InputFailed`
+    .gz, an I/O error) raises :class:`~trace_tasks.runs._errors.InputFailed`
     naming ``name``.
     """
     try:
@@ -160,7 +160,7 @@ def read_lines(fh: IO[bytes], name: str = "input") -> Iterator[Line]:
 def open_output(path: str | None) -> Iterator[IO[str]]:
     """The output for text (``None`` or ``-`` is standard output, ``.gz`` compresses), replaced atomically.
 
-    See :func:`trace_tasks.cli._output.open_outputs`.
+    See :func:`trace_tasks.runs._output.open_outputs`.
     """
     with open_outputs(path if path is not None else STDIO) as (stream,):
         assert stream is not None

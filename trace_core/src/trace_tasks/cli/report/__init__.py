@@ -10,20 +10,19 @@ the ``explain`` report and the overlay picture (when the instances are given,
 and Pillow is installed for the picture).
 
 The scores file is streamed: each row updates an
-:class:`~trace_tasks.cli._report_data.Aggregate` (counts, sums, histogram
+:class:`~trace_tasks.cli.report._data.Aggregate` (counts, sums, histogram
 bins, failure counts; the worst rows of each type and failure kind in bounded
 heaps; a seeded reservoir of sampled rows; with ``--baseline``, the per-row
 join against the baseline streamed first into a compact
-:class:`~trace_tasks.cli._report_data.BaselineIndex`) and is dropped, so memory
+:class:`~trace_tasks.cli.report._data.BaselineIndex`) and is dropped, so memory
 does not grow with the rows (1,000,000 rows: about 50 MB,
 ``benchmarks/bench_report.py``). The page is a pure function of the
-aggregates (:mod:`trace_tasks.cli._report_html`, :mod:`trace_tasks.cli._svg`).
+aggregates (:mod:`trace_tasks.cli.report._html`, :mod:`trace_tasks.cli.report._svg`).
 
 Besides the files named on the command line, the report reads one thing: the
 ``image`` an instance names, for the overlay picture of a case shown. Only a
-real image is drawn (:func:`image_problem`: PNG, JPEG, GIF or WebP by its
-first bytes and as Pillow opens it, at most :data:`MAX_IMAGE_BYTES` and
-:data:`MAX_IMAGE_PIXELS`); any other file is refused with a note in the case,
+real image is drawn (:func:`trace_tasks.cli._views.drawing.image_problem`: PNG, JPEG, GIF or WebP by its
+first bytes and as Pillow opens it, within its bounds); any other file is refused with a note in the case,
 so an instance cannot put a local file into a page meant to be shared.
 """
 
@@ -31,20 +30,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import stat
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trace_tasks.cli import _data_warnings, _drawing
-from trace_tasks.cli._breakdown import reward_breakdown
-from trace_tasks.cli._errors import UsageError, describe
-from trace_tasks.cli._jsonl import open_binary, read_lines
-from trace_tasks.cli._options import int_at_least
-from trace_tasks.cli._output import REPLACED_WHEN_DONE, STDIO, FileRoles, open_outputs
-from trace_tasks.cli._report_data import (
+from trace_tasks.cli._options import FileRoles, int_at_least
+from trace_tasks.cli._views import drawing as _drawing
+from trace_tasks.cli._views.breakdown import reward_breakdown
+from trace_tasks.cli._views.drawing import image_problem
+from trace_tasks.cli._views.sections import explain_response, metric_name
+from trace_tasks.cli.report._data import (
     Aggregate,
     BaselineIndex,
     Row,
@@ -54,24 +49,26 @@ from trace_tasks.cli._report_data import (
     parse_row,
     run_options,
 )
-from trace_tasks.cli._report_html import Case, Report, page
+from trace_tasks.cli.report._html import Case, Report, page
 from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
+from trace_tasks.runs import (
+    REPLACED_WHEN_DONE,
+    STDIO,
+    UsageError,
+    counts_text,
+    file_warnings,
+    open_binary,
+    open_outputs,
+    read_lines,
+)
+from trace_tasks.runs import (
+    describe as describe,
+)
 from trace_tasks.scoring import options_from
 
 EXIT_OK = 0
 DEFAULT_OUTPUT = "report.html"
-#: The largest image file drawn under a case's overlay (bytes).
-MAX_IMAGE_BYTES = 16 * 1024 * 1024
-#: The most pixels (width x height) of an image drawn under a case's overlay.
-MAX_IMAGE_PIXELS = 40_000_000
-#: The image formats drawn, by the magic bytes their files start with (Pillow's format names).
-IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "PNG"),
-    (b"\xff\xd8\xff", "JPEG"),
-    (b"GIF87a", "GIF"),
-    (b"GIF89a", "GIF"),
-)
 
 
 def register(subparsers: Any) -> None:
@@ -221,10 +218,10 @@ def group_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
 
 
 def metrics_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]:
-    """The field metrics section's data (:mod:`trace_tasks.cli._report_metrics`), unless ``--no-metrics``."""
+    """The field metrics section's data (:mod:`trace_tasks.cli.report._metrics`), unless ``--no-metrics``."""
     if not args.instances or getattr(args, "no_metrics", False):
         return {}
-    from trace_tasks.cli._report_metrics import run_metrics
+    from trace_tasks.cli.report._metrics import run_metrics
 
     metrics = run_metrics(found.lines, args.instances, args.responses)
     scored = found.all.scored
@@ -248,7 +245,7 @@ def audit_fields(args: argparse.Namespace, scored: Row | None) -> dict[str, Any]
     """
     if not args.instances or getattr(args, "no_audit", False):
         return {}
-    from trace_tasks.cli import audit
+    from trace_tasks.cli._views import audit  # loaded when asked: most reports have no --instances
 
     options = {**run_options(scored), "point_half_life_px": None} if scored is not None else {}
     with open_binary(args.instances) as fh:
@@ -276,13 +273,13 @@ def baseline_warning(now: Row | None, before: Row | None) -> str:
 
 def data_warnings(path: str) -> str:
     """The warnings of the instances file by rule (the rules of ``trace-tasks validate``), for the run summary."""
-    counts, lines = _data_warnings.file_warnings(path)
+    counts, lines = file_warnings(path)
     checked = f"{lines:,} instance line{'s' * (lines != 1)}"
     if not counts:
         return f"none in {checked}"
     total = sum(counts.values())
     return (
-        f"{total:,} in {checked}: {_data_warnings.counts_text(counts)} (warnings, not problems: the scores are as the "
+        f"{total:,} in {checked}: {counts_text(counts)} (warnings, not problems: the scores are as the "
         f"data says; 'trace-tasks validate {path}' lists each)"
     )
 
@@ -354,8 +351,6 @@ def build_cases(args: argparse.Namespace, rows: Iterable[Row]) -> dict[int, Case
 
 def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, instances_path: str = "") -> Case:
     """The case of a row: its explanation and picture through the same code as ``trace-tasks explain``."""
-    from trace_tasks.cli.explain import explain_response  # the explain command's sections, unchanged
-
     if data is None or data.get("id") != row.id:
         return Case(row, response, note=f"instance {row.id!r} not found in the instances file")
     if not row.scored:
@@ -415,56 +410,6 @@ def _image(image: Any, instances_path: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def image_format(head: bytes) -> str | None:
-    """The image format a file's first bytes announce (``PNG``, ``JPEG``, ``GIF``, ``WEBP``), else ``None``."""
-    for magic, name in IMAGE_MAGIC:
-        if head.startswith(magic):
-            return name
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "WEBP"
-    return None
-
-
-def image_problem(path: str) -> str | None:
-    """Why the file at ``path`` is not drawn under an overlay (``None`` when it is a usable image).
-
-    The content decides, never the name: the file must start with the magic
-    bytes of PNG, JPEG, GIF or WebP and open in Pillow as that format (so no
-    other decoder is ever run on it), and stay within :data:`MAX_IMAGE_BYTES`
-    and :data:`MAX_IMAGE_PIXELS`.
-    """
-    try:
-        found = os.stat(path)
-        if not stat.S_ISREG(found.st_mode):  # a FIFO or a device would block or never end
-            return "is not a regular file"
-        size = found.st_size
-        if size > MAX_IMAGE_BYTES:
-            return f"is {size:,} bytes, more than the {MAX_IMAGE_BYTES:,} an image may have"
-        with open(path, "rb") as fh:
-            head = fh.read(16)
-    except OSError as exc:
-        return f"cannot be read ({describe(exc)})"
-    except ValueError:  # a name the system cannot encode (a lone surrogate) or holding NUL
-        return "cannot be read (the system cannot name such a file)"
-    kind = image_format(head)
-    if kind is None:
-        return "is not a PNG, JPEG, GIF or WebP image (by its content, whatever its name)"
-    if not _drawing.pillow_available():
-        return None  # nothing is drawn without Pillow
-    from PIL import Image
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # Pillow's decompression-bomb warning: the bound below decides
-            with Image.open(path, formats=[kind]) as opened:
-                width, height = opened.size
-    except Exception as exc:  # a truncated or forged file; Pillow's own bomb error
-        return f"does not open as a {kind} image ({type(exc).__name__})"
-    if width * height > MAX_IMAGE_PIXELS:
-        return f"is {width}x{height} pixels, more than the {MAX_IMAGE_PIXELS:,} an image may have"
-    return None
-
-
 def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
     """The overlay as PNG bytes (over ``image`` when given), or why there is none."""
     explanation = explained.explanation
@@ -477,8 +422,6 @@ def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
 
     def draw_item(value: Any) -> Any:
         return draw(annotation_type=entry.name, item=value)
-
-    from trace_tasks.cli.explain import metric_name
 
     metric = metric_name(explanation.metric)
     context = explained.context

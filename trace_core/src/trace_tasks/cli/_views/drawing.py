@@ -9,22 +9,26 @@ and only those are drawn: a :class:`~trace_tasks.family.Box` as a rectangle, a
 ``Polygon`` closed, a ``Circle`` as an ellipse, a ``Label`` as text.
 
 The picture has three bands. On top, the header: the caller's lines (the
-reward breakdown of :mod:`trace_tasks.cli._breakdown`). In the middle, the
+reward breakdown of :mod:`trace_tasks.cli._views.breakdown`). In the middle, the
 image area: the source image (or a white canvas of its size), scaled up by a
 whole factor when it is small so that labels stay readable, clipped to the
 frame. Targets are green, predictions red; each matched pair is joined by a
 thin blue line between the :func:`~trace_tasks.family.anchor` of its two
 drawings; for a metric other than IoU every target point and segment end gets
 a dashed circle of the scoring half-life. Labels (``T#0``, ``P#0 IoU 0.50``,
-``P[key] extra key``) are placed by :mod:`trace_tasks.cli._layout`, at most
+``P[key] extra key``) are placed by :mod:`trace_tasks.cli._views.layout`, at most
 ``MAX_LABELS`` of them (the first targets and predictions). At the bottom, the legend and the notes:
 items outside the frame (with a hint when coordinates look normalised, see
-:mod:`trace_tasks.cli._frames`), items left without a label, an image resized to the instance's size, a family
+:mod:`trace_tasks.cli._views.frames`), items left without a label, an image resized to the instance's size, a family
 that gave something undrawable.
 
 The file type follows the name: ``.png`` is PNG, ``.jpg``/``.jpeg`` JPEG;
 anything else is refused by :func:`picture_format` before any work is done.
 The file is written beside its target and renamed over it at the end.
+
+An image file is drawn under the overlay only when :func:`image_problem`
+finds nothing wrong with it (by its content, within :data:`MAX_IMAGE_BYTES`
+and :data:`MAX_IMAGE_PIXELS`): explain and report hold it to the same checks.
 """
 
 from __future__ import annotations
@@ -33,16 +37,18 @@ import contextlib
 import io
 import math
 import os
+import stat
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from trace_tasks.cli._extraction_view import item_name, plain, show_number
-from trace_tasks.cli._frames import PlacedItem, frame_notes
-from trace_tasks.cli._layout import LABEL_GAP, MAX_LABELS, POINT_RADIUS, Layout, Rect, label_quota
+from trace_tasks.cli._views.explanation import item_name, plain, show_number
+from trace_tasks.cli._views.frames import PlacedItem, frame_notes
+from trace_tasks.cli._views.layout import LABEL_GAP, MAX_LABELS, POINT_RADIUS, Layout, Rect, label_quota
 from trace_tasks.errors import OptionError
 from trace_tasks.plugins import (
     DRAWABLES,
@@ -57,6 +63,7 @@ from trace_tasks.plugins import (
     anchor,
     extent_points,
 )
+from trace_tasks.runs import describe
 
 TARGET_RGB = (0, 160, 0)
 PRED_RGB = (220, 30, 30)
@@ -276,7 +283,7 @@ def explanation_notes(
 ) -> list[str]:
     """The outside-the-frame notes of an explanation (needs no Pillow): for the text report of ``explain``.
 
-    ``hint`` as in :func:`~trace_tasks.cli._frames.frame_notes`.
+    ``hint`` as in :func:`~trace_tasks.cli._views.frames.frame_notes`.
     """
     targets, predictions, _ = figures(explanation, draw_item, owner=owner, metric="")
     return [full for _, full in frame_notes([f.placed() for f in targets + predictions], size, hint)]
@@ -590,3 +597,68 @@ def png_bytes(explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs:
     buffer = io.BytesIO()
     canvas.save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
+
+
+# --- the image under an overlay ----------------------------------------------------------------
+
+#: The largest image file drawn under a case's overlay (bytes).
+MAX_IMAGE_BYTES = 16 * 1024 * 1024
+#: The most pixels (width x height) of an image drawn under a case's overlay.
+MAX_IMAGE_PIXELS = 40_000_000
+#: The image formats drawn, by the magic bytes their files start with (Pillow's format names).
+IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+)
+
+
+def image_format(head: bytes) -> str | None:
+    """The image format a file's first bytes announce (``PNG``, ``JPEG``, ``GIF``, ``WEBP``), else ``None``."""
+    for magic, name in IMAGE_MAGIC:
+        if head.startswith(magic):
+            return name
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP"
+    return None
+
+
+def image_problem(path: str) -> str | None:
+    """Why the file at ``path`` is not drawn under an overlay (``None`` when it is a usable image).
+
+    The content decides, never the name: the file must start with the magic
+    bytes of PNG, JPEG, GIF or WebP and open in Pillow as that format (so no
+    other decoder is ever run on it), and stay within :data:`MAX_IMAGE_BYTES`
+    and :data:`MAX_IMAGE_PIXELS`.
+    """
+    try:
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode):  # a FIFO or a device would block or never end
+            return "is not a regular file"
+        size = found.st_size
+        if size > MAX_IMAGE_BYTES:
+            return f"is {size:,} bytes, more than the {MAX_IMAGE_BYTES:,} an image may have"
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        return f"cannot be read ({describe(exc)})"
+    except ValueError:  # a name the system cannot encode (a lone surrogate) or holding NUL
+        return "cannot be read (the system cannot name such a file)"
+    kind = image_format(head)
+    if kind is None:
+        return "is not a PNG, JPEG, GIF or WebP image (by its content, whatever its name)"
+    if not pillow_available():
+        return None  # nothing is drawn without Pillow
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's decompression-bomb warning: the bound below decides
+            with Image.open(path, formats=[kind]) as opened:
+                width, height = opened.size
+    except Exception as exc:  # a truncated or forged file; Pillow's own bomb error
+        return f"does not open as a {kind} image ({type(exc).__name__})"
+    if width * height > MAX_IMAGE_PIXELS:
+        return f"is {width}x{height} pixels, more than the {MAX_IMAGE_PIXELS:,} an image may have"
+    return None

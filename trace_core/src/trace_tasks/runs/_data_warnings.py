@@ -14,10 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from trace_tasks.cli._jsonl import open_binary, read_lines
-from trace_tasks.cli._output import STDIO
-from trace_tasks.cli._rows import InstanceIndex, Slot
 from trace_tasks.data import CompiledInstance, DatasetLint
+from trace_tasks.runs._jsonl import open_binary, read_lines
+from trace_tasks.runs._output import STDIO
+from trace_tasks.runs._rows import InstanceIndex, Slot
 
 
 def image_dir(source: str | None) -> str | None:
@@ -101,3 +101,16 @@ def file_warnings(path: str) -> tuple[Counter[str], int]:
             lint.add(data, line.number)
     lint.finish()
     return lint.counts, lint.lines
+
+
+def report_instance_problems(problems: list[str], source: str) -> None:
+    """Up front, before any scoring: a broken instances file is the first thing to know."""
+    for problem in problems:
+        print(f"trace-tasks score: instances: {problem}", file=sys.stderr)
+    if problems:
+        count = len(problems)
+        print(
+            f"trace-tasks score: {count} problem{'s' * (count != 1)} in {source}; responses to an "
+            "unusable instance get an error line, and the exit code will be 1",
+            file=sys.stderr,
+        )

@@ -19,16 +19,16 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from trace_tasks.cli._failure_kinds import (
+from trace_tasks.runs import (
     NO_JSON,
     NO_JSON_MEANING,
     NOT_AN_OBJECT,
     NOT_AN_OBJECT_MEANING,
+    Line,
     final_block_not_an_object,
+    group_name,
     no_json,
 )
-from trace_tasks.cli._jsonl import Line
-from trace_tasks.cli._summary import group_name
 from trace_tasks.scoring import NUMBER, OPTIONS
 
 #: The reward components shown per type (key, title).

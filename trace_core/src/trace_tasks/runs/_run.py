@@ -1,0 +1,126 @@
+"""One scoring run of files, whatever the engine: :func:`score_files`, the run's skeleton.
+
+The skeleton checks the settings, plans the jobs, hands them to the engine
+(:mod:`trace_tasks.runs._local` in-process or in a pool,
+:mod:`trace_tasks.runs._ray` on Ray) and then, once for every engine,
+prints the summary table, writes ``summary`` and decides the exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import IO, Any
+
+from trace_tasks.runs import _data_warnings, _local
+from trace_tasks.runs._engine import EngineError
+from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, UsageError
+from trace_tasks.runs._jsonl import dumps
+from trace_tasks.runs._output import STDIO, open_outputs
+from trace_tasks.runs._plan import Plan, make_plan, output_format, report_resumed
+from trace_tasks.runs._settings import RunResult, RunSettings
+from trace_tasks.runs._shards import PARQUET
+from trace_tasks.runs._summary import Summary
+from trace_tasks.scoring import options_from
+
+
+def score_files(settings: RunSettings) -> RunResult:
+    """Score the rows ``settings`` names, one output row per input row, in order; return what the run did.
+
+    A row that cannot be scored (an invalid instance among them) gets an
+    ``error`` field and makes the exit status 1, as do problems of the
+    instances file. Output files are replaced only when the run completes.
+
+    :param settings: the inputs, outputs, engine and scorer options of the run.
+    :returns: the summary, the counts, the exit status and the outputs written.
+    :raises trace_tasks.errors.OptionError: a bad scorer option (before any input is read).
+    :raises UsageError: settings that cannot run (an input that cannot be opened, a layout the engine
+        does not support, Ray not installed); ``InputFailed`` and ``OutputFailed`` when reading or
+        writing fails part-way.
+    """
+    options_from(settings.options)  # an OptionError names a bad one before any input is read
+    _check(settings)
+    plan = make_plan(settings)
+    if settings.columns and any(job.format == PARQUET for job in plan.jobs):
+        raise UsageError(
+            "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
+        )
+    if settings.engine == "ray":
+        from trace_tasks.runs import _ray
+
+        _ray.check_plan(plan, settings)
+    report_resumed(plan, settings.quiet)
+    summary = Summary()
+    summary.group_by = settings.group_by
+    with open_outputs(settings.summary) as (summary_out,):
+        if settings.engine == "ray":
+            from trace_tasks.runs import _ray
+
+            scored = _ray.run(plan, settings, summary)
+        else:
+            scored = _local.run(plan, settings, summary)
+        warnings = scored.warnings
+        if not settings.quiet:
+            if warnings is not None and settings.responses is None:
+                warnings.finish()
+                _data_warnings.report(warnings, "line", settings.input, settings.quiet)
+            print(summary.table(), file=sys.stderr)
+        if warnings is not None:
+            warnings.finish()
+        counts = None if warnings is None else warnings.counts
+        if summary_out is not None:
+            write_summary(summary_out, summary, scored.instance_problems, settings.options, plan, counts)
+    status = EXIT_FAILED if summary.errors or scored.instance_problems else EXIT_OK
+    return RunResult(
+        exit_status=status,
+        summary=summary.to_dict(),
+        lines=summary.lines,
+        errors=summary.errors,
+        instance_problems=tuple(scored.instance_problems),
+        warnings=counts,
+        outputs=tuple(job.output for job in plan.jobs),
+        skipped=plan.skipped,
+    )
+
+
+def _check(settings: RunSettings) -> None:
+    """Refuse, before anything is opened, settings no engine can run."""
+    if settings.responses is not None and STDIO == settings.input == settings.responses:
+        raise UsageError("only one of INPUT and --responses can be standard input")
+    if settings.summary == STDIO and settings.output in (None, STDIO):
+        raise UsageError("--summary-json - and the scores would both go to standard output: give -o FILE for the scores")
+    if settings.address is not None and settings.engine != "ray":
+        raise UsageError("--address joins a Ray cluster: add --engine ray")
+    columns = settings.columns
+    if columns and settings.engine == "ray":
+        raise UsageError("--keep and --group-by are not supported by --engine ray yet: use --engine local")
+    if columns and settings.output is not None and output_format(settings.output) == PARQUET:
+        raise UsageError(
+            "--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl"
+        )
+    if settings.engine == "ray":
+        from trace_tasks.runs import _ray
+
+        try:
+            _ray.check_available()
+        except EngineError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def write_summary(
+    out: IO[str],
+    summary: Summary,
+    instance_problems: list[str],
+    options: Mapping[str, Any],
+    plan: Plan,
+    warnings: dict[str, int] | None = None,
+) -> None:
+    """``--summary-json``: the summary, the instances' problems and the options; a sharded run also lists its outputs."""
+    data: dict[str, Any] = {**summary.to_dict(), "instance_problems": instance_problems, "options": dict(options)}
+    if warnings is not None:  # the data warnings by rule (the local engine counts them)
+        data["warnings"] = warnings
+    if plan.sharded or plan.skipped:
+        data["outputs"] = [job.output for job in plan.jobs]
+        data["skipped_complete"] = len(plan.skipped)
+        data["skipped_outputs"] = list(plan.skipped)
+    out.write(dumps(data, indent=2) + "\n")
