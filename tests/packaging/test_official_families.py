@@ -208,5 +208,7 @@ def test_installed_console_script_lists_the_three_families(make_venv: Any) -> No
     for dist, info in by_dist.items():
         assert info["version"] == "0.1.0"
         assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == dist)
-        assert info["current_reward_ids"] == info["reward_ids"]  # one version of each today
+        # The defaults are current; the box family also offers its pinnable click versions of bbox (issue 39).
+        offered = ["bbox_click_hit_v0", "bbox_click_soft_v0"] if dist == "trace-plugins-bbox" else []
+        assert info["reward_ids"] == [*info["current_reward_ids"], *offered]
     assert {t: e["current_reward_id"] for t, e in listing["annotation_types"].items()} == RESOLVER_TABLE
