@@ -330,7 +330,7 @@ def test_check_passes_on_the_installed_families() -> None:
         == "OK: 12 annotation types, 16 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
     )
     report = json.loads(run_cli("plugins", "--check", "--json").stdout)
-    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 14, "plugins": 4}, "problems": []}
+    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 16, "plugins": 4}, "problems": []}
 
 
 def test_check_prints_each_problem_on_one_line_and_exits_1(register: Any, capsys: pytest.CaptureFixture[str]) -> None:
