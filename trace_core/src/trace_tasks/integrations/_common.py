@@ -196,6 +196,8 @@ def load_instance_field(value: str, *, name: str, where: str) -> Any:
 
 
 _Compiled = tuple[CompiledInstance, dict[str, Any]]
+#: What :func:`compile_ground_truth` returns: the compiled instance and the row's other scorer inputs.
+CompiledEntry = _Compiled
 #: Rows already compiled, by their raw value (the ground truth's JSON string, or
 #: the tuple of a row's JSON-string columns): a rollout of a known row skips
 #: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
