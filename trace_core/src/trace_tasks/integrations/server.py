@@ -877,7 +877,7 @@ def create_app(
             log_error(log, "trace_tasks serve: %s", exc)
             return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
         except InvalidLabels as exc:
-            log_error(log, "trace_tasks serve: 422, a request with broken trace instances in its labels: %s", _preview(str(exc)))
+            log_error(log, "trace_tasks serve: 422, a request with broken trace instances: %s", _preview(str(exc)))
             return JSONResponse(exc.body(), status_code=422)
         except (ValueError, TypeError) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
