@@ -1,4 +1,4 @@
-"""OpenRLHF's remote reward protocol over HTTP (needs ``pip install 'trace-core[server]'``).
+"""OpenRLHF's remote reward protocol and NeMo Gym's ``/verify`` over HTTP (needs ``pip install 'trace-core[server]'``).
 
 ``trace-tasks serve`` runs :func:`create_app` under uvicorn, with
 :class:`RequestHeadTimeout` as its HTTP protocol.
@@ -6,6 +6,10 @@
 * ``POST /get_reward`` with ``{"query": [...], "prompts": [...], "labels": [...]}``
   answers ``{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}``
   (see :mod:`trace_tasks.integrations.openrlhf`).
+* ``POST /verify`` answers NeMo Gym's resources-server protocol (``nemo-gym``
+  0.7.0): a ``BaseVerifyRequest`` whose row fields hold the trace instance in, a
+  ``BaseMultiRewardVerifyResponse`` (``reward``, ``reward_components``) out
+  (:func:`verify_body`), under the same bounds, token and refusals.
 * ``GET /health`` answers ``{"status": "ok", "version": ..., "build": "pure" | "compiled", "annotation_types": [...]}``.
 
 The body is hostile input, and so is the connection (:class:`BodyLimit`), and
