@@ -95,6 +95,15 @@ MAX_TARGET_ASSIGNMENT_CELLS = 4_000_000
 #: at load 3.6, 0.15 s at load 4.9).
 MAX_TARGET_ASSIGNMENT_WORK = 200_000_000
 
+#: Longest physical line (in bytes, without its terminator) the command-line readers
+#: hold: ``score``, ``validate``, ``audit``, ``report`` and ``explain`` inputs. A longer
+#: line is read past in chunks, never held, and becomes an error row naming this bound
+#: (reading held a line whole, ~3.5x its size once parsed: one 64 MiB line in a 64 KB
+#: ``.jsonl.gz`` added 225 MiB). 32 MiB is twice the server's largest request body
+#: (``DEFAULT_MAX_REQUEST_BYTES``, 16 MiB), so any response a client can send to be
+#: scored fits in one line with its instance; a line at the bound costs ~115 MiB.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+
 #: Bytes of compiled instances one :class:`~trace_tasks.data.InstanceCache` keeps (the
 #: adapters' shared cache, the reward server's, and the adapters' cache of rows by their
 #: raw JSON each have their own): 128 MiB. An entry is charged its estimated size,
