@@ -686,7 +686,8 @@ def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None
     for i, label in enumerate(labels):
         record = names[i] if names is not None else f"labels[{i}]"
         try:
-            entries.append(compile_ground_truth(label, where=record))
+            # decoded: every label comes out of the request body's json.loads (no numpy value to copy out).
+            entries.append(compile_ground_truth(label, where=record, decoded=True))
         except InstanceError as exc:
             _raise_missing_family(label, record)
             errors.append((i, exc))
