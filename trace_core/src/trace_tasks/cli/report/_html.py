@@ -31,7 +31,8 @@ from trace_tasks.cli.report._data import (
     Row,
     TypeStats,
 )
-from trace_tasks.cli.report._svg import delta_bar_svg, histogram_svg
+from trace_tasks.cli.report._runs import SERIES, Estimate, RunSummary
+from trace_tasks.cli.report._svg import curve_svg, delta_bar_svg, histogram_svg
 
 #: Characters of a response shown in a case (the rest is counted, not shown).
 EXCERPT_CHARS = 1200
@@ -63,6 +64,8 @@ table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
 @media (max-width: 600px) { .case-main { flex-direction: column; } .case-main img { max-width: 100%; } }
+.curves h3 { font-size: 1em; margin: .8em 0 .2em; } .charts { display: flex; flex-wrap: wrap; gap: .3em 1em; }
+td.est { white-space: nowrap; } .charts figure { margin: 0; } .charts figcaption { font-size: 12px; color: #555; }
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
 """
 
@@ -153,6 +156,9 @@ class Report:
     #: ``report --group-by COLUMN``: the column and its table (values, then all), or None.
     group_by: str = ""
     groups: Sequence[TypeStats] | None = None
+    #: Several runs (scores files, or the values of ``--step COLUMN``), in order; the page's other sections show the last.
+    runs: Sequence[RunSummary] | None = None
+    runs_note: str = ""
 
 
 def e(text: object) -> str:
@@ -358,6 +364,54 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str =
     )
 
 
+def _estimate(found: Estimate | None) -> str:
+    """A mean and the half-width of its 95% interval (``0.512 ± 0.012``), ``-`` without values."""
+    if found is None or not found.n:
+        return '<td class="n muted">-</td>'
+    half = f" ± {found.high - found.mean:.3f}" if found.stderr is not None else ""
+    se = f"{found.stderr:.6f}" if found.stderr is not None else ""
+    return f'<td class="n est" data-mean="{found.mean:.6f}" data-stderr="{se}">{found.mean:.3f}{half}</td>'
+
+
+def runs_section(runs: Sequence[RunSummary], note: str = "") -> str:
+    """The runs side by side (a row each: every series over all types), then per type a curve of each series over the runs."""
+    head = "".join(f"<th>{e(title)}</th>" for _, title in SERIES)
+    rows = []
+    for run in runs:
+        estimates = run.estimates.get(ALL, {})
+        cells = "".join(_estimate(estimates.get(key)) for key, _ in SERIES)
+        rows.append(
+            f'<tr data-run="{e(run.label)}"><td>{e(run.label)}</td><td class="n">{run.rows.get(ALL, 0)}</td>'
+            f'<td class="n">{run.scored}</td>{cells}</tr>'
+        )
+    types = [ALL, *sorted({name for run in runs for name in run.estimates} - {ALL})]
+    blocks = []
+    for name in types:
+        charts = []
+        for key, title in SERIES:
+            points: list[tuple[str, float, float, float] | None] = []
+            for run in runs:
+                found = run.estimates.get(name, {}).get(key)
+                points.append((run.label, found.mean, found.low, found.high) if found is not None and found.n else None)
+            charts.append(
+                f'<figure data-series="{e(key)}"><figcaption>{e(title)}</figcaption>'
+                f"{curve_svg(points, label=f'{name} {title}')}</figure>"
+            )
+        blocks.append(
+            f'<div class="curves" data-type="{e(name)}"><h3>{e(name)}</h3><div class="charts">{"".join(charts)}</div></div>'
+        )
+    return (
+        f'<h2 id="runs">Over {len(runs)} runs</h2>'
+        '<p class="muted">Each run\'s mean over its scored rows, with the half-width of the 95% interval (mean ± 1.96 '
+        "standard errors; standard error = sample standard deviation / √n). A failure column is the share of scored rows "
+        f"in that category. The sections below the curves show the last run.{' ' + e(note) if note else ''}</p>"
+        f'<div class="wide"><table class="runs sortable"><tr><th>run</th><th>rows</th><th>scored</th>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
+        '<p class="muted">Per type, each series over the runs (left to right): a dot is the mean, its bar the 95% '
+        "interval; hover a dot for its numbers.</p>" + "".join(blocks)
+    )
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a response, with the length of what was left out."""
     return text if len(text) <= limit else f"{text[:limit]}\n... ({len(text) - limit} more characters of {len(text)})"
@@ -473,6 +527,7 @@ def cases_section(anchor: str, title: str, intro: str, cases: Sequence[Case]) ->
 def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> str:
     """The whole HTML document."""
     sections = [
+        *([runs_section(report.runs, report.runs_note)] if report.runs is not None else []),
         summary_section(report),
         type_table_section(report.table),
         *([group_table_section(report.group_by, report.groups)] if report.groups is not None else []),
