@@ -51,6 +51,7 @@ from trace_tasks.cli.report._data import (
 )
 from trace_tasks.cli.report._html import Case, Report, page
 from trace_tasks.cli.report._runs import RunSummary, RunTotals, StepTotals, labels_for
+from trace_tasks.cli.report._shares import Binary, CorrectWorst
 from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
 from trace_tasks.runs import (
@@ -205,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
         worst=args.worst, sample=args.sample, seed=args.seed, group_by=getattr(args, "group_by", None) or None,
         keep_lines=wants_metrics, baseline=index,
     )  # fmt: skip
-    stream_scores(args.scores, found, *last_runs)
+    binary, correct = Binary(), CorrectWorst(args.worst)
+    stream_scores(args.scores, found, binary, correct, *last_runs)
     runs_note = ""
     for totals in last_runs:
         if isinstance(totals, StepTotals):
@@ -221,8 +223,8 @@ def run(args: argparse.Namespace) -> int:
             assert runs is not None
             runs.append(totals.summary())
     table = found.type_table()
-    worst_rows, sample_rows = found.worst(), found.sample()
-    cases = build_cases(args, [*worst_rows, *sample_rows])
+    worst_rows, sample_rows, correct_rows = found.worst(), found.sample(), correct.rows()
+    cases = build_cases(args, [*worst_rows, *sample_rows, *correct_rows])
     report = Report(
         title=f"trace-tasks report: {args.scores}" + (f" and {len(paths) - 1} earlier run(s)" if len(paths) > 1 else ""),
         summary=summary(args, found, table),
@@ -240,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
         **group_fields(args, found),
         runs=runs,
         runs_note=runs_note,
+        binary=binary.binary(),
+        correct_worst=[cases[r.number] for r in correct_rows],
     )
     html = page(
         report,
@@ -439,9 +443,9 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
     formula = explained.explanation.formula if explained.explanation is not None else ""
     breakdown = tuple(reward_breakdown(row.scores, reward_id=explained.reward_id, formula=formula))
     image, refused = _image(instance.data.get("image"), instances_path)
-    picture, why = _picture(explained, image)
+    picture, crop, why = _picture(explained, image)
     notes = "; ".join(n for n in (note, refused, why) if n)
-    return Case(row, response, explained.lines, picture, notes, breakdown, *predicted_expected(explained))
+    return Case(row, response, explained.lines, picture, notes, breakdown, *predicted_expected(explained), crop=crop)
 
 
 def _json(value: Any) -> str:
@@ -480,14 +484,14 @@ def _image(image: Any, instances_path: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
-    """The overlay as PNG bytes (over ``image`` when given), or why there is none."""
+def _picture(explained: Any, image: str | None) -> tuple[bytes | None, bytes | None, str]:
+    """The overlay as PNG bytes (over ``image`` when given) and its crop to the drawn items, or why there is none."""
     explanation = explained.explanation
     if explanation is None or not _drawing.pillow_available():
-        return None, ""
+        return None, None, ""
     entry = explained.instance.annotation_entry
     if entry.draw is None:
-        return None, f"the {entry.name!r} family cannot draw"
+        return None, None, f"the {entry.name!r} family cannot draw"
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
@@ -496,12 +500,12 @@ def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
     metric = metric_name(explanation.metric)
     context = explained.context
     try:
-        picture = _drawing.png_bytes(
+        picture, crop = _drawing.png_views(
             explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
             size=context.image_size if context else None, image_path=image, metric=metric,
             header=[f"{explained.instance.data.get('id')}: {entry.name} ({explained.reward_id})"],
             half_life=context.half_life_px if context is not None and metric != "IoU" else None, hint=explained.hint,
         )  # fmt: skip
     except (_drawing.CannotDraw, OSError, ValueError) as exc:
-        return None, f"no picture: {exc}"
-    return picture, ""
+        return None, None, f"no picture: {exc}"
+    return picture, crop, ""

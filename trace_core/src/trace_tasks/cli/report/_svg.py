@@ -133,3 +133,18 @@ def curve_svg(
         + "".join(marks)
         + "</svg>"
     )
+
+
+def share_svg(ones: int, total: int, *, label: str, width: int = 230, height: int = 40) -> str:
+    """A 0/1 component as one bar: the share of rows at 1 (``data-ones``, ``data-total``), the count beside it."""
+    share = ones / total if total else 0.0
+    plot_w = width - 4
+    return (
+        f'<svg class="share" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(label)}: {100 * share:.1f}% at 1" data-ones="{ones}" data-total="{total}">'
+        f"<title>{escape(label)}: {ones} of {total} rows at 1 ({100 * share:.1f}%), {total - ones} at 0</title>"
+        f'<rect x="2" y="4" width="{plot_w}" height="14" fill="#eee"/>'
+        f'<rect x="2" y="4" width="{plot_w * share:.1f}" height="14" fill="{BAR_RGB}"/>'
+        f'<text x="2" y="32" font-size="11">{100 * share:.0f}% at 1 ({ones} of {total})</text>'
+        "</svg>"
+    )
