@@ -76,7 +76,11 @@ h1 { overflow-wrap: anywhere; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
-@media (max-width: 600px) { .case-main { flex-direction: column; } .case-main .pic { max-width: 100%; } }
+@media (max-width: 600px) {
+  .case-main { flex-direction: column; } .case-main .pic { max-width: 100%; } .case-main .pic img { max-height: 120px; }
+  .case table.pe th:first-child { width: 4.8em; } .case table.pe code, .case-main pre.breakdown { font-size: 11px; }
+  .case table.pe th, .case table.pe td { padding: 1px 3px; }
+}
 .curves h3 { font-size: 1em; margin: .8em 0 .2em; } .charts { display: flex; flex-wrap: wrap; gap: .3em 1em; }
 td.est { white-space: nowrap; } .charts figure { margin: 0; } .charts figcaption { font-size: 12px; color: #555; }
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
