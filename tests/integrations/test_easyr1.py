@@ -137,4 +137,5 @@ def test_errors_name_the_input() -> None:
         easyr1.make_compute_score(diagnostics="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"reward_inputs\[0\] must be a mapping"):
         easyr1.compute_score(["x"])
-    assert easyr1.compute_score({"response": None, "response_length": 0, "ground_truth": INSTANCES[0]})["overall"] == 0.0
+    with pytest.raises(TypeError, match=r"reward_input.response: the response must be"):  # issue 37 item 18: never a silent 0
+        easyr1.compute_score({"response": None, "response_length": 0, "ground_truth": INSTANCES[0]})

@@ -232,7 +232,7 @@ def test_malformed_ground_truth_raises_value_error(ground_truth: Any, message: s
         reward_loop_run_single(load_custom_reward_fn(verl.compute_score), RESPONSES[0], ground_truth)
 
 
-def test_caller_mistakes_raise_and_non_string_response_scores_zero() -> None:
+def test_caller_mistakes_and_a_non_string_response_raise() -> None:
     with pytest.raises(ValueError, match="format_weight"):
         verl.compute_score("d", RESPONSES[0], INSTANCES[0], format_weight=2.0)
     with pytest.raises(ValueError, match="format_weight"):
@@ -245,5 +245,5 @@ def test_caller_mistakes_raise_and_non_string_response_scores_zero() -> None:
         verl.make_compute_score(log_keys="some")
     with pytest.raises(ValueError, match="ground_truths"):
         verl.compute_score_batch(["d"], ["a", "b"], [INSTANCES[0]], None)
-    got = verl.compute_score("d", None, INSTANCES[0])
-    assert isinstance(got, dict) and got["score"] == 0.0
+    with pytest.raises(TypeError, match="ground_truth: the response must be"):  # issue 37 item 18: never a silent 0
+        verl.compute_score("d", None, INSTANCES[0])

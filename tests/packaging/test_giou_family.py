@@ -192,7 +192,8 @@ def test_pinned_validation_message_names_the_pin(pinned: Any) -> None:
 def test_plugins_check_passes_with_both_ids(with_bbox: Any) -> None:
     proc = with_bbox.run(["trace-tasks", "plugins", "--check"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("OK: 5 annotation types, 6 reward ids, 3 plugins checked")
+    # 5 box ids, bbox_sequence_aligned_iou_v0 (pinnable, issue 37 item 19) and bbox_giou_v1.
+    assert proc.stdout.startswith("OK: 5 annotation types, 7 reward ids, 3 plugins checked")
     listing = json.loads(with_bbox.run(["trace-tasks", "plugins", "--json"], env=PIN).stdout)
     assert listing["pins"] == {"bbox": {"reward_id": V1, "pinned_by": "TRACE_TASKS_REWARD_IDS"}}
     assert {k: listing["added_reward_ids"][V1][k] for k in ("annotation_type", "plugin", "owner", "current")} == {

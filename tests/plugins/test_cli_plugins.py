@@ -94,6 +94,10 @@ def _one_error_line(proc: subprocess.CompletedProcess[str], error: str) -> str:
     return line
 
 
+#: The official families offer one more version for their sequence types, pinnable only (issue 37, item 19).
+OFFERED = {"bbox_sequence": ["bbox_sequence_aligned_iou_v0"], "point_sequence": ["point_sequence_aligned_distance_v0"]}
+
+
 def test_json_lists_the_installed_families() -> None:
     proc = run_cli("plugins", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -132,7 +136,7 @@ def test_json_lists_the_installed_families() -> None:
             assert set(info["hooks"]) == HOOKS
             assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == info["distribution"])
     assert listing["annotation_types"] == {
-        t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid], "default_reward_id": rid,
+        t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid, *OFFERED.get(t, [])], "default_reward_id": rid,
             "current_reward_id": rid, "pinned_by": None}
         for t, rid in RESOLVER_TABLE.items()
     }  # fmt: skip
@@ -161,7 +165,8 @@ def test_human_tables_list_plugins_types_and_current_ids() -> None:
     for annotation_type, reward_id in RESOLVER_TABLE.items():
         owner = FAMILY[annotation_type].rsplit("-", 1)[-1]
         # owner, default id, current id, pinned by, every registered id (* = current)
-        assert type_rows[annotation_type][1:] == [owner, reward_id, reward_id, "-", f"{reward_id}*"]
+        ids = [f"{reward_id}*", *OFFERED.get(annotation_type, [])]
+        assert type_rows[annotation_type][1:] == [owner, reward_id, reward_id, "-", *", ".join(ids).split()]
     plugin_rows = {row.split()[0]: row for row in table_rows(out, "PLUGIN")}
     assert set(plugin_rows) == {"trace_tasks.builtin", "bbox", "point", "segment"}
     assert plugin_rows["point"].split()[1:5] == ["trace-plugins-point", "0.1.0", "point", "="]
@@ -305,10 +310,10 @@ def test_check_passes_on_the_installed_families() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (
         proc.stdout
-        == "OK: 12 annotation types, 12 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
+        == "OK: 12 annotation types, 14 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
     )
     report = json.loads(run_cli("plugins", "--check", "--json").stdout)
-    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 12, "plugins": 4}, "problems": []}
+    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 14, "plugins": 4}, "problems": []}
 
 
 def test_check_prints_each_problem_on_one_line_and_exits_1(register: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,3 +94,31 @@ MAX_TARGET_ASSIGNMENT_CELLS = 4_000_000
 #: to 562 items (562^2 x 633 units; 562 near-identical points against it took 48 ms
 #: at load 3.6, 0.15 s at load 4.9).
 MAX_TARGET_ASSIGNMENT_WORK = 200_000_000
+
+#: Longest physical line (in bytes, without its terminator) the command-line readers
+#: hold: ``score``, ``validate``, ``audit``, ``report`` and ``explain`` inputs. A longer
+#: line is read past in chunks, never held, and becomes an error row naming this bound
+#: (reading held a line whole, ~3.5x its size once parsed: one 64 MiB line in a 64 KB
+#: ``.jsonl.gz`` added 225 MiB). 32 MiB is twice the server's largest request body
+#: (``DEFAULT_MAX_REQUEST_BYTES``, 16 MiB), so any response a client can send to be
+#: scored fits in one line with its instance; a line at the bound costs ~115 MiB.
+MAX_LINE_BYTES = 32 * 1024 * 1024
+
+#: Bytes of compiled instances one :class:`~trace_tasks.data.InstanceCache` keeps (the
+#: adapters' shared cache, the reward server's, and the adapters' cache of rows by their
+#: raw JSON each have their own): 128 MiB. An entry is charged its estimated size,
+#: ``INSTANCE_ENTRY_BYTES_PER_KEY_BYTE`` times its content key's length (plus
+#: ``INSTANCE_ENTRY_MIN_BYTES``); the least recently used entries are dropped past it, and an
+#: entry larger than the whole bound is compiled without being kept. Counted by entries
+#: alone (4,096), 1 MiB labels kept ~3 MiB each, ~12 GiB at the cap.
+MAX_INSTANCE_CACHE_BYTES = 128 * 1024 * 1024
+
+#: Measured bytes kept per byte of an instance's content key (its pickle, about its JSON
+#: length) once compiled and cached, raw JSON key included: 3.0 for a 1 MiB string answer,
+#: 7.2-9.9 for 500-box and 500-key sets and maps, 10.9 for a 500-point set (tracemalloc,
+#: the largest of them rounded up).
+INSTANCE_ENTRY_BYTES_PER_KEY_BYTE = 12
+
+#: Least an entry is charged, whatever its key: a small instance's compiled record and the
+#: cache's own bookkeeping.
+INSTANCE_ENTRY_MIN_BYTES = 4096

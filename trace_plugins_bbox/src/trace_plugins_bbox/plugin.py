@@ -1,12 +1,17 @@
 """The trace_tasks plugin of the box family: five types, five ``*_soft_iou_v0`` reward ids.
 
-The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook.
+``bbox_sequence`` also offers ``bbox_sequence_aligned_iou_v0`` (pinnable, never
+current by itself): the same IoU over an order-preserving alignment instead of
+index pairs, so one missing box does not shift every later pair.
+
+The entry point names :data:`family` itself; ``AlignedShapeFamily`` (a
+``ShapeFamily``) supplies every hook.
 """
 
 from __future__ import annotations
 
 from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.family import Box, ImageBlind, Primitive, ShapeFamily, scale_xy
+from trace_tasks.family import AlignedShapeFamily, Box, ImageBlind, Primitive, scale_xy
 
 BOX = Primitive(
     name="bbox",
@@ -29,13 +34,14 @@ BOX = Primitive(
     image_blind=ImageBlind(lambda width, height: [0, 0, width, height], averaged=True),
 )
 
-family = ShapeFamily(
+family = AlignedShapeFamily(
     BOX,
     {
         "bbox": ("scalar", "bbox_soft_iou_v0"),
         "bbox_set": ("set", "bbox_set_soft_iou_v0"),
-        "bbox_sequence": ("sequence", "bbox_sequence_soft_iou_v0"),
+        "bbox_sequence": ("sequence", ("bbox_sequence_soft_iou_v0", "bbox_sequence_aligned_iou_v0")),
         "bbox_map": ("map", "bbox_map_soft_iou_v0"),
         "bbox_set_map": ("set_map", "bbox_set_map_soft_iou_v0"),
     },
+    aligned=("bbox_sequence_aligned_iou_v0",),
 )

@@ -1,12 +1,17 @@
 """The trace_tasks plugin of the point family: five types, five ``*_soft_distance_v0`` ids.
 
-The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook.
+``point_sequence`` also offers ``point_sequence_aligned_distance_v0`` (pinnable,
+never current by itself): the same soft distance over an order-preserving
+alignment instead of index pairs, so one missing point does not shift every later pair.
+
+The entry point names :data:`family` itself; ``AlignedShapeFamily`` (a
+``ShapeFamily``) supplies every hook.
 """
 
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import ImageBlind, Point, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
+from trace_tasks.family import AlignedShapeFamily, ImageBlind, Point, Primitive, half_life_diagnostic, scale_xy
 
 POINT = Primitive(
     name="point",
@@ -29,13 +34,14 @@ POINT = Primitive(
     image_blind=ImageBlind(lambda width, height: [width / 2, height / 2]),
 )
 
-family = ShapeFamily(
+family = AlignedShapeFamily(
     POINT,
     {
         "point": ("scalar", "point_soft_distance_v0"),
         "point_set": ("set", "point_set_soft_distance_v0"),
-        "point_sequence": ("sequence", "point_sequence_soft_distance_v0"),
+        "point_sequence": ("sequence", ("point_sequence_soft_distance_v0", "point_sequence_aligned_distance_v0")),
         "point_map": ("map", "point_map_soft_distance_v0"),
         "point_set_map": ("set_map", "point_set_map_soft_distance_v0"),
     },
+    aligned=("point_sequence_aligned_distance_v0",),
 )

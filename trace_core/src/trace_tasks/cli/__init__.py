@@ -40,12 +40,14 @@ from trace_tasks.runs import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_IO,
+    EXIT_LOCKED,
     EXIT_TERMINATED,
     EXIT_USAGE,
     CannotOpen,
     InputFailed,
     OutputClosed,
     OutputFailed,
+    OutputLocked,
     Terminated,
     UsageError,
     guard,
@@ -105,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputFailed as exc:
         _say(f"{command}: error: {exc}")
         return EXIT_IO
+    except OutputLocked as exc:  # another run writes these outputs: it is left alone
+        _say(f"{command}: error: {exc}")
+        return EXIT_LOCKED
     except (UsageError, CannotOpen) as exc:
         _say(f"{command}: error: {exc}")
         return EXIT_USAGE

@@ -11,9 +11,11 @@ instances first and run the same pipeline on a target prepared once
 
 from __future__ import annotations
 
+import marshal
 from typing import Any
 
 from trace_tasks.errors import ResponseTypeError
+from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
 from trace_tasks.scoring import (
@@ -34,16 +36,117 @@ __all__ = [
     "check_response",
     "evaluate_trace_response_format",
     "extract_trace_prediction",
+    "plain",
     "result_keys",
     "score_trace_response",
 ]
 
 
 def check_response(response: Any) -> str:
-    """``response`` itself when it is a ``str``; else :class:`~trace_tasks.errors.ResponseTypeError` (a ``TypeError``)."""
+    """``response`` as an exact ``str``; else :class:`~trace_tasks.errors.ResponseTypeError` (a ``TypeError``).
+
+    A ``str`` subclass becomes the plain string it holds (its own ``strip`` or
+    ``__eq__`` are not called), as the compiled build would read it.
+    """
+    if type(response) is str:
+        return response
     if not isinstance(response, str):
         raise ResponseTypeError(f"response must be a str (the model's decoded text), got {type(response).__name__}")
-    return response
+    return str.__str__(response)
+
+
+# --- caller values as plain values -------------------------------------------------------------
+
+_PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))
+#: Deeper than this a value is left as it is: no answer is compared that deep (``MAX_ANSWER_DEPTH``)
+#: and no annotation parses, so nothing there is read by either build.
+_PLAIN_DEPTH = MAX_ANSWER_DEPTH + 4
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every subclass of ``str``, ``int``, ``float``, ``dict``, ``list`` and ``tuple`` replaced by the plain value it holds.
+
+    The compiled build reads such subclasses at its typed boundaries as the
+    plain values they hold (a ``dict`` subclass's own ``__getitem__``, a ``str``
+    subclass's own ``strip`` or ``__eq__`` are not called), the pure build would
+    call their methods: normalising them here, before either build looks, gives
+    both the same result (docs/compiled.md). The contents are read the same
+    way, through the base types' own methods. ``value`` itself is returned when
+    it holds no subclass (the usual case: one pass, no copy); shared and
+    cyclic containers are visited once. Anything else (numpy values, other
+    mappings) is left as it is: the scorer reads those the same way in both builds.
+    """
+    if type(value) in _PLAIN_SCALARS:
+        return value
+    try:  # C speed: marshal writes exact built-in types only, a subclass is "unmarshallable"
+        marshal.dumps(value)  # the current version writes a shared or cyclic container once
+        return value
+    except (ValueError, TypeError, OverflowError, RecursionError):  # another type, or nested too deep: look
+        pass
+    if _holds_no_subclass(value):
+        return value
+    return _plain(value, 0, {})
+
+
+_BUILTINS = (str, int, float, dict, list, tuple)
+
+
+def _holds_no_subclass(value: Any) -> bool:
+    """Whether no subclass of the built-in types is reachable in ``value`` (through exact dicts, lists and tuples).
+
+    The fast check of :func:`plain`: a list or tuple of scalars is one C-speed pass over its
+    item types. Each container is visited once (a cycle or a shared child ends there).
+    """
+    stack = [value]
+    visited: set[int] = set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is list or kind is tuple:
+            if not _PLAIN_SCALARS.issuperset(map(type, item)) and id(item) not in visited:
+                visited.add(id(item))
+                stack.extend(item)
+        elif kind is dict:
+            if id(item) not in visited:
+                visited.add(id(item))
+                if not _PLAIN_SCALARS.issuperset(map(type, item)):
+                    stack.extend(item)
+                if not _PLAIN_SCALARS.issuperset(map(type, item.values())):
+                    stack.extend(item.values())
+        elif kind not in _PLAIN_SCALARS and isinstance(item, _BUILTINS):
+            return False
+    return True
+
+
+def _plain(value: Any, depth: int, seen: dict[int, Any]) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_SCALARS or depth > _PLAIN_DEPTH:
+        return value
+    if (kind is list or kind is tuple) and _PLAIN_SCALARS.issuperset(map(type, value)):
+        return value  # the common leaf: a box, a point, a list of strings
+    done = seen.get(id(value))
+    if done is not None:
+        return done
+    seen[id(value)] = value  # a cycle back to this container sees it unchanged
+    result: Any = value
+    if isinstance(value, dict):
+        stored = list(dict.items(value))
+        pairs = [(_plain(k, depth + 1, seen), _plain(v, depth + 1, seen)) for k, v in stored]
+        if kind is not dict or any(a[0] is not b[0] or a[1] is not b[1] for a, b in zip(pairs, stored, strict=True)):
+            result = dict(pairs)
+    elif isinstance(value, (list, tuple)):
+        raw = list.copy(value) if isinstance(value, list) else list(tuple.__iter__(value))
+        items = [_plain(item, depth + 1, seen) for item in raw]
+        if (kind is not list and kind is not tuple) or any(a is not b for a, b in zip(items, raw, strict=True)):
+            result = items if isinstance(value, list) else tuple(items)
+    elif isinstance(value, str):
+        result = str.__str__(value)
+    elif isinstance(value, float):
+        result = float.__float__(value)
+    elif isinstance(value, int):  # bool cannot be subclassed: type(value) is bool was returned above
+        result = int.__int__(value)
+    seen[id(value)] = result
+    return result
 
 
 @document_options
@@ -85,7 +188,9 @@ def score_trace_response(
     type's family is not installed or is disabled (answer-and-annotation mode;
     the message names the package to install or the variable to change).
     """
-    opts = resolve_options(  # positional, in the options table's order: one cache lookup
+    # Subclasses of the built-in types become the plain values they hold first (plain), so the
+    # pure and the compiled build score the same values (docs/compiled.md).
+    options = (  # positional, in the options table's order: one cache lookup
         format_weight,
         trace_reward_mode,
         trace_annotation_reward_formula,
@@ -95,10 +200,13 @@ def score_trace_response(
         trace_recovery,
         format_accept_answer_tag,
     )
+    if not _PLAIN_SCALARS.issuperset(map(type, options)):
+        options = tuple(map(plain, options))
+    opts = resolve_options(*options)
     text = check_response(response)
     registry = get_registry()
-    sizes = (image_size, image_sizes, metadata, extra_info)
-    target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, sizes)
+    sizes = (plain(image_size), plain(image_sizes), plain(metadata), plain(extra_info))
+    target = prepare_target(plain(answer_gt), plain(annotation_gt), plain(reward_contract), opts, registry, sizes)
     return run(text, opts, registry, target)
 
 
@@ -113,8 +221,8 @@ def evaluate_trace_response_format(
     ``format_accept_answer_tag`` as in :func:`score_trace_response`.
     """
     text = check_response(response)
-    keys = required_keys(resolve_mode(trace_reward_mode))
-    fmt = extract(text, keys, answer_tag=resolve_answer_tag(format_accept_answer_tag)).format
+    keys = required_keys(resolve_mode(plain(trace_reward_mode)))
+    fmt = extract(text, keys, answer_tag=resolve_answer_tag(plain(format_accept_answer_tag))).format
     return {
         "format": fmt.format,
         "structure_ok": fmt.structure_ok,
@@ -131,7 +239,7 @@ def extract_trace_prediction(
 ) -> tuple[Any, Any, bool]:
     """``(answer, annotation, found)`` recovered from a response for scoring (options as in :func:`score_trace_response`)."""
     text = check_response(response)
-    recovery, answer_tag = resolve_recovery(trace_recovery), resolve_answer_tag(format_accept_answer_tag)
+    recovery, answer_tag = resolve_recovery(plain(trace_recovery)), resolve_answer_tag(plain(format_accept_answer_tag))
     payload = extract(text, ANSWER_AND_ANNOTATION_KEYS, recovery, answer_tag).payload
     if payload is None:
         return None, None, False

@@ -10,12 +10,18 @@ from typing import Any
 from trace_tasks.data._compiled import CompiledInstance, compile_instance
 from trace_tasks.data._keys import content_key
 from trace_tasks.errors import InstanceError, OptionError, Problem
+from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import Registry, get_registry
 
 __all__ = ["InstanceCache"]
 
 #: What the cache holds per instance: the compiled instance, or the problems of an invalid one.
 _Entry = CompiledInstance | tuple[Problem, ...]
+
+
+def entry_cost(key: bytes | str) -> int:
+    """The estimated bytes a cached compiled instance keeps, from its key's length (see ``limits.py``)."""
+    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * len(key)
 
 
 class InstanceCache:
@@ -29,12 +35,23 @@ class InstanceCache:
     is compiled again, with the same result); an instance that cannot be
     pickled is compiled without the cache. The cache empties itself when the
     plugin registry is rebuilt. Safe to share between threads.
+
+    Bounded by entries (``maxsize``) and by bytes (``maxbytes``, default
+    :data:`~trace_tasks.limits.MAX_INSTANCE_CACHE_BYTES`): each entry is charged
+    :func:`entry_cost` of its key, an estimate measured on large instances, so a
+    stream of distinct megabyte labels keeps memory flat instead of growing to
+    ``maxsize`` of them. An entry costing more than ``maxbytes`` is not kept.
     """
 
-    def __init__(self, maxsize: int = 4096) -> None:
+    def __init__(self, maxsize: int = 4096, maxbytes: int = MAX_INSTANCE_CACHE_BYTES) -> None:
         if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
             raise OptionError(f"maxsize must be a non-negative integer, got {maxsize!r}")
+        if not isinstance(maxbytes, int) or isinstance(maxbytes, bool) or maxbytes < 0:
+            raise OptionError(f"maxbytes must be a non-negative integer, got {maxbytes!r}")
         self.maxsize = maxsize
+        self.maxbytes = maxbytes
+        #: The estimated bytes of the entries held (:func:`entry_cost` of each key).
+        self.nbytes = 0
         self._entries: collections.OrderedDict[bytes, _Entry] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._registry: Registry | None = None
@@ -47,6 +64,7 @@ class InstanceCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.nbytes = 0
 
     def compile(self, data: Mapping[str, Any], *, record: str | None = None) -> CompiledInstance:
         """The compiled instance of ``data``, from the cache when the same content was compiled before.
@@ -60,6 +78,7 @@ class InstanceCache:
         with self._lock:
             if self._registry is not registry:
                 self._entries.clear()
+                self.nbytes = 0
                 self._registry = registry
             entry = self._entries.get(key)
             if entry is not None:
@@ -72,11 +91,12 @@ class InstanceCache:
                 entry = exc.problems
             with self._lock:
                 self.misses += 1
-                if self._registry is registry:
+                if self._registry is registry and key not in self._entries and entry_cost(key) <= self.maxbytes:
                     self._entries[key] = entry
-                    self._entries.move_to_end(key)
-                    while len(self._entries) > self.maxsize:
-                        self._entries.popitem(last=False)
+                    self.nbytes += entry_cost(key)
+                    while len(self._entries) > self.maxsize or self.nbytes > self.maxbytes:
+                        dropped, _ = self._entries.popitem(last=False)
+                        self.nbytes -= entry_cost(dropped)
         if isinstance(entry, tuple):
             raise InstanceError(entry, record=record)
         return entry

@@ -10,6 +10,8 @@
   :func:`from_numpy` (numpy arrays and scalars as plain values); raise
   :class:`AnnotationParseError` for a value of the wrong shape;
 * matching and scoring: :func:`match_set` (Hungarian), :func:`match_sequence`,
+  :func:`match_aligned` (order-preserving alignment), :class:`AlignedShapeFamily`
+  (a family whose sequence reward versions are aligned), :func:`make_aligned_scorer`,
   :class:`Matched`, :func:`assign_pairs`, :func:`assign_groups`,
   :class:`AssignmentBudget`, :func:`make_scorer`, :func:`make_explainer`,
   :func:`soft_similarity`, :func:`half_life_diagnostic`;
@@ -29,11 +31,13 @@ behind it are internal and may move.
 """
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
+from trace_tasks.family._alignment import AlignedShapeFamily, make_aligned_scorer, match_aligned
 from trace_tasks.family._assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.family._coordinates import coordinate, coordinates, is_flat
-from trace_tasks.family._distance import LN2, half_life_diagnostic, soft_similarity
+from trace_tasks.family._distance import LN2, half_life_diagnostic
 from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check_family, hostile_values, orphan_problems
 from trace_tasks.family._matching import Matched, match_sequence, match_set
+from trace_tasks.family._numbers import soft_similarity
 from trace_tasks.family._parsing import make_parser, parse_collection, parse_map
 from trace_tasks.family._primitives import Matrix, Primitive, pairwise, scale_xy
 from trace_tasks.family._scoring import make_explainer, make_scorer
@@ -72,6 +76,7 @@ __all__ = [
     "DRAWABLES",
     "LN2",
     "SHAPES",
+    "AlignedShapeFamily",
     "AnnotationExplanation",
     "AnnotationParseError",
     "AnnotationScore",
@@ -114,9 +119,11 @@ __all__ = [
     "infer_item_schema",
     "is_flat",
     "lay_out",
+    "make_aligned_scorer",
     "make_explainer",
     "make_parser",
     "make_scorer",
+    "match_aligned",
     "match_sequence",
     "match_set",
     "orphan_problems",

@@ -27,7 +27,8 @@ Rules:
   a row can, say, switch itself to ``trace_reward_mode="answer"``.
 * Keys a trainer adds on its own (``reward_router_address``, ``trainer_state``,
   dataset columns) are not scorer options and are ignored.
-* Adapters log :data:`CHARTED_KEYS` by default (``log_keys="charted"``), or
+* The adapters with ``log_keys`` (verl, TRL, OpenRLHF, EasyR1, the server) log
+  :data:`CHARTED_KEYS` by default (``log_keys="charted"``), or
   :func:`stable_keys`, every key the scorer always returns (``"all"``).
   Trainers that log a dict per response need the same keys on every row (verl
   and OpenRLHF stack them per key), so the type-specific diagnostics, present
@@ -59,7 +60,8 @@ import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
 from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
-from trace_tasks.errors import OptionError, RecordError, TraceTasksError
+from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
+from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import OPTION_NAMES, options_from
 
@@ -76,7 +78,8 @@ COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
 logger = logging.getLogger(__name__)
 
 #: Compiled instances shared by every adapter in this process, by content and
-#: bounded: a GRPO group of 8-16 rollouts (or an instance met again next epoch)
+#: bounded (4,096 entries, ``limits.MAX_INSTANCE_CACHE_BYTES`` by each entry's estimated
+#: size): a GRPO group of 8-16 rollouts (or an instance met again next epoch)
 #: is validated and compiled once. Invalid instances are remembered too.
 INSTANCE_CACHE = InstanceCache(maxsize=4096)
 
@@ -195,9 +198,13 @@ def load_instance_field(value: str, *, name: str, where: str) -> Any:
 _Compiled = tuple[CompiledInstance, dict[str, Any]]
 #: Rows already compiled, by their raw value (the ground truth's JSON string, or
 #: the tuple of a row's JSON-string columns): a rollout of a known row skips
-#: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`; only valid rows.
+#: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
+#: bytes (each entry charged :func:`_raw_cost`: it holds its raw text, and may
+#: keep alive a compiled instance the shared cache has dropped); only valid rows.
 _RAW_MAX = 4096
+_RAW_MAX_BYTES = MAX_INSTANCE_CACHE_BYTES
 _raw: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
+_raw_bytes = [0]
 _raw_lock = threading.Lock()
 _raw_registry: list[object] = [None]
 
@@ -210,6 +217,15 @@ def _raw_key(ground_truth: Any) -> Hashable | None:
     if kind is dict and all(type(v) is str or v is None for v in ground_truth.values()):
         return tuple(ground_truth.items())  # one JSON string per column (TRL, Ray)
     return None
+
+
+def _raw_cost(key: Hashable) -> int:
+    """The estimated bytes a :data:`_raw` entry keeps: measured per byte of raw text, as for the shared cache."""
+    if isinstance(key, tuple):
+        size = sum(len(name) + len(value or "") for name, value in key)
+    else:
+        size = len(key) if isinstance(key, (str, bytes)) else 0
+    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * size
 
 
 def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _Compiled:
@@ -231,6 +247,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
         with _raw_lock:
             if _raw_registry[0] is not registry:  # plugins reloaded: compiled targets may be stale
                 _raw.clear()
+                _raw_bytes[0] = 0
                 _raw_registry[0] = registry
             hit = _raw.get(key)
             if hit is not None:
@@ -243,11 +260,14 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
     image_sizes = instance["image_sizes"]
     entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
     if key is not None:
+        cost = _raw_cost(key)
         with _raw_lock:
-            if _raw_registry[0] is registry:
+            if _raw_registry[0] is registry and key not in _raw and cost <= _RAW_MAX_BYTES:
                 _raw[key] = entry
-                while len(_raw) > _RAW_MAX:
-                    _raw.popitem(last=False)
+                _raw_bytes[0] += cost
+                while len(_raw) > _RAW_MAX or _raw_bytes[0] > _RAW_MAX_BYTES:
+                    dropped, _ = _raw.popitem(last=False)
+                    _raw_bytes[0] -= _raw_cost(dropped)
     return entry
 
 
@@ -280,6 +300,7 @@ def clear_instance_caches() -> None:
     """Forget every compiled row (both caches); for tests and long-lived processes that edit plugins."""
     with _raw_lock:
         _raw.clear()
+        _raw_bytes[0] = 0
     INSTANCE_CACHE.clear()
 
 
@@ -311,6 +332,32 @@ def score_row(
     compiled, inputs = compile_ground_truth(ground_truth, where=where)
     text = response if isinstance(response, str) else ""
     return compiled.score(text, **inputs, **row_options(options, extra_info))
+
+
+def response_text(response: Any, *, where: str, name: str = "the response") -> str:
+    """``response`` when it is text; :class:`~trace_tasks.errors.ResponseTypeError` naming ``where`` otherwise.
+
+    A trainer hands over the decoded text; a list, ``None`` or bytes is the
+    trainer's or the caller's mistake (a wrong column, an undecoded batch), and
+    scoring it as the empty response would hide that behind a reward of 0.
+    """
+    if isinstance(response, str):
+        return response
+    raise ResponseTypeError(f"{where}: {name} must be the decoded response text (a str), got {type(response).__name__}")
+
+
+def score_checked(
+    compiled: CompiledInstance, inputs: Mapping[str, Any], response: Any, options: Mapping[str, Any], *, where: str
+) -> dict[str, float]:
+    """``compiled.score`` of one row, its caller-side mistakes named: a response that is not text
+    (:class:`~trace_tasks.errors.ResponseTypeError`) or a bad option of the row (``extra_info``, a
+    dataset column: :class:`~trace_tasks.errors.OptionError`), each with ``where`` in the message."""
+    text = response_text(response, where=where)
+    try:
+        return compiled.score(text, **inputs, **options)
+    except OptionError as exc:
+        # The adapter's own options were checked when it was built: what fails here is the row's.
+        raise OptionError(f"{where}: a scorer option of this row (extra_info, a dataset column): {exc}") from exc
 
 
 def scoring_kwargs(

@@ -44,7 +44,10 @@ problem; an invalid option raises :class:`~trace_tasks.errors.OptionError` (a
 ``ValueError``). EasyR1 calls the function
 with no ``try`` (``verl/workers/reward/function.py`` l.95) inside a Ray actor
 whose result the trainer takes with ``ray.get`` (``verl/trainer/ray_trainer.py``
-l.519), so the run stops with the message. Model output never raises.
+l.519), so the run stops with the message. A ``response`` that is not text (a
+list, ``None``, bytes) raises :class:`~trace_tasks.errors.ResponseTypeError`
+naming ``reward_inputs[i].response`` instead of scoring 0 unflagged. Model
+output (any text) never raises.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from trace_tasks.integrations._common import (
     diagnostics,
     logged_keys,
     position,
+    response_text,
     scorer_options,
     strip_special_tokens,
 )
@@ -97,26 +101,27 @@ class ComputeScore:
     def __call__(self, reward_inputs: Any, **options: Any) -> Union[_Score, list[_Score]]:
         picked = {**self.options, **scorer_options(options, strict=True)} if options else self.options
         if isinstance(reward_inputs, Mapping):  # the sequential manager of EasyR1 v0.3.1-v0.3.2
-            compiled = self._compile(reward_inputs, "reward_input.ground_truth")
+            compiled = self._compile(reward_inputs, "reward_input")
             return self._score(reward_inputs, compiled, picked)
-        # Every input first: a broken instance raises before anything is scored.
+        # Every input first: a broken instance (or a response that is not text) raises before anything is scored.
         compiled_all = []
         for i, item in enumerate(reward_inputs):
             if not isinstance(item, Mapping):
                 raise OptionError(f"reward_inputs[{i}] must be a mapping, got {type(item).__name__}")
-            compiled_all.append(self._compile(item, f"reward_inputs[{i}].ground_truth ({position(i)})"))
+            compiled_all.append(self._compile(item, f"reward_inputs[{i}]", f" ({position(i)})"))
         return [self._score(item, entry, picked) for item, entry in zip(reward_inputs, compiled_all, strict=True)]
 
     @staticmethod
-    def _compile(item: Mapping[str, Any], where: str) -> tuple[CompiledInstance, dict[str, Any]]:
-        return compile_ground_truth(item.get("ground_truth"), where=where)
+    def _compile(item: Mapping[str, Any], name: str, at: str = "") -> tuple[CompiledInstance, dict[str, Any]]:
+        entry = compile_ground_truth(item.get("ground_truth"), where=f"{name}.ground_truth{at}")
+        response_text(item.get("response"), where=f"{name}.response{at}")  # a list, None or bytes is a caller's bug
+        return entry
 
     def _score(
         self, item: Mapping[str, Any], entry: tuple[CompiledInstance, dict[str, Any]], options: Mapping[str, Any]
     ) -> _Score:
         instance, inputs = entry
-        response = item.get("response")
-        text = strip_special_tokens(response) if isinstance(response, str) else ""
+        text = strip_special_tokens(item["response"])  # text: checked by _compile
         result = instance.score(text, **inputs, **options)
         scores = {key: float(result.get(key, 0.0)) for key in self.keys}
         if self.diagnostics:

@@ -48,8 +48,10 @@ prompt whose rollouts all score 0 has zero advantage and trains nothing.
 :class:`~trace_tasks.data.InstanceError` instead (OpenRLHF 0.9.0 does not
 catch it: ``ray.get`` in ``experience_maker.py`` l.418 re-raises, and the run
 stops with the message). An invalid option raises
-:class:`~trace_tasks.errors.OptionError` (a ``ValueError``). Model output
-never raises.
+:class:`~trace_tasks.errors.OptionError` (a ``ValueError``). A query that is
+not text (a list, ``None``, bytes) is a :class:`~trace_tasks.errors.ResponseTypeError`
+naming ``queries[i]``, refused like a broken label under ``on_invalid``
+(never scored as the empty response). Model output (any text) never raises.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from trace_tasks.data import CompiledInstance
-from trace_tasks.errors import OptionError
+from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.integrations._common import (
     ON_INVALID,
     REFUSED_KEY,
@@ -73,6 +75,7 @@ from trace_tasks.integrations._common import (
     log_error,
     logged_keys,
     position,
+    response_text,
     scorer_options,
     strip_special_tokens,
     to_plain,
@@ -181,6 +184,8 @@ def score_queries(
     keys = logged_keys(log_keys, options)
     prompts = _check_lengths(queries, prompts, labels)
     entries = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
+    for i, query in enumerate(queries):
+        response_text(query, where=position(i, "queries"), name="a query")
     return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
 
 
@@ -235,6 +240,14 @@ def _log_refusal(label: Any, error: ValueError, *, on_invalid: str) -> None:
     )
 
 
+def _log_response_refusal(error: ResponseTypeError, *, on_invalid: str) -> None:
+    """Log a query that is not text at ERROR (every time: it is the caller's bug, not a dataset row's)."""
+    consequence = (
+        "the sample is scored 0 and counted in the trace_refused metric" if on_invalid == "zero" else "the error is raised"
+    )
+    log_error(logger, "trace_tasks refuses a query that is not text: %s; %s.", error, consequence)
+
+
 def _as_tensors(result: dict[str, Any]) -> dict[str, Any]:
     try:
         import torch
@@ -268,7 +281,7 @@ def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **o
         call_options = {**picked, **scorer_options(kwargs, strict=False)} if kwargs else picked
         checked = _check_lengths(queries, prompts, labels)
         entries: list[_Entry] = []
-        for i, label in enumerate(labels):
+        for i, (query, label) in enumerate(zip(queries, labels, strict=True)):
             try:
                 entries.append(compile_ground_truth(label, where=position(i, "labels")))
             except ValueError as exc:  # InstanceError, or a label that is no instance at all
@@ -276,6 +289,14 @@ def make_reward_func(*, log_keys: str = "charted", on_invalid: str = "zero", **o
                 if on_invalid == "raise":
                     raise
                 entries.append(None)
+                continue
+            try:
+                response_text(query, where=position(i, "queries"), name="a query")
+            except ResponseTypeError as exc:  # never scored as the empty response: refused like a broken label
+                _log_response_refusal(exc, on_invalid=on_invalid)
+                if on_invalid == "raise":
+                    raise
+                entries[-1] = None
         return _as_tensors(_score_entries(queries, checked, entries, call_options, keys, refused_key=True))
 
     reward_func.__doc__ = f"OpenRLHF reward: trace scorer with options {picked!r}."

@@ -8,10 +8,17 @@
   (see :mod:`trace_tasks.integrations.openrlhf`).
 * ``GET /health`` answers ``{"status": "ok", "version": ..., "build": "pure" | "compiled", "annotation_types": [...]}``.
 
-The body is hostile input, and so is the connection (:class:`BodyLimit`). With
+The body is hostile input, and so is the connection (:class:`BodyLimit`), and
+so is the browser on the same machine: without a token a request's ``Host``
+must name the address the server listens on (or an ``allowed_hosts`` name),
+any request with an ``Origin`` not in ``allowed_origins`` gets 403, and a body
+that is not JSON needs the token (415), so a web page can neither POST a
+"simple" cross-site request nor rebind DNS to drive the server. A trailing
+slash is served, never redirected (the redirect would lose the token). With
 a ``token``, every request but ``GET /health`` must carry it
 (``Authorization: Bearer TOKEN`` or ``?token=TOKEN``, the form OpenRLHF can
-send) or gets 401. A body over ``max_request_bytes`` gets 413 before it is read
+send) or gets 401; the ``token`` parameter, in any spelling, is taken out of
+the query before uvicorn logs it. A body over ``max_request_bytes`` gets 413 before it is read
 in full. The bytes of the bodies held at once (being read, parsed or scored) may
 total ``max_inflight_bytes``: they are reserved chunk by chunk as they arrive,
 never by the declared ``Content-Length``, so a client that declares 16 MiB and
@@ -42,24 +49,26 @@ answering ``/health``.
 import asyncio
 import bisect
 import hmac
+import ipaddress
 import itertools
 import json
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import unquote_plus
 
 from trace_tasks.data import InstanceCache, InstanceError
 from trace_tasks.errors import MissingFamilyError, OptionError, TraceTasksError
 from trace_tasks.integrations import _common
-from trace_tasks.integrations._common import load_instance, logged_keys, require, scorer_options
+from trace_tasks.integrations._common import load_instance, log_error, logged_keys, require, scorer_options
 from trace_tasks.integrations.openrlhf import score_queries
 from trace_tasks.plugins import get_registry
 
 __all__ = [
+    "ALLOWED_HOSTS_ENV",
     "CONFIG_ENV",
     "DEFAULT_BODY_TIMEOUT_SECONDS",
     "DEFAULT_HEADER_TIMEOUT_SECONDS",
@@ -75,6 +84,7 @@ __all__ = [
     "app_from_env",
     "check_token",
     "create_app",
+    "strip_token",
     "validate_labels",
 ]
 
@@ -106,6 +116,11 @@ DEFAULT_MAX_CLIENT_UPLOADS = 64
 CONFIG_ENV = "TRACE_TASKS_SERVE_CONFIG"
 #: ``trace-tasks serve`` reads the shared secret from this variable when ``--token`` is not given.
 TOKEN_ENV = "TRACE_TASKS_SERVER_TOKEN"
+#: Comma-separated host names the server answers to besides the address it listens on
+#: (``*``: any), read by :func:`create_app` when ``allowed_hosts`` is not given.
+ALLOWED_HOSTS_ENV = "TRACE_TASKS_SERVER_ALLOWED_HOSTS"
+#: The health check's paths (no token needed); the trailing-slash spelling is served, never redirected.
+HEALTH_PATHS: tuple[str, ...] = ("/health", "/health/")
 #: A token fits in a URL's query as it is (no escaping, no comma: OpenRLHF splits
 #: ``--reward.remote_url`` at commas) and is long enough not to be guessed.
 TOKEN_PATTERN = re.compile(r"[A-Za-z0-9._~-]{16,4096}")
@@ -184,6 +199,8 @@ class BodyLimit:
         body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS,
         max_client_uploads: int | None = None,
         token: str | None = None,
+        allowed_hosts: tuple[str, ...] | None = None,
+        allowed_origins: tuple[str, ...] = (),
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
@@ -194,6 +211,9 @@ class BodyLimit:
         self.body_timeout_seconds = body_timeout_seconds
         self.max_client_uploads = max_client_uploads
         self._token = check_token(token)
+        #: Host names a request may address besides the served address (``None``: no Host check with a token).
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.casefold() for h in allowed_hosts)
+        self.allowed_origins = frozenset(o.casefold() for o in allowed_origins)
         self.inflight = 0
         self.uploads: dict[str, int] = {}  # client address -> bodies it is sending
         self._waiting: list[_Upload] = []  # ordered by seq
@@ -237,7 +257,10 @@ class BodyLimit:
     def _refusal(self, scope: Scope) -> tuple[int, str, Headers] | None:
         """The status, detail and headers refusing this request before its body is read, or ``None``."""
         authorized = self._authorized(scope)  # first: it also takes the token out of the logged query
-        if not authorized and not (scope.get("method") in ("GET", "HEAD") and scope.get("path") == "/health"):
+        browser = self._browser_refusal(scope, authorized)
+        if browser is not None:
+            return browser
+        if not authorized and not (scope.get("method") in ("GET", "HEAD") and scope.get("path") in HEALTH_PATHS):
             return (
                 401,
                 "missing or wrong token: send the server's token as 'Authorization: Bearer TOKEN' or in the URL as ?token=TOKEN",
@@ -262,17 +285,19 @@ class BodyLimit:
         return None
 
     def _authorized(self, scope: Scope) -> bool:
-        """Whether the request carries the token; a ``token`` query parameter is removed from the scope either way.
+        """Whether the request carries the token; every ``token`` query parameter is removed from the scope either way.
 
         uvicorn logs the path and query of every request from this very scope, so
-        the secret never reaches the access log.
+        the secret never reaches the access log, however the parameter's name is
+        spelt (``TOKEN``, ``Token``, ``%74oken``: :func:`strip_token`).
         """
         given: list[bytes] = []
         query = scope.get("query_string") or b""
-        if b"token=" in query:
-            pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
-            given += [value.encode() for name, value in pairs if name == "token"]
-            scope["query_string"] = urlencode([(name, value) for name, value in pairs if name != "token"]).encode()
+        if query:
+            kept, in_query = strip_token(query)
+            given += in_query
+            if in_query or kept != query:
+                scope["query_string"] = kept
         for name, value in scope.get("headers") or []:
             if name == b"authorization":
                 scheme, _, credentials = value.partition(b" ")
@@ -285,6 +310,49 @@ class BodyLimit:
         for candidate in given:  # every candidate is compared, in constant time
             found |= hmac.compare_digest(candidate, expected)
         return found
+
+    def _browser_refusal(self, scope: Scope, authorized: bool) -> tuple[int, str, Headers] | None:
+        """403 or 415 for what only a web page in a browser sends: a foreign ``Host``, an ``Origin``, a form body.
+
+        Loopback is no boundary against the browser on the same machine: a page
+        can POST a ``text/plain`` body to ``http://127.0.0.1:5000`` (a "simple"
+        request, sent without asking) or rebind its own name's DNS to 127.0.0.1.
+        So, without a token (or with ``allowed_hosts`` given), the ``Host`` must
+        name the address the connection reached (uvicorn's ``scope["server"]``),
+        ``localhost`` when that is a loopback address, or an ``allowed_hosts``
+        entry; any request with an ``Origin`` not in ``allowed_origins`` is
+        refused (trainers' HTTP clients send none); and a body whose
+        ``Content-Type`` is not JSON needs the token.
+        """
+        headers = _headers(scope)
+        if (self._token is None or self.allowed_hosts is not None) and not self._host_allowed(scope, headers.get(b"host")):
+            return (
+                403,
+                f"Host {headers.get(b'host', b'').decode('latin-1')!r} is not an address this server answers to: "
+                "call it by the address it listens on, or allow the name (allowed_hosts, "
+                f"the {ALLOWED_HOSTS_ENV} variable of `trace-tasks serve`)",
+                [],
+            )
+        origin = headers.get(b"origin")
+        if origin is not None and origin.decode("latin-1").strip().casefold() not in self.allowed_origins:
+            return 403, f"cross-origin requests are refused (Origin {origin.decode('latin-1')!r} is not allowed)", []
+        kind = headers.get(b"content-type")
+        form = kind is not None and not _is_json(kind) and scope.get("method") not in ("GET", "HEAD")
+        if form and (self._token is None or not authorized):
+            return 415, "the request body must be JSON (Content-Type: application/json) unless it carries the token", []
+        return None
+
+    def _host_allowed(self, scope: Scope, host: bytes | None) -> bool:
+        if host is None:  # HTTP/1.0 without Host: no browser sends that
+            return True
+        name = _host_name(host.decode("latin-1"))
+        if self.allowed_hosts is not None and ("*" in self.allowed_hosts or name in self.allowed_hosts):
+            return True
+        server = scope.get("server")
+        served = str(server[0]).casefold() if server else ""
+        if name == served.strip("[]"):
+            return True
+        return name == "localhost" and _is_loopback(served)
 
     def _upload_done(self, client: str) -> None:
         left = self.uploads.get(client, 0) - 1
@@ -414,6 +482,61 @@ class BodyLimit:
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers + (extra_headers or [])})
         await send({"type": "http.response.body", "body": payload})
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    """The request's headers by lower-case name (the first of a repeated one)."""
+    found: dict[bytes, bytes] = {}
+    for name, value in scope.get("headers") or []:
+        found.setdefault(name.lower(), value)
+    return found
+
+
+def _host_name(host: str) -> str:
+    """The name of a ``Host`` header, case-folded, without its port or IPv6 brackets."""
+    host = host.strip().casefold()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+def _is_json(content_type: bytes) -> bool:
+    kind = content_type.split(b";", 1)[0].strip().lower()
+    return kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json"))
+
+
+def _is_token_name(name: str) -> bool:
+    """Whether a query parameter's name is ``token`` in any case, percent-encoded any number of times."""
+    for _ in range(4):  # %2574oken -> %74oken -> token: each round decodes one layer
+        decoded = unquote_plus(name)
+        if decoded == name:
+            break
+        name = decoded
+    return name.strip().casefold() == "token"
+
+
+def strip_token(query: bytes) -> tuple[bytes, list[bytes]]:
+    """``query`` without its ``token`` parameters (any spelling), and their values.
+
+    Only the parameters named ``token`` (case-folded, percent-decoded) are
+    removed; the other parameters keep their bytes exactly as sent.
+    """
+    kept: list[bytes] = []
+    found: list[bytes] = []
+    for part in query.split(b"&"):
+        raw_name, _, raw_value = part.partition(b"=")
+        if _is_token_name(raw_name.decode("latin-1")):
+            found.append(unquote_plus(raw_value.decode("latin-1")).encode("latin-1", errors="replace"))
+        else:
+            kept.append(part)
+    return b"&".join(kept), found
 
 
 def _client_of(scope: Scope) -> str:
@@ -600,6 +723,8 @@ def create_app(
     body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS,
     max_client_uploads: int | None = DEFAULT_MAX_CLIENT_UPLOADS,
     token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
     log_keys: str = "charted",
     **options: Any,
 ) -> Any:
@@ -615,6 +740,12 @@ def create_app(
     but ``GET /health`` must carry (``Authorization: Bearer TOKEN`` or
     ``?token=TOKEN``; ``None``: no check). The request head's deadline is the
     HTTP server's: under uvicorn, ``http=RequestHeadTimeout``.
+    ``allowed_hosts``: host names a request's ``Host`` may carry besides the
+    address the server listens on (``"*"``: any); default: the comma-separated
+    names of :data:`ALLOWED_HOSTS_ENV`, else none. Without a token every
+    request's ``Host`` is checked; with one, only when ``allowed_hosts`` is set.
+    ``allowed_origins``: browser origins (``"https://example.org"``) allowed to
+    call the server; any other request with an ``Origin`` gets 403.
     ``log_keys``: the ``extra_logs`` keys, ``"charted"`` (default) or ``"all"``.
     """
     require("fastapi", "server")  # a missing extra raises MissingExtraError naming it
@@ -635,6 +766,8 @@ def create_app(
     if max_client_uploads is not None:
         _positive_int("max_client_uploads", max_client_uploads)
     check_token(token)
+    hosts = _names("allowed_hosts", allowed_hosts if allowed_hosts is not None else _hosts_from_env())
+    origins = _names("allowed_origins", allowed_origins)
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
 
@@ -642,9 +775,11 @@ def create_app(
     from trace_tasks._build import build_kind
     from trace_tasks.plugins import get_registry
 
-    app = FastAPI(title="trace_tasks reward server", version=__version__)
+    # redirect_slashes=False: a redirect would carry the query without its token (taken out for the log).
+    app = FastAPI(title="trace_tasks reward server", version=__version__, redirect_slashes=False)
 
     @app.get("/health")
+    @app.get("/health/")
     def health() -> dict[str, Any]:
         # The build too: a fleet of servers can differ in it (docs/compiled.md), and scores never do.
         registry = get_registry()
@@ -656,6 +791,7 @@ def create_app(
         }
 
     @app.post("/get_reward")
+    @app.post("/get_reward/")
     async def get_reward(request: Request) -> Any:
         body = await request.body()
         try:
@@ -668,10 +804,10 @@ def create_app(
             queries, prompts, labels = _check_lists(payload)
             return await run_in_threadpool(_validate_and_score, queries, prompts, labels, picked, log_keys)
         except MissingFamilyError as exc:
-            log.error("trace_tasks serve: %s", exc)
+            log_error(log, "trace_tasks serve: %s", exc)
             return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
         except InvalidLabels as exc:
-            log.error("trace_tasks serve: 422, a request with broken trace instances in its labels: %s", _preview(str(exc)))
+            log_error(log, "trace_tasks serve: 422, a request with broken trace instances in its labels: %s", _preview(str(exc)))
             return JSONResponse(exc.body(), status_code=422)
         except (ValueError, TypeError) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
@@ -687,7 +823,25 @@ def create_app(
         body_timeout_seconds=body_timeout,
         max_client_uploads=max_client_uploads,
         token=token,
+        allowed_hosts=hosts,
+        allowed_origins=origins or (),
     )
+
+
+def _hosts_from_env() -> tuple[str, ...] | None:
+    raw = os.environ.get(ALLOWED_HOSTS_ENV)
+    if not raw or not raw.strip():
+        return None
+    return tuple(name.strip() for name in raw.split(",") if name.strip())
+
+
+def _names(option: str, names: Any) -> tuple[str, ...] | None:
+    """``names`` as a tuple of non-empty strings (``None`` stays ``None``); :class:`OptionError` otherwise."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(name, str) and name.strip() for name in names):
+        raise OptionError(f"{option} must be a list of non-empty names, got {names!r}")
+    return tuple(name.strip() for name in names)
 
 
 def _preview(text: str, limit: int = 2000) -> str:

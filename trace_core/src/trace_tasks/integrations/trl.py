@@ -23,7 +23,11 @@ anything is scored; a broken one raises
 and listing every problem. It is never turned into ``None``, which TRL would
 take for "not applicable" and hide. TRL 1.16 calls a sync reward function with
 no ``try`` (``trl/trainer/grpo_trainer.py`` l.1626-1628), so training stops at
-that step with the message. Model output never raises.
+that step with the message. A bad scorer option in a row's ``extra_info``
+column raises :class:`~trace_tasks.errors.OptionError`, and a completion that
+is neither text nor a list of messages (``None``, bytes)
+:class:`~trace_tasks.errors.ResponseTypeError`, both naming the position.
+Model output never raises.
 
 Logging (both can be turned off with ``log_metrics=False`` / ``log_extra=False``):
 
@@ -40,8 +44,9 @@ Logging (both can be turned off with ``log_metrics=False`` / ``log_extra=False``
   ``trace/<key> / trace/rows`` is the exact mean over trace rows. On a dataset
   of trace rows only ``trace/rows`` is 1.0 and ``trace/<key>`` is the mean.
   The logged keys describe the model's output (:data:`~trace_tasks.integrations._common.CHARTED_KEYS`,
-  ``log_keys="charted"``) or every always-present key but ``answer_parse_ok``
-  (``log_keys="all"``; ``answer_parse_ok`` describes the ground truth).
+  ``log_keys="charted"``) or every always-present key (``log_keys="all"``,
+  ``answer_parse_ok`` included: it describes the ground truth, 1.0 on every
+  validated row).
 * ``log_extra``: per-completion columns ``trace/<key>`` for
   :data:`EXTRA_COLUMNS` in TRL's completions table, ``None`` for rows without an
   instance; the same columns on every call, for the same reason.
@@ -59,7 +64,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from trace_tasks.data import CompiledInstance
-from trace_tasks.errors import OptionError
+from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.integrations._common import (
     REQUIRED_FIELDS,
     SIZE_FIELDS,
@@ -67,6 +72,7 @@ from trace_tasks.integrations._common import (
     logged_keys,
     position,
     row_options,
+    score_checked,
     scorer_options,
     stable_keys,
 )
@@ -95,20 +101,26 @@ _Results = list[Optional[dict[str, float]]]
 
 
 def metric_keys(log_keys: str = "charted") -> tuple[str, ...]:
-    """The result keys logged as ``trace/<key>`` for ``log_keys``, in logging order (``trace/rows`` follows)."""
-    return tuple(key for key in logged_keys(log_keys) if key != "answer_parse_ok")
+    """The result keys logged as ``trace/<key>`` for ``log_keys``, in logging order (``trace/rows`` follows).
+
+    ``"all"`` is every always-present key, ``answer_parse_ok`` included (1.0 on every
+    validated row: it describes the ground truth, and ``"charted"`` leaves it out).
+    """
+    return logged_keys(log_keys)
 
 
-def completion_text(completion: Any) -> str:
+def completion_text(completion: Any, where: str = "a completion") -> str:
     """The text of one TRL completion: a string, or the last assistant message's content.
 
     Content given as a list of parts (``[{"type": "text", "text": ...}]``) is joined.
-    A conversation without an assistant message is an empty response.
+    A conversation without an assistant message is an empty response. Anything
+    else (``None``, bytes, a number) raises :class:`~trace_tasks.errors.ResponseTypeError`
+    naming ``where`` (the reward call names the position).
     """
     if isinstance(completion, str):
         return completion
-    if not isinstance(completion, Sequence):
-        raise OptionError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+    if not isinstance(completion, Sequence) or isinstance(completion, (bytes, bytearray)):
+        raise ResponseTypeError(f"{where} must be a string or a list of messages, got {type(completion).__name__}")
     for message in reversed(completion):
         if isinstance(message, Mapping) and message.get("role") == "assistant":
             content = message.get("content")
@@ -155,7 +167,10 @@ def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options:
             results.append(None)
             continue
         instance, inputs = entry
-        results.append(instance.score(completion_text(completion), **inputs, **row_options(options, columns["extra_info"][i])))
+        where = position(i)  # TRL passes no dataset row index
+        text = completion_text(completion, where=f"completions[{i}] ({where})")
+        # A bad option in the row's extra_info column raises OptionError naming the position.
+        results.append(score_checked(instance, inputs, text, row_options(options, columns["extra_info"][i]), where=where))
     return results
 
 

@@ -58,7 +58,11 @@ with the other rows (``reward_loop.py`` l.364-369: ``KeyError``). For that
 manager use ``on_invalid="zero"``: a broken row is logged at ERROR (naming
 ``extra_info['index']``, the dataset row, when the row has one) and returns
 every key of a scored row at 0.0 with ``trace_refused`` 1.0 (0.0 on every
-scored row). Model output never raises.
+scored row). A bad scorer option in one row's ``extra_info`` raises
+:class:`~trace_tasks.errors.OptionError` and a ``solution_str`` that is not
+text (a list, ``None``, bytes) :class:`~trace_tasks.errors.ResponseTypeError`,
+each naming the row; under ``on_invalid="zero"`` both are refused the same way
+as a broken instance. Model output (any text) never raises.
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trace_tasks.data import CompiledInstance
-from trace_tasks.errors import OptionError
+from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.integrations._common import (
     REFUSED_KEY,
     check_on_invalid,
@@ -78,6 +82,7 @@ from trace_tasks.integrations._common import (
     logged_keys,
     refused_row,
     row_options,
+    score_checked,
     scorer_options,
 )
 
@@ -126,25 +131,43 @@ class _Scorer:
         except ValueError as exc:
             if self.on_invalid == "raise":
                 raise
-            log_error(
-                logger,
-                "trace_tasks refuses a broken trace instance in reward_model.ground_truth: %s; "
-                "the row is scored 0 with %s=1.0. Fix the dataset (`trace-tasks validate FILE` lists every broken row).",
-                exc,
-                REFUSED_KEY,
-            )
+            self._log_refusal("a broken trace instance in reward_model.ground_truth", exc)
             return None
+
+    @staticmethod
+    def _log_refusal(what: str, exc: Exception) -> None:
+        log_error(
+            logger,
+            "trace_tasks refuses %s: %s; the row is scored 0 with %s=1.0. "
+            "Fix the dataset (`trace-tasks validate FILE` lists every broken row).",
+            what,
+            exc,
+            REFUSED_KEY,
+        )
 
     def refused(self) -> dict[str, float] | float:
         """A refused row: 0.0, or every key of a scored row at 0.0 with :data:`REFUSED_KEY` 1.0."""
         return 0.0 if self.returns == "float" else refused_row(self.row_keys)
 
     def score(
-        self, compiled: CompiledInstance, inputs: dict[str, Any], solution_str: Any, extra_info: Any, options: dict[str, Any]
+        self,
+        compiled: CompiledInstance,
+        inputs: dict[str, Any],
+        solution_str: Any,
+        extra_info: Any,
+        options: dict[str, Any],
+        where: str,
     ) -> dict[str, float] | float:
-        # verl decodes with skip_special_tokens; anything that is not text scores as an empty response.
-        response = solution_str if isinstance(solution_str, str) else ""
-        result = compiled.score(response, **inputs, **row_options(options, extra_info))
+        """One row's score; a row verl cannot have meant (a response that is not text, a bad option in its
+        ``extra_info``) raises naming ``where``, or under ``on_invalid="zero"`` is refused like a broken instance."""
+        try:
+            result = score_checked(compiled, inputs, solution_str, row_options(options, extra_info), where=where)
+        except (OptionError, ResponseTypeError) as exc:
+            if self.on_invalid == "raise":
+                raise
+            what = "a response that is not text" if isinstance(exc, ResponseTypeError) else "a bad scorer option of the row"
+            self._log_refusal(what, exc)
+            return self.refused()
         overall = result["overall"]
         if self.returns == "float":
             return overall
@@ -182,10 +205,11 @@ class ComputeScore(_Scorer):
         self, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any = None, **kwargs: Any
     ) -> dict[str, float] | float:
         options = _merged(self.options, kwargs)
-        entry = self.compile(ground_truth, _where(extra_info))  # raises InstanceError unless on_invalid="zero"
+        where = _where(extra_info)
+        entry = self.compile(ground_truth, where)  # raises InstanceError unless on_invalid="zero"
         if entry is None:
             return self.refused()
-        return self.score(entry[0], entry[1], solution_str, extra_info, options)
+        return self.score(entry[0], entry[1], solution_str, extra_info, options, where)
 
 
 class ComputeScoreBatch(_Scorer):
@@ -207,13 +231,12 @@ class ComputeScoreBatch(_Scorer):
         elif len(extra_infos) != n:
             raise OptionError(f"got {n} solution_strs but {len(extra_infos)} extra_infos")
         options = _merged(self.options, kwargs)
+        wheres = [_where(extra, i) for i, extra in enumerate(extra_infos)]
         # Every row first: a broken instance raises before anything is scored.
-        compiled = [
-            self.compile(truth, _where(extra, i)) for i, (truth, extra) in enumerate(zip(ground_truths, extra_infos, strict=True))
-        ]
+        compiled = [self.compile(truth, where) for truth, where in zip(ground_truths, wheres, strict=True)]
         return [
-            self.refused() if entry is None else self.score(entry[0], entry[1], solution, extra, options)
-            for entry, solution, extra in zip(compiled, solution_strs, extra_infos, strict=True)
+            self.refused() if entry is None else self.score(entry[0], entry[1], solution, extra, options, where)
+            for entry, solution, extra, where in zip(compiled, solution_strs, extra_infos, wheres, strict=True)
         ]
 
 

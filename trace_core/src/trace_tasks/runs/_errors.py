@@ -81,3 +81,14 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+#: Another run is writing the same outputs (``score -o``): sysexits' EX_TEMPFAIL, try again when it is done.
+EXIT_LOCKED = 75
+
+
+class OutputLocked(Exception):
+    """Another run holds the lock of these outputs (:mod:`trace_tasks.runs._durable`): exit 75, the other run untouched."""
+
+    def __init__(self, output: str, lock: str) -> None:
+        super().__init__(f"another run is writing {output} (it holds {lock}): wait for it to finish, or give -o another name")

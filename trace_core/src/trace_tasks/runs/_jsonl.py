@@ -25,6 +25,7 @@ from typing import IO, Any, cast
 import attrs
 
 from trace_tasks.runs._errors import CannotOpen, InputFailed, describe
+from trace_tasks.runs._long_lines import TooLong, bounded_lines
 from trace_tasks.runs._output import STDIO, open_outputs
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -145,12 +146,17 @@ def read_lines(fh: IO[bytes], name: str = "input") -> Iterator[Line]:
     """One :class:`Line` per physical line of ``fh``, lazily (memory stays flat).
 
     A UTF-8 byte-order mark at the start of line 1 is dropped (editors on
-    Windows write one). A read that fails part-way (a truncated or corrupt
+    Windows write one). A line longer than :data:`~trace_tasks.limits.MAX_LINE_BYTES`
+    is an error item naming the bound, read past in bounded memory
+    (:mod:`trace_tasks.runs._long_lines`). A read that fails part-way (a truncated or corrupt
     .gz, an I/O error) raises :class:`~trace_tasks.runs._errors.InputFailed`
     naming ``name``.
     """
     try:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(bounded_lines(fh), start=1):
+            if isinstance(raw, TooLong):  # past MAX_LINE_BYTES: read past, never held
+                yield Line(number, error=raw.message(number))
+                continue
             yield parse_line(number, raw[len(BOM) :] if number == 1 and raw.startswith(BOM) else raw)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputFailed(name, exc) from exc

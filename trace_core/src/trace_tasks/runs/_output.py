@@ -34,6 +34,7 @@ from typing import IO, Any, cast
 
 import attrs
 
+from trace_tasks.runs._durable import sync_directory
 from trace_tasks.runs._errors import OutputClosed, OutputFailed, UsageError, describe
 
 STDIO = "-"
@@ -268,6 +269,7 @@ class _AtomicFile:
             if self.temporary is not None:
                 os.replace(self.temporary, self.target)
                 self.temporary = None
+                sync_directory(os.path.dirname(self.target))  # and the rename too
         except OSError as exc:
             raise OutputFailed(self.path, exc) from exc
 

@@ -45,9 +45,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from trace_tasks.data import InstanceCache
 from trace_tasks.errors import ClusterMismatchError, RayJobError
+from trace_tasks.runs._durable import sync_file
 from trace_tasks.runs._engine import EngineError, score_compiled
 from trace_tasks.runs._errors import InputFailed, UsageError
 from trace_tasks.runs._jsonl import BOM, Line, dumps, open_source, parse_line
+from trace_tasks.runs._long_lines import TooLong, bounded_lines
 from trace_tasks.runs._output import guard
 from trace_tasks.runs._plan import Job
 from trace_tasks.runs._rows import combined_slots, output_record
@@ -99,15 +101,22 @@ def _block(shard: int, lines: list[int], data: list[bytes]) -> pyarrow.Table:
     )
 
 
+#: Starts the stand-in of a line past ``MAX_LINE_BYTES`` in a block (a NUL never starts a JSON line); its error follows.
+TOO_LONG_MARK = b"\x00line too long\x00"
+
+
 def _raw_lines(path: str, fmt: str) -> Iterator[tuple[int, bytes]]:
-    """``(number, bytes)`` for each row: a JSON line as read (BOM dropped), a Parquet row pickled."""
+    """``(number, bytes)`` for each row: a JSON line as read (BOM dropped), a Parquet row's :class:`Line` pickled."""
     if fmt == PARQUET:
-        for line in ParquetLines(path):
-            yield line.number, pickle.dumps(line.value, protocol=pickle.HIGHEST_PROTOCOL)
+        for line in ParquetLines(path):  # the whole Line: a row refused when read keeps its error
+            yield line.number, pickle.dumps(line, protocol=pickle.HIGHEST_PROTOCOL)
         return
     with open_source(path) as source:
         try:
-            for number, raw in enumerate(source.stream, start=1):
+            for number, raw in enumerate(bounded_lines(source.stream), start=1):
+                if isinstance(raw, TooLong):  # past MAX_LINE_BYTES: its error travels instead of the line
+                    yield number, TOO_LONG_MARK + raw.message(number).encode("utf-8")
+                    continue
                 yield number, raw[len(BOM) :] if number == 1 and raw.startswith(BOM) else raw
         except (OSError, EOFError) as exc:
             raise InputFailed(path, exc) from exc
@@ -182,7 +191,9 @@ def decoded_lines(table: pyarrow.Table, formats: list[str]) -> Iterator[Line]:
     numbers = table.column("line").to_pylist()
     for shard, number, raw in zip(shards, numbers, table.column("data").to_pylist(), strict=True):
         if formats[shard] == PARQUET:
-            yield Line(number, pickle.loads(raw))
+            yield pickle.loads(raw)
+        elif raw.startswith(TOO_LONG_MARK):
+            yield Line(number, error=raw[len(TOO_LONG_MARK) :].decode("utf-8"))
         else:
             yield parse_line(number, raw)
 
@@ -268,6 +279,7 @@ def _write_part(parts: str, first: int, last: int, out: list[bytes], fmt: str) -
         columns: list[Sequence[Any]] = list(zip(*cells, strict=True)) if cells else [[] for _ in schema]
         arrays = [pa.array(list(column), type=field.type) for column, field in zip(columns, schema, strict=True)]
         pq.write_table(pa.Table.from_arrays(arrays, schema=schema), temporary)
+        sync_file(temporary)  # on disk before the name points at it, as the JSON Lines parts
     else:
         with open(temporary, "wb") as fh:
             fh.write(_part_bytes(out, fmt))
@@ -316,6 +328,7 @@ def merge_shard(parts: str, output: str, fmt: str, *, claim: bool = True) -> boo
     try:
         if fmt == PARQUET:
             _merge_parquet(ordered, temporary)
+            sync_file(temporary)  # pyarrow closed it unsynced; the bytes merge syncs its own
         else:
             _merge_bytes(ordered, temporary, fmt)
         os.replace(temporary, output)

@@ -8,6 +8,7 @@ prints the summary table, writes ``summary`` and decides the exit status.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Mapping
 from typing import IO, Any
@@ -34,13 +35,19 @@ def score_files(settings: RunSettings) -> RunResult:
     :param settings: the inputs, outputs, engine and scorer options of the run.
     :returns: the summary, the counts, the exit status and the outputs written.
     :raises trace_tasks.errors.OptionError: a bad scorer option (before any input is read).
+    :raises OutputLocked: another run is writing the same outputs (it is left alone).
     :raises UsageError: settings that cannot run (an input that cannot be opened, a layout the engine
         does not support, Ray not installed); ``InputFailed`` and ``OutputFailed`` when reading or
         writing fails part-way.
     """
     options_from(settings.options)  # an OptionError names a bad one before any input is read
     _check(settings)
-    plan = make_plan(settings)
+    with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
+        return _run(settings, make_plan(settings, held))
+
+
+def _run(settings: RunSettings, plan: Plan) -> RunResult:
+    """The planned run: the engine, then the table, the summary file and the exit status, once for every engine."""
     if settings.columns and any(job.format == PARQUET for job in plan.jobs):
         raise UsageError(
             "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"

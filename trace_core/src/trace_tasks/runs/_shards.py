@@ -9,9 +9,11 @@ stem in the input's format (``a.jsonl`` -> ``DIR/a.jsonl``, ``b.jsonl.gz`` ->
 sharded too when ``-o`` names a directory (an existing one, or a name ending
 in ``/``). Both engines write the same outputs.
 
-An output is written under a temporary name beside it and renamed when its
-shard is complete, so a file with an output's name is always a complete one:
-``--resume`` skips those shards and redoes the rest; a rerun never appends.
+An output is written under a temporary name beside it, synced to disk and
+renamed when its shard is complete, so a file with an output's name is a
+complete one: ``--resume`` skips those shards (after checking that each reads
+to its end with one row per input row: :mod:`trace_tasks.runs._resume_check`)
+and redoes the rest; a rerun never appends.
 
 Parquet rows are read as the JSON lines would be: one row is one line (its
 1-based row number is the output's ``line``); a null cell is a key left out
@@ -23,7 +25,6 @@ decoded. Reading and writing Parquet needs pyarrow (``trace-core[ray]``).
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import re
@@ -33,8 +34,11 @@ from typing import IO, Any
 
 import attrs
 
+from trace_tasks.runs._durable import sync_directory, sync_file
 from trace_tasks.runs._errors import CannotOpen, InputFailed, OutputFailed, UsageError, describe
+from trace_tasks.runs._glob import glob_paths
 from trace_tasks.runs._jsonl import Line, dumps, open_source, read_lines
+from trace_tasks.runs._parquet_values import UnsupportedCell, json_cells, row_error
 
 JSONL, JSONL_GZ, PARQUET = "jsonl", "jsonl.gz", "parquet"
 #: Suffixes a directory or a glob picks up, and the format each means (longest first).
@@ -102,7 +106,7 @@ def find_shards(spec: str) -> list[Shard]:
         ]
         where = f"directory {spec}"
     elif not os.path.exists(spec) and _GLOB_MAGIC.search(spec):
-        paths = [path for path in glob.glob(spec, recursive=True) if os.path.isfile(path)]
+        paths = [path for path in glob_paths(spec) if os.path.isfile(path)]  # '**' never follows a directory link
         where = f"glob {spec!r}"
     else:
         if not os.path.exists(spec):
@@ -242,7 +246,7 @@ class ParquetLines:
             for batch in self._file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
                 for row in batch.to_pylist():
                     number += 1
-                    yield Line(number, plain_row(row))
+                    yield parquet_line(number, row)
                 self._read = number
         except OSError as exc:
             raise InputFailed(self.path, exc) from exc
@@ -340,7 +344,9 @@ class ParquetOutput:
         self._flush()
         try:
             self._writer.close()
+            sync_file(self.temporary)  # the data is on disk before the name points at it, as for JSON Lines
             os.replace(self.temporary, self.path)
+            sync_directory(os.path.dirname(os.path.abspath(self.path)))
         except OSError as exc:
             raise OutputFailed(self.path, exc) from exc
 
@@ -377,3 +383,11 @@ def open_shard_output(path: str, fmt: str) -> Iterator[ParquetOutput | JsonlOutp
     with open_outputs(path) as (stream,):
         assert stream is not None
         yield JsonlOutput(stream)
+
+
+def parquet_line(number: int, row: dict[str, Any]) -> Line:
+    """Row ``number`` as its line: every cell a JSON value (:mod:`trace_tasks.runs._parquet_values`), or an error naming the column."""
+    try:
+        return Line(number, plain_row(json_cells(row)))
+    except UnsupportedCell as exc:
+        return Line(number, error=row_error(number, exc))
