@@ -71,7 +71,10 @@ def _finite(value: Any) -> TypeGuard[float]:
 
 
 def row_type(scores: Mapping[str, Any]) -> str:
-    """The annotation type a scores row names with its ``annotation_type_<name>`` indicator at 1.0."""
+    """The annotation type a scores row names: its ``annotation_type`` (``score --columns stable``), else its indicator at 1.0."""
+    named = scores.get("annotation_type")
+    if isinstance(named, str) and named:
+        return named
     for key, value in scores.items():
         if key.startswith(TYPE_PREFIX) and value == 1.0:
             return key[len(TYPE_PREFIX) :]
