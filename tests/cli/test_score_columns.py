@@ -54,3 +54,14 @@ def test_stable_is_refused_for_parquet_outputs(tmp_path: Path) -> None:
     proc = run_cli("score", str(COMBINED), "-q", "--columns", "stable", "-o", str(tmp_path / "s.parquet"))
     assert proc.returncode == 2 and "--columns stable is for JSON Lines outputs" in proc.stderr.decode()
     assert not (tmp_path / "s.parquet").exists()
+
+
+def test_the_report_explains_a_stable_file_with_the_default_options(tmp_path: Path) -> None:
+    scores = _score(tmp_path, "stable.jsonl", "--columns", "stable")
+    page = tmp_path / "r.html"
+    proc = run_cli("report", str(scores), "--instances", str(COMBINED), "--no-audit", "--no-metrics", "-o", str(page))
+    assert proc.returncode == 0, proc.stderr.decode()
+    html = page.read_text(encoding="utf-8")
+    # every case re-scores to the file's overall: the options read back are the ones it was scored with (the defaults)
+    assert "re-scoring gives overall" not in html and "not explained" not in html
+    assert html.count('<div class="case"') == 30

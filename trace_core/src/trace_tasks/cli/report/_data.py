@@ -595,7 +595,10 @@ def run_options(row: Row) -> dict[str, Any]:
     for option in OPTIONS:  # decoded from the echo the options table spells
         got = option.decode(s)
         if option.cli == NUMBER:
-            options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
+            if got is None:  # no echo (score --columns stable): the option's default
+                options[option.name] = option.default
+            else:
+                options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
         else:
             options[option.name] = option.default if got is None else got
     half_life = s.get("annotation_point_half_life_px")  # not an echo: the context the family reports
