@@ -80,6 +80,7 @@ table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
   .case-main { flex-direction: column; } .case-main .pic { max-width: 100%; } .case-main .pic img { max-height: 120px; }
   .case table.pe th:first-child { width: 4.8em; } .case table.pe code, .case-main pre.breakdown { font-size: 11px; }
   .case table.pe th, .case table.pe td { padding: 1px 3px; }
+  .charts figure { width: calc(50% - .6em); } .charts svg { width: 100%; height: auto; }
 }
 .curves h3 { font-size: 1em; margin: .8em 0 .2em; } .charts { display: flex; flex-wrap: wrap; gap: .3em 1em; }
 td.est { white-space: nowrap; } .charts figure { margin: 0; } .charts figcaption { font-size: 12px; color: #555; }
