@@ -32,6 +32,7 @@ INSTANCE = {
     "answer_gt": {"type": "integer", "value": 7},
     "annotation_gt": {"type": "bbox", "value": [0, 0, 10, 10]},
     "reward_contract": contract(),
+    "image_size": [640, 480],  # a declared prediction frame needs it
 }
 #: A departure from every default, as its API keywords.
 DEPARTING = {
@@ -43,6 +44,9 @@ DEPARTING = {
     "point_half_life_px": 40.0,
     "trace_recovery": "final_only",
     "format_accept_answer_tag": True,
+    "prediction_frame": "rel1000",
+    "resize": '{"factor": 32, "min_pixels": 4096, "max_pixels": 524288}',
+    "annotation_native": True,
 }
 
 

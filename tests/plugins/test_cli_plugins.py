@@ -82,6 +82,7 @@ def table_rows(out: str, header: str) -> list[str]:
 HOOKS = {
     "trace_annotation_types", "trace_parse_annotation", "trace_resolve_reward_id", "trace_score_annotation",
     "trace_explain_annotation", "trace_draw_annotation", "trace_native_annotation", "trace_scale_annotation",
+    "trace_frame_annotation", "trace_reread_annotation",
 }  # fmt: skip
 
 

@@ -76,6 +76,16 @@ Per annotation type, with the examples the owner declares
     item for a 640 x 480 image, laid out in it (:func:`~trace_tasks.family.lay_out`;
     a map gets the keys of its first example), parses and scores against every
     example under every id; with ``averaged``, the item is a flat list of numbers.
+``frame``
+    when the owner implements ``trace_frame_annotation`` (a declared
+    ``prediction_frame``): converting an example with ``scale_x=2``,
+    ``scale_y=0.5`` (a non-square image) and back gives it again (self-score
+    1.0), and so does swapping its pairs twice (``y_first``; an owner may
+    answer ``None`` to a y-first frame it cannot take: declaring it is then an
+    ``OptionError``, never a silent zero); when the owner
+    can also draw and explain, the drawn extent of the converted example is the
+    example's with every x doubled and every y halved, and with ``y_first`` its
+    x and y exchanged: the family says which numbers are x and which y.
 ``hook``
     through ``registry.manager.hook`` the parse, score, explain and draw hooks
     return the responsible plugin's answer: every other plugin returns ``None``.
@@ -498,6 +508,79 @@ class _TypeCheck:
             self.check_examples(reward, parsed)
         self.check_order(parsed)
         self.check_hostile(parsed)
+        self.check_frame(parsed)
+
+    # -- declared coordinate frames
+
+    def convert(self, value: Any, scale_x: float, scale_y: float, y_first: bool, what: str) -> Any:
+        """The owner's frame conversion of ``value``, or :data:`_MISSING` (after reporting why, unless a y-first refusal)."""
+        assert self.entry.frame is not None
+        try:
+            got = self.entry.frame(annotation_type=self.name, value=value, scale_x=scale_x, scale_y=scale_y, y_first=y_first)
+        except Exception as exc:
+            self.problem("frame", f"trace_frame_annotation of {what} raised {_exc(exc)}")
+            return _MISSING
+        if got is None:
+            if not y_first:  # a y-first frame may be refused (a one-dimensional family); scaling may not
+                self.problem("frame", f"trace_frame_annotation of {what} returned None for a type the plugin owns")
+            return _MISSING
+        return got
+
+    def extents(self, value: Any) -> list[tuple[float, float]] | None:
+        """The drawn extent points of a parsed value's items, sorted; ``None`` when the owner cannot say."""
+        reward = self.rewards[0] if self.rewards else None
+        if self.entry.draw is None or reward is None or reward.explain is None:
+            return None
+        try:
+            explanation = reward.explain(reward_id=reward.reward_id, prediction=None, target=value, context=CONTEXT)
+            points = [
+                (float(x), float(y))
+                for item in explanation.unmatched_targets
+                for shape in (self.entry.draw(annotation_type=self.name, item=item.value) or ())
+                for x, y in extent_points(shape)
+            ]
+        except Exception:  # the explain and draw checks report these
+            return None
+        return sorted(points)
+
+    def check_frame(self, parsed: list[tuple[Any, Any]]) -> None:
+        if self.entry.frame is None or not self.rewards:
+            return
+        reward = self.rewards[0]
+        for i, (_, t) in enumerate(parsed):
+            what = f"example #{i}"
+            there = self.convert(t, 2.0, 0.5, False, what)  # powers of two: the round trip is exact
+            back = self.convert(there, 0.5, 2.0, False, f"{what} converted") if there is not _MISSING else _MISSING
+            swapped = self.convert(t, 1.0, 1.0, True, what)
+            twice = self.convert(swapped, 1.0, 1.0, True, f"{what} swapped") if swapped is not _MISSING else _MISSING
+            for label, value in (("scaled by (2, 0.5) and back", back), ("swapped twice (y_first)", twice)):
+                if value is _MISSING:
+                    continue
+                got = self.score(reward, value, t, f"{what} {label}")
+                if got is not None and abs(got[0] - 1.0) > TOLERANCE:
+                    self.problem("frame", f"{what} {label} scores {got[0]!r} against itself, expected 1.0", reward.reward_id)
+            before = self.extents(t)
+            if before is None:
+                continue
+            checks = (
+                (there, sorted((2.0 * x, 0.5 * y) for x, y in before), "scale_x=2, scale_y=0.5", "x doubled, y halved"),
+                (swapped, sorted((y, x) for x, y in before), "y_first", "x and y exchanged"),
+            )
+            for value, expected, how, meaning in checks:
+                if value is _MISSING:
+                    continue
+                after = self.extents(value)
+                close = after is not None and len(after) == len(expected)
+                if close and after is not None:
+                    close = all(
+                        math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+                        for p, q in zip(after, expected, strict=True)
+                        for a, b in zip(p, q, strict=True)
+                    )
+                if not close:
+                    self.problem(
+                        "frame", f"{what} converted with {how} draws at {_short(after)}, expected {meaning}: {_short(expected)}"
+                    )
 
     def check_examples(self, reward: RewardEntry, parsed: list[tuple[Any, Any]]) -> None:
         rid = reward.reward_id

@@ -93,8 +93,9 @@ class AnnotationTypeEntry:
     other plugins'); ``pinned_by`` says where the user's pin came from
     (``TRACE_TASKS_REWARD_IDS`` or ``pin_reward_id()``), ``None`` when the
     owner's default is current. ``draw`` is the owner's drawing hook, if any;
-    ``native`` its ``trace_native_annotation`` and ``scale`` its
-    ``trace_scale_annotation``, if any.
+    ``native`` its ``trace_native_annotation``, ``scale`` its
+    ``trace_scale_annotation``, ``frame`` its ``trace_frame_annotation`` and
+    ``reread`` its ``trace_reread_annotation``, if any.
     """
 
     name: str
@@ -108,6 +109,8 @@ class AnnotationTypeEntry:
     draw: Callable[..., Any] | None = None
     native: Callable[..., Any] | None = None
     scale: Callable[..., Any] | None = None
+    frame: Callable[..., Any] | None = None
+    reread: Callable[..., Any] | None = None
 
 
 @attrs.frozen(slots=True)
@@ -546,6 +549,8 @@ def _index(
     drawers = _impls_by_plugin(pm, "trace_draw_annotation")
     natives = _impls_by_plugin(pm, "trace_native_annotation")
     scalers = _impls_by_plugin(pm, "trace_scale_annotation")
+    framers = _impls_by_plugin(pm, "trace_frame_annotation")
+    rereaders = _impls_by_plugin(pm, "trace_reread_annotation")
 
     owners = _owned_types(pm, who)
     for name, (plugin, _) in owners.items():
@@ -580,6 +585,8 @@ def _index(
             draw=drawers.get(plugin),
             native=natives.get(plugin),
             scale=scalers.get(plugin),
+            frame=framers.get(plugin),
+            reread=rereaders.get(plugin),
         )
         for name, (plugin, spec) in owners.items()
     }
