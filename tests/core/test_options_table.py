@@ -32,6 +32,7 @@ INSTANCE = {
     "answer_gt": {"type": "integer", "value": 7},
     "annotation_gt": {"type": "bbox", "value": [0, 0, 10, 10]},
     "reward_contract": contract(),
+    "image_size": [640, 480],  # a declared prediction frame needs it
 }
 #: A departure from every default, as its API keywords.
 DEPARTING = {
@@ -41,8 +42,12 @@ DEPARTING = {
     "answer_weight": 3,
     "annotation_weight": 1,
     "point_half_life_px": 40.0,
+    "answer_relative_tolerance": "0.1",  # read as text by the command line, resolved to 0.1
     "trace_recovery": "final_only",
     "format_accept_answer_tag": True,
+    "prediction_frame": "rel1000",
+    "resize": '{"factor": 32, "min_pixels": 4096, "max_pixels": 524288}',
+    "annotation_native": True,
 }
 
 
@@ -62,6 +67,7 @@ def test_the_echo_keys_are_the_contracts() -> None:
     start = LEADING_KEYS.index("format_weight")
     assert LEADING_KEYS[start : LEADING_KEYS.index("format_structure_ok")] == OPTION_KEYS
     assert OPT_IN_KEYS == (
+        "trace_answer_relative_tolerance",
         "trace_recovery_lenient",
         "trace_recovery_outside_think",
         "trace_recovery_final_only",

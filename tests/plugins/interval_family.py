@@ -156,6 +156,27 @@ class IntervalFamily:
         self.calls.append(("trace_scale_annotation", (annotation_type,)))
         return (value[0] * scale_x, value[1] * scale_x)
 
+    @hookimpl
+    def trace_frame_annotation(
+        self, annotation_type: str, value: Interval, scale_x: float, scale_y: float, y_first: bool
+    ) -> Interval | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_frame_annotation", (annotation_type,)))
+        if y_first:
+            return None  # an interval on the x axis has no y-first spelling: that frame is refused
+        return (value[0] * scale_x, value[1] * scale_x)
+
+    @hookimpl
+    def trace_reread_annotation(self, annotation_type: str, value: object) -> dict[str, object] | None:
+        if annotation_type != "interval":
+            return None
+        self.calls.append(("trace_reread_annotation", (annotation_type,)))
+        # [start, length] read as [start, start + length]
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+            return {"start_length": (float(value[0]), float(value[0]) + float(value[1]))}
+        return {}
+
     def hooks_called(self) -> set[str]:
         return {name for name, _ in self.calls}
 

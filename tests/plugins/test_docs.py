@@ -79,6 +79,8 @@ def test_there_are_hook_specs_to_check() -> None:
         "trace_draw_annotation",
         "trace_native_annotation",
         "trace_scale_annotation",
+        "trace_frame_annotation",
+        "trace_reread_annotation",
     }
 
 

@@ -73,7 +73,9 @@ def test_the_circle_example_passes_the_kit(register: Any, circle_plugin: object)
 
 def test_the_giou_example_passes_the_kit_beside_the_bbox_owner(register: Any, giou_rewards: object) -> None:
     register(giou_rewards, "bbox_giou")
-    assert get_registry().annotation_types["bbox"].reward_ids == ("bbox_soft_iou_v0", "bbox_giou_v1")
+    assert get_registry().annotation_types["bbox"].reward_ids == (
+        "bbox_soft_iou_v0", "bbox_click_hit_v0", "bbox_click_soft_v0", "bbox_giou_v1",
+    )  # fmt: skip
     assert_family_ok(types="bbox")  # both ids, the owner's and the third party's
 
 
@@ -240,6 +242,44 @@ class ExplainedToy(Toy):
         if self.flaw == "bad_draw":
             return [("point", item[0], item[1])]
         return [Point(item[0], item[1])]
+
+
+class FramedToy(ExplainedToy):
+    """ExplainedToy whose pairs are ``(x, y)`` points converted by ``trace_frame_annotation``; flaws:
+    ``frame_backwards`` scales x by ``scale_y`` (it has x and y mixed up), ``frame_no_swap`` ignores ``y_first``,
+    ``frame_lossy`` rounds (no exact round trip)."""
+
+    @hookimpl
+    def trace_frame_annotation(self, annotation_type: str, value: Any, scale_x: float, scale_y: float, y_first: bool) -> Any:
+        if annotation_type != "toy":
+            return (
+                [self.trace_frame_annotation("toy", item, scale_x, scale_y, y_first) for item in value]
+                if annotation_type in self.IDS
+                else None
+            )
+        x, y = (value[1], value[0]) if y_first and self.flaw != "frame_no_swap" else value
+        if self.flaw == "frame_backwards":
+            return (x * scale_y, y * scale_x)
+        if self.flaw == "frame_lossy":
+            return (round(x * scale_x + 0.3), round(y * scale_y))
+        return (x * scale_x, y * scale_y)
+
+
+FRAME_FLAWS = {
+    "frame_backwards": "expected x doubled, y halved",
+    "frame_no_swap": "expected x and y exchanged",
+    "frame_lossy": "scaled by (2, 0.5) and back scores",
+}
+
+
+def test_a_family_that_converts_frames_passes_the_frame_check() -> None:
+    assert _problems(("toy", FramedToy())) == []
+
+
+@pytest.mark.parametrize("flaw", sorted(FRAME_FLAWS))
+def test_the_kit_catches_a_frame_conversion_that_mixes_up_x_and_y(flaw: str) -> None:
+    problems = [p for p in _problems(("toy", FramedToy(flaw))) if p.check == "frame"]
+    assert problems and any(FRAME_FLAWS[flaw] in p.message for p in problems), "\n".join(map(str, problems))
 
 
 class Meddler:

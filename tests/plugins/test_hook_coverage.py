@@ -15,8 +15,11 @@ import inspect
 import json
 from typing import Any
 
+import pytest
+
 from trace_tasks import compile_instance, get_registry, resolve_reward_contract, score_trace_response
 from trace_tasks.cli._views.frames import frame_report
+from trace_tasks.errors import OptionError
 from trace_tasks.plugins import PROJECT_NAME, hookspecs
 from trace_tasks.scoring import options_from
 
@@ -28,8 +31,10 @@ LOAD_HOOKS = {"trace_annotation_types", "trace_reward_ids", "trace_answer_types"
 SCORE_HOOKS = {"trace_parse_annotation", "trace_score_annotation"}
 #: Asked by the scorer only after a prediction failed to parse.
 FAILURE_HOOKS = {"trace_native_annotation"}
+#: Asked by the scorer only under a declared prediction frame other than ``pixel``.
+FRAME_HOOKS = {"trace_frame_annotation"}
 #: Capabilities the tools call (explain, draw, the normalised readings), never the scorer.
-TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation", "trace_scale_annotation"}
+TOOL_HOOKS = {"trace_explain_annotation", "trace_draw_annotation", "trace_scale_annotation", "trace_reread_annotation"}
 
 
 def spec_names() -> set[str]:
@@ -39,8 +44,8 @@ def spec_names() -> set[str]:
 
 
 def test_the_phases_cover_every_spec() -> None:
-    assert spec_names() == LOAD_HOOKS | SCORE_HOOKS | FAILURE_HOOKS | TOOL_HOOKS
-    assert len(spec_names()) == 10
+    assert spec_names() == LOAD_HOOKS | SCORE_HOOKS | FAILURE_HOOKS | FRAME_HOOKS | TOOL_HOOKS
+    assert len(spec_names()) == 12
 
 
 def test_the_recording_plugin_implements_every_spec(register: Any) -> None:
@@ -96,3 +101,23 @@ def test_real_code_paths_call_every_hook(register: Any) -> None:
     _, trail = compile_instance(instance).explain(json.dumps({"answer": "#00ff00", "annotation": [0, 0.4]}), options_from({}))
     assert "trace_scale_annotation" in family.hooks_called()
     assert trail.readings["0-1"] == 1.0 and trail.readings["pixels"] < 1.0
+    # ... and asks the owner's other spellings of the raw prediction, for the mismatch readings
+    assert "trace_reread_annotation" in family.hooks_called()
+    assert "start_length" in trail.alternatives  # [0, 0.4] read as [0, 0 + 0.4], scored by the current id
+
+    # A declared frame converts the parsed prediction through the owner's frame hook, and only then.
+    family.calls.clear()
+    result = score_trace_response(
+        response=json.dumps({"answer": "#00ff00", "annotation": [0, 400]}), prediction_frame="rel1000", **instance
+    )
+    assert result["annotation_reward"] == 1.0 and result["trace_prediction_frame_rel1000"] == 1.0
+    names = [name for name, _ in family.calls]
+    # The target's parse and one probe of the frame (once per type and frame), then the response's.
+    assert names == [
+        "trace_parse_annotation", "trace_frame_annotation",
+        "trace_parse_annotation", "trace_frame_annotation", "trace_score_annotation",
+    ]  # fmt: skip
+
+    # An owner that refuses a frame (None) makes declaring it a caller's error naming the family, not a zero.
+    with pytest.raises(OptionError, match=r"rel1000_yx.*'interval'.*cannot convert"):
+        score_trace_response(response="{}", prediction_frame="rel1000_yx", **instance)

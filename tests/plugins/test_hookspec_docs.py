@@ -11,8 +11,8 @@ from trace_tasks.plugins import hookspecs
 SPECS = [name for name, value in vars(hookspecs).items() if name.startswith("trace_") and inspect.isfunction(value)]
 
 
-def test_the_contract_has_its_ten_hooks() -> None:
-    assert len(SPECS) == 10
+def test_the_contract_has_its_twelve_hooks() -> None:
+    assert len(SPECS) == 12
 
 
 @pytest.mark.parametrize("name", SPECS)

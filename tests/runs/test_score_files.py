@@ -53,7 +53,9 @@ def test_an_in_process_run_writes_the_scores_and_returns_the_summary(tmp_path: P
     written = json.loads(summary.read_text(encoding="utf-8"))
     assert written["overall"] == result.summary["overall"] and written["lines"] == result.lines
     assert written["warnings"] == result.warnings
-    assert written["options"] == {**OPTION_DEFAULTS}  # the defaults, echoed as the command echoes them
+    assert written["options"] == json.loads(
+        json.dumps(OPTION_DEFAULTS)
+    )  # the defaults, echoed as the command echoes them (JSON values)
     for row, expected in zip(rows, _expected(), strict=True):
         if "error" not in row:
             assert expected is not None and {key: row[key] for key in expected} == expected

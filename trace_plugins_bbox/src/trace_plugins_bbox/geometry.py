@@ -30,6 +30,15 @@ def parse_box(value: Any) -> Box:
     return (x0, y0, x1, y1)
 
 
+def xywh_corners(value: Any) -> list[float]:
+    """A box written ``[x, y, width, height]`` (COCO's order) as its corners ``[x, y, x + width, y + height]``.
+
+    A reading for the tools' mismatch hints only (``Primitive.rereadings``), never the reward.
+    """
+    x, y, w, h = coordinates(value, 4)
+    return [x, y, x + w, y + h]
+
+
 def is_box(value: Any) -> bool:
     return is_flat(value, 4)
 

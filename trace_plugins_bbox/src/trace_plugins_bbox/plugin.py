@@ -10,8 +10,8 @@ The entry point names :data:`family` itself; ``AlignedShapeFamily`` (a
 
 from __future__ import annotations
 
-from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box
-from trace_tasks.family import AlignedShapeFamily, Box, ImageBlind, Primitive, scale_xy
+from trace_plugins_bbox.geometry import iou, iou_matrix, is_box, parse_box, xywh_corners
+from trace_tasks.family import AlignedShapeFamily, Box, ImageBlind, Primitive
 
 BOX = Primitive(
     name="bbox",
@@ -28,7 +28,8 @@ BOX = Primitive(
     item_form="[x0, y0, x1, y1]",
     item_help="its left, top, right and bottom edges in pixels of the image, x0 < x1 and y0 < y1",
     native_keys=("bbox_2d", "bbox", "box"),
-    scale=scale_xy,
+    flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
+    rereadings={"xywh": xywh_corners},  # a mismatch the tools name, never a reward
     # the kit's parse of a box depends on the value only; the image-blind box covers the whole image
     pure_parse=True,
     image_blind=ImageBlind(lambda width, height: [0, 0, width, height], averaged=True),

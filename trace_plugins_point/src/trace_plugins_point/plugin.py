@@ -11,7 +11,7 @@ The entry point names :data:`family` itself; ``AlignedShapeFamily`` (a
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import AlignedShapeFamily, ImageBlind, Point, Primitive, half_life_diagnostic, scale_xy
+from trace_tasks.family import AlignedShapeFamily, ImageBlind, Point, Primitive, half_life_diagnostic
 
 POINT = Primitive(
     name="point",
@@ -28,7 +28,7 @@ POINT = Primitive(
     item_form="[x, y]",
     item_help="in pixels of the image, x to the right and y down from its top-left corner",
     native_keys=("point_2d", "point"),
-    scale=scale_xy,
+    flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
     # the kit's parse of a point depends on the value only; the image-blind point is the image centre
     pure_parse=True,
     image_blind=ImageBlind(lambda width, height: [width / 2, height / 2]),

@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
-from trace_tasks.family import ImageBlind, Polyline, Primitive, ShapeFamily, half_life_diagnostic, scale_xy
+from trace_tasks.family import ImageBlind, Polyline, Primitive, ShapeFamily, half_life_diagnostic
 
 _POINT_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
@@ -26,7 +26,7 @@ SEGMENT = Primitive(
     item_form="[[x0, y0], [x1, y1]]",
     item_help="its two endpoints in pixels of the image, in either order",
     native_keys=("line_2d", "segment"),
-    scale=scale_xy,
+    flat_xy=True,  # items are flat (x, y, ...) tuples: scaling and declared frames for free
     # the kit's parse of a segment depends on the value only; the image-blind segment is the diagonal
     pure_parse=True,
     image_blind=ImageBlind(lambda width, height: [[0, 0], [width, height]]),

@@ -14,13 +14,16 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from trace_tasks.errors import ResponseTypeError
+from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import ANSWER_AND_ANNOTATION_KEYS, extract, think_text
 from trace_tasks.scoring import (
     CORE_RESULT_KEYS,
+    DEFAULT_RESIZE,
+    PIXEL,
     document_options,
+    frame_problem,
     prepare_target,
     required_keys,
     resolve_answer_tag,
@@ -29,6 +32,7 @@ from trace_tasks.scoring import (
     resolve_recovery,
     result_keys,
     run,
+    size_from,
 )
 
 __all__ = [
@@ -162,12 +166,17 @@ def score_trace_response(
     format_weight: float = 0.0,
     trace_annotation_reward_formula: Any = "gated",
     point_half_life_px: Any = None,
+    answer_relative_tolerance: Any = 0.05,
     image_size: Any = None,
     image_sizes: Any = None,
     metadata: Any = None,
     extra_info: Any = None,
     trace_recovery: Any = "lenient",
     format_accept_answer_tag: Any = False,
+    prediction_frame: Any = "pixel",
+    resize: Any = DEFAULT_RESIZE,
+    annotation_native: Any = False,
+    model_image_size: Any = None,
 ) -> dict[str, float]:
     """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
 
@@ -179,6 +188,17 @@ def score_trace_response(
     ``**options.keywords()`` (or use :meth:`~trace_tasks.CompiledInstance.score`,
     which takes the record itself). ``image_size``, ``image_sizes``,
     ``metadata`` and ``extra_info`` are the size sources, searched in that order.
+
+    ``prediction_frame`` declares the coordinate frame the model writes
+    (``"pixel"``, ``"rel1000"``, ``"rel999"``, ``"rel1"``, ``"resized"``,
+    ``"rel1000_yx"``; docs/contracts.md, "Coordinate frames"): the prediction is
+    converted to pixels of the image before it is scored (targets stay in
+    pixels). A frame other than ``pixel`` needs the image size; ``resized``
+    reads the model's input size from ``model_image_size`` ``[width, height]``,
+    else computes it with Qwen's ``smart_resize`` under ``resize``
+    (``{"factor": 28, "min_pixels": 3136, "max_pixels": 1003520}`` by default).
+    ``annotation_native=True`` reads a model-native annotation (Qwen-VL's
+    ``[{"bbox_2d": [...], "label": ...}]``) as the annotation.
 
     Raises only for caller mistakes, each a :class:`~trace_tasks.errors.TraceTasksError`:
     :class:`~trace_tasks.errors.OptionError` (also a ``ValueError``) for an
@@ -197,8 +217,12 @@ def score_trace_response(
         answer_weight,
         annotation_weight,
         point_half_life_px,
+        answer_relative_tolerance,
         trace_recovery,
         format_accept_answer_tag,
+        prediction_frame,
+        resize,
+        annotation_native,
     )
     if not _PLAIN_SCALARS.issuperset(map(type, options)):
         options = tuple(map(plain, options))
@@ -207,7 +231,21 @@ def score_trace_response(
     registry = get_registry()
     sizes = (plain(image_size), plain(image_sizes), plain(metadata), plain(extra_info))
     target = prepare_target(plain(answer_gt), plain(annotation_gt), plain(reward_contract), opts, registry, sizes)
+    if model_image_size is not None:
+        target.model_size = _model_image_size(plain(model_image_size))
+    if opts.prediction_frame != PIXEL:  # a declared frame: refuse what cannot be converted, before the response
+        problem = frame_problem(opts, target)
+        if problem:
+            raise OptionError(problem)
     return run(text, opts, registry, target)
+
+
+def _model_image_size(value: Any) -> tuple[float, float]:
+    """The ``model_image_size`` argument, ``[width, height]`` of positive finite numbers."""
+    size = size_from(value)
+    if size is None:
+        raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {value!r}")
+    return size
 
 
 def evaluate_trace_response_format(

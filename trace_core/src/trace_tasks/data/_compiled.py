@@ -32,8 +32,11 @@ from trace_tasks.scoring import (
     Target,
     Trail,
     document_options,
+    frame_problem,
     half_life_px,
     prepare_target,
+    relaxed_answer,
+    resolve_frame,
     resolve_options,
     run,
     scoring_context,
@@ -105,6 +108,8 @@ class CompiledInstance:
         context = scoring_context(size, None)
         answer = parts.answer  # prepared by validation, as the scorer prepares it
         prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
+        prepared.model_size = parts.size_model
+        prepared.relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
         return cls(
             data,
             spec,
@@ -139,6 +144,7 @@ class CompiledInstance:
             "reward_contract": data["reward_contract"],
             "image_size": data.get("image_size"),
             "metadata": data.get("metadata"),
+            **({"model_image_size": data["model_image_size"]} if data.get("model_image_size") is not None else {}),
         }
 
     @document_options
@@ -156,6 +162,7 @@ class CompiledInstance:
         the scorer's order.
         """
         opts, sizes = _options_and_sizes("score", options, keywords)
+        self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes)
 
     @document_options
@@ -171,6 +178,7 @@ class CompiledInstance:
             raise ResponseTypeError("responses must be a sequence of strings (the group's decoded outputs), not one string")
         opts, sizes = _options_and_sizes("score_group", options, keywords)
         texts = [check_response(response) for response in responses]
+        self.check_frame(opts, sizes)
         score = self.run
         return [score(text, opts, sizes) for text in texts]
 
@@ -182,7 +190,18 @@ class CompiledInstance:
         model-native value would have scored).
         """
         trail = Trail(hints=True)
+        self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes, trail), trail
+
+    def check_frame(self, opts: ScoringOptions, sizes: Sizes | None = None) -> None:
+        """:class:`~trace_tasks.errors.OptionError` when ``opts`` declare a prediction frame this instance cannot be
+        scored in (no image size, or a family that cannot convert it); nothing in the ``pixel`` frame."""
+        if opts.prediction_frame == "pixel":
+            return
+        target = self._prepared if sizes is None else self._prepared.with_size(self._find_size(*sizes))
+        problem = frame_problem(opts, target)
+        if problem:
+            raise OptionError(f"instance {self.data.get('id')!r}: {problem}" if self.data.get("id") else problem)
 
     def run(self, text: str, opts: ScoringOptions, sizes: Sizes | None = None, trail: Trail | None = None) -> dict[str, float]:
         """The pipeline on this instance's prepared target, for options already validated (no checks here)."""
@@ -198,6 +217,7 @@ class CompiledInstance:
                 registry,
                 self._given(sizes),
             )
+            target.model_size = self._prepared.model_size
         elif sizes is None:
             target = self._prepared
         else:
@@ -225,14 +245,17 @@ class CompiledInstance:
         return size
 
 
-def compile_instance(data: Mapping[str, Any], *, record: str | None = None) -> CompiledInstance:
+def compile_instance(data: Mapping[str, Any], *, record: str | None = None, prediction_frame: Any = None) -> CompiledInstance:
     """Validate ``data`` (a ``TrainInstance`` dict) and compile it for scoring.
 
     Raises :class:`~trace_tasks.errors.InstanceError` listing every problem
     (``record`` names the record in the message, e.g. ``"instances.jsonl line 3"``).
+    ``prediction_frame``: the frame the instance will be scored in; a frame other
+    than ``pixel`` without the image size (or whose family cannot convert it) is
+    a problem naming the frame. Scoring in a frame checks the same at call time.
     """
     registry = get_registry()
-    problems, parts = check(data, TrainInstance, registry)
+    problems, parts = check(data, TrainInstance, registry, resolve_frame(prediction_frame))
     if problems:
         raise InstanceError(problems, record=record)
     return CompiledInstance._build(data, parts, registry)

@@ -44,7 +44,7 @@ from trace_tasks.plugins import (
     extent_points,
     get_registry,
 )
-from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal
+from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame
 
 __all__ = [
     "BIG_IMAGE_PX",
@@ -837,7 +837,7 @@ class InstanceReport:
         )
 
 
-def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> InstanceReport:
+def instance_report(data: Any, *, cls: type[TraceInstance] = TrainInstance, prediction_frame: Any = None) -> InstanceReport:
     """:func:`instance_problems`, plus the parsed target, the image size and the instance's warnings."""
-    problems, parts = check(data, cls, get_registry())
+    problems, parts = check(data, cls, get_registry(), resolve_frame(prediction_frame))
     return InstanceReport.of(problems, parts, () if problems else parts_warnings(data, parts))

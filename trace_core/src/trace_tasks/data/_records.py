@@ -73,16 +73,22 @@ class TraceInstance:
     id: Union[str, None] = None
     image_size: Union[tuple[float, float], None] = None
     metadata: Union[dict[str, Any], None] = None
+    #: ``[width, height]`` of the model's resized input, for ``prediction_frame="resized"`` (docs/contracts.md,
+    #: "Coordinate frames"); ``None``: Qwen's ``smart_resize`` of the image size.
+    model_image_size: Union[tuple[float, float], None] = None
 
     def scoring_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`trace_tasks.score_trace_response` (minus the response)."""
-        return {
+        kwargs = {
             "answer_gt": attrs.asdict(self.answer_gt),
             "annotation_gt": attrs.asdict(self.annotation_gt),
             "reward_contract": self.reward_contract.to_dict(),
             "image_size": list(self.image_size) if self.image_size else None,
             "metadata": self.metadata,
         }
+        if self.model_image_size:  # only when declared: the keys of an ordinary instance are unchanged
+            kwargs["model_image_size"] = list(self.model_image_size)
+        return kwargs
 
 
 @attrs.frozen(slots=True)

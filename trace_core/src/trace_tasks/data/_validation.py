@@ -53,6 +53,7 @@ from trace_tasks.scoring import (
     HEIGHT_KEYS,
     NESTED_KEYS,
     NEVER_MATCHES,
+    PIXEL,
     UNPARSED,
     WIDTH_KEYS,
     Size,
@@ -61,6 +62,7 @@ from trace_tasks.scoring import (
     matches_answer_target,
     normalized_key,
     read_string_literal,
+    resolve_frame,
     size_from,
 )
 
@@ -102,13 +104,14 @@ def _plainly_structured(data: Mapping[str, Any], cls: type[TraceInstance], contr
         value = data.get(name)
         if value is not None and type(value) is not str:
             return False
-    size = data.get("image_size")
-    if size is not None and not (
-        type(size) in (list, tuple)
-        and len(size) == 2
-        and all(type(side) in _NUMBER_TYPES for side in size)  # exact types: no bool
-    ):
-        return False
+    for name in ("image_size", "model_image_size"):
+        size = data.get(name)
+        if size is not None and not (
+            type(size) in (list, tuple)
+            and len(size) == 2
+            and all(type(side) in _NUMBER_TYPES for side in size)  # exact types: no bool
+        ):
+            return False
     metadata = data.get("metadata")
     return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
 
@@ -155,7 +158,17 @@ def _close_names(name: str, known: Mapping[str, Any]) -> str:
 class Parts:
     """What validation found on the way, for :func:`compile_instance`."""
 
-    __slots__ = ("annotation_type", "answer", "answer_spec", "answer_type", "entry", "size_image", "size_meta", "target")
+    __slots__ = (
+        "annotation_type",
+        "answer",
+        "answer_spec",
+        "answer_type",
+        "entry",
+        "size_image",
+        "size_meta",
+        "size_model",
+        "target",
+    )
 
     def __init__(self) -> None:
         self.answer_type: str | None = None
@@ -166,6 +179,7 @@ class Parts:
         self.target: Any = UNPARSED
         self.size_image: Size | None = None
         self.size_meta: Size | None = None
+        self.size_model: Size | None = None  # model_image_size, for the 'resized' prediction frame
 
 
 def _check_types(data: Mapping[str, Any], registry: Registry, parts: Parts, problems: list[Problem]) -> None:
@@ -582,7 +596,45 @@ def _check_size(data: Mapping[str, Any], parts: Parts, problems: list[Problem], 
             )
 
 
-def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list[Problem], Parts]:
+def _check_model_size(data: Mapping[str, Any], parts: Parts, problems: list[Problem], reported: set[str]) -> None:
+    value = data.get("model_image_size")
+    if value is None:
+        return
+    size = size_from(value) if isinstance(value, (list, tuple)) and len(value) == 2 else None
+    if size is None and not any(path.startswith("$.model_image_size") for path in reported):
+        problems.append(
+            Problem(
+                "$.model_image_size",
+                f"must be [width, height] of the model's resized input, both finite numbers > 0, got {shown(value)}",
+            )
+        )
+    parts.size_model = size
+
+
+def _check_frame(parts: Parts, problems: list[Problem], frame: str) -> None:
+    """What keeps the instance from being scored in a declared prediction frame (docs/contracts.md, "Coordinate frames")."""
+    entry = parts.entry
+    if frame == PIXEL or entry is None:
+        return
+    if entry.frame is None:
+        problems.append(
+            Problem(
+                "$.annotation_gt.type",
+                f"prediction_frame {frame!r}: the family {entry.plugin!r} that owns {entry.name!r} cannot convert "
+                "coordinates (it has no trace_frame_annotation); score this type in the 'pixel' frame",
+            )
+        )
+    if parts.size_image is None and parts.size_meta is None:
+        problems.append(
+            Problem(
+                "$.image_size",
+                f"missing: prediction_frame {frame!r} needs the image size to convert predictions to pixels; "
+                "give image_size [width, height] (or width and height in metadata)",
+            )
+        )
+
+
+def check(data: Any, cls: type[TraceInstance], registry: Registry, frame: str = PIXEL) -> tuple[list[Problem], Parts]:
     parts = Parts()
     if not isinstance(data, Mapping):
         return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
@@ -602,14 +654,20 @@ def check(data: Any, cls: type[TraceInstance], registry: Registry) -> tuple[list
     _check_answer_value(data, parts, problems)
     _check_target(data, parts, problems)
     _check_size(data, parts, problems, {p.path for p in problems})
+    _check_model_size(data, parts, problems, {p.path for p in problems})
+    _check_frame(parts, problems, frame)
     return problems, parts
 
 
-def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> list[Problem]:
+def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance, prediction_frame: Any = None) -> list[Problem]:
     """Every problem of one instance (an empty list when it is valid), each with its ``$``-path.
 
     ``data`` is the instance dict as read from the data (a ``response`` key is
     not part of an instance: leave it out). ``cls`` is the record class whose
     fields are allowed (``TrainInstance``: also ``prompt`` and ``image``).
+    ``prediction_frame`` (docs/contracts.md, "Coordinate frames"): the frame the
+    instance will be scored in; a frame other than ``pixel`` needs the image
+    size and a family that converts coordinates, each missing one a problem
+    naming the frame.
     """
-    return check(data, cls, get_registry())[0]
+    return check(data, cls, get_registry(), resolve_frame(prediction_frame))[0]

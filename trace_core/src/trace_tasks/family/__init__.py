@@ -4,7 +4,7 @@
 
 * building a family from one primitive: :class:`Primitive`, :class:`ShapeFamily`
   (types you own), :class:`ShapeRewards` (reward versions for someone else's
-  types), :func:`pairwise`, :func:`scale_xy`, :func:`infer_item_schema`;
+  types), :func:`pairwise`, :func:`scale_xy`, :func:`swap_xy`, :func:`infer_item_schema`;
 * reading raw values: :func:`coordinates`, :func:`coordinate`, :func:`is_flat`,
   :func:`make_parser`, :func:`parse_collection`, :func:`parse_map`,
   :func:`from_numpy` (numpy arrays and scalars as plain values); raise
@@ -39,7 +39,7 @@ from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check
 from trace_tasks.family._matching import Matched, match_sequence, match_set
 from trace_tasks.family._numbers import soft_similarity
 from trace_tasks.family._parsing import make_parser, parse_collection, parse_map
-from trace_tasks.family._primitives import Matrix, Primitive, pairwise, scale_xy
+from trace_tasks.family._primitives import Matrix, Primitive, pairwise, scale_xy, swap_xy
 from trace_tasks.family._scoring import make_explainer, make_scorer
 from trace_tasks.family._shapes import ShapeFamily, ShapeRewards, TypeRow, infer_item_schema
 from trace_tasks.plugins import (
@@ -133,5 +133,6 @@ __all__ = [
     "scale_xy",
     "schema_problems",
     "soft_similarity",
+    "swap_xy",
     "unsupported_keywords",
 ]

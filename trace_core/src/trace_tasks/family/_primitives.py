@@ -60,6 +60,19 @@ class Primitive:
     may remember a ground truth's parse by its content; ``image_blind`` is what
     an image-blind policy answers for one item (:class:`~trace_tasks.family.ImageBlind`:
     the whole image for a box, the centre for a point), for ``trace-tasks audit``.
+    normalised coordinates; ``swap`` returns a parsed item with each coordinate
+    pair written ``(y, x)`` read as ``(x, y)``. ``flat_xy`` says the parsed item
+    is a flat tuple of alternating x and y coordinates (a point, a box's
+    corners, a segment's ends): the family then gets ``scale`` (:func:`scale_xy`)
+    and ``swap`` (:func:`swap_xy`) for free when they are not given. With both,
+    the family converts a prediction written in a declared coordinate frame
+    (``trace_frame_annotation``: ``prediction_frame``); without, it cannot, and
+    declaring a frame for its types is an ``OptionError`` naming the family.
+    ``rereadings`` maps a reading's name to a rewrite of one raw item a model
+    may write otherwise into the canonical raw item (``"xywh"``: ``[x, y, w, h]``
+    to ``[x, y, x + w, y + h]``; raise or return anything that does not parse
+    when it does not apply), for the tools' mismatch readings
+    (``trace_reread_annotation``); never the reward.
     """
 
     name: str
@@ -81,11 +94,35 @@ class Primitive:
     scale: Callable[[Any, float, float], Any] | None = None
     pure_parse: bool = False
     image_blind: ImageBlind | None = None
+    swap: Callable[[Any], Any] | None = None
+    flat_xy: bool = False
+    rereadings: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict)
+
+    @property
+    def scaler(self) -> Callable[[Any, float, float], Any] | None:
+        """``scale``, or :func:`scale_xy` for a ``flat_xy`` primitive."""
+        return self.scale if self.scale is not None else scale_xy if self.flat_xy else None
+
+    @property
+    def swapper(self) -> Callable[[Any], Any] | None:
+        """``swap``, or :func:`swap_xy` for a ``flat_xy`` primitive."""
+        return self.swap if self.swap is not None else swap_xy if self.flat_xy else None
 
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:
     """A flat item of alternating x and y coordinates (a point, a box's corners, a segment's ends), scaled."""
+    if len(item) == 4:  # a box or a segment: the same products, without a generator per item
+        x0, y0, x1, y1 = item
+        return (x0 * scale_x, y0 * scale_y, x1 * scale_x, y1 * scale_y)
+    if len(item) == 2:
+        x, y = item
+        return (x * scale_x, y * scale_y)
     return tuple(value * (scale_x if i % 2 == 0 else scale_y) for i, value in enumerate(item))
+
+
+def swap_xy(item: Sequence[float]) -> tuple[float, ...]:
+    """A flat item of ``(y, x)`` pairs read as ``(x, y)`` pairs: each pair's two numbers swapped."""
+    return tuple(item[i + 1 - 2 * (i % 2)] for i in range(len(item)))
 
 
 def pairwise(similarity: Callable[[Any, Any, ScoringContext], float]) -> Matrix:

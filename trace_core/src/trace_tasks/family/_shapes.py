@@ -13,16 +13,20 @@ draw their scores for free.
   wording (``AnnotationTypeSpec.json_schema``, ``value_format``), recognises
   model-native spellings of a value that does not parse
   (``trace_native_annotation``) and scales parsed values for the tools'
-  normalised-coordinates check (``trace_scale_annotation``). The primitive's
-  declared capabilities (``pure_parse``, ``image_blind``) become each type's.
+  normalised-coordinates check (``trace_scale_annotation``), and converts a
+  prediction written in a declared coordinate frame into pixels
+  (``trace_frame_annotation``) when the primitive can scale and swap its items.
+  The primitive's declared capabilities (``pure_parse``, ``image_blind``) become each type's.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
+
+import attrs
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._parsing import make_parser
@@ -104,6 +108,14 @@ class ShapeFamily(_ShapeScoring):
             {rid: (name, shape, versions.get(rid, primitive)) for name, (shape, ids) in self.types.items() for rid in ids}
         )
         self.parsers = {name: make_parser(shape, primitive) for name, (shape, _) in self.types.items()}
+        # A hook only when the primitive can convert: a family without it makes a declared frame an OptionError.
+        self.trace_frame_annotation = self._frame_hook()
+        #: (annotation type, reading) -> the parser of values whose items are written that way
+        self.reread_parsers = {
+            (name, reading): make_parser(shape, _rewritten(primitive, rewrite))
+            for name, (shape, _) in self.types.items()
+            for reading, rewrite in primitive.rereadings.items()
+        }
 
     def shape_of(self, annotation_type: str) -> str:
         return self.types[annotation_type][0]
@@ -208,17 +220,41 @@ class ShapeFamily(_ShapeScoring):
     @hookimpl
     def trace_scale_annotation(self, annotation_type: str, value: Any, scale_x: float, scale_y: float) -> Any:
         row = self.types.get(annotation_type)
-        scale = self.primitive.scale
+        scale = self.primitive.scaler
         if row is None or scale is None:
             return None
-        shape = row[0]
-        if shape == "scalar":
-            return scale(value, scale_x, scale_y)
-        if shape in ("set", "sequence"):
-            return [scale(item, scale_x, scale_y) for item in value]
-        if shape == "map":
-            return {key: scale(item, scale_x, scale_y) for key, item in value.items()}
-        return {key: [scale(item, scale_x, scale_y) for item in items] for key, items in value.items()}
+        return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
+
+    def _frame_hook(self) -> Callable[..., Any] | None:
+        """``trace_frame_annotation`` when the primitive can scale and swap its items, else ``None`` (no hook)."""
+        scale, swap = self.primitive.scaler, self.primitive.swapper
+        if scale is None or swap is None:
+            return None
+        types = self.types
+
+        def trace_frame_annotation(annotation_type: str, value: Any, scale_x: float, scale_y: float, y_first: bool) -> Any:
+            row = types.get(annotation_type)
+            if row is None:
+                return None
+            if y_first:
+                return _each_item(row[0], value, lambda item: scale(swap(item), scale_x, scale_y))
+            if row[0] in ("set", "sequence"):  # the frequent collections: no call per item beyond the scale
+                return [scale(item, scale_x, scale_y) for item in value]
+            return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
+
+        return hookimpl(trace_frame_annotation)
+
+    @hookimpl
+    def trace_reread_annotation(self, annotation_type: str, value: Any) -> dict[str, Any] | None:
+        if annotation_type not in self.types:
+            return None
+        found: dict[str, Any] = {}
+        for reading in self.primitive.rereadings:
+            try:
+                found[reading] = self.reread_parsers[annotation_type, reading](value)
+            except AnnotationParseError:
+                continue
+        return found
 
     @hookimpl
     def trace_resolve_reward_id(self, annotation_type: str) -> str | None:
@@ -235,6 +271,32 @@ class ShapeFamily(_ShapeScoring):
         if annotation_type not in self.types or self.primitive.draw is None:
             return None
         return list(self.primitive.draw(item))
+
+
+def _rewritten(primitive: Primitive, rewrite: Callable[[Any], Any]) -> Primitive:
+    """``primitive`` whose items are read through ``rewrite`` first (a reading of ``Primitive.rereadings``)."""
+    parse_item = primitive.parse_item
+    assert parse_item is not None, "a primitive with rereadings parses its items"
+
+    def parse(raw: Any) -> Any:
+        try:
+            canonical = rewrite(raw)
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:  # not written this way
+            raise AnnotationParseError(f"not a rewritable item: {exc}") from None
+        return parse_item(canonical)
+
+    return attrs.evolve(primitive, parse_item=parse)
+
+
+def _each_item(shape: str, value: Any, change: Any) -> Any:
+    """A parsed value of ``shape`` with ``change`` applied to each item."""
+    if shape == "scalar":
+        return change(value)
+    if shape in ("set", "sequence"):
+        return [change(item) for item in value]
+    if shape == "map":
+        return {key: change(item) for key, item in value.items()}
+    return {key: [change(item) for item in items] for key, items in value.items()}
 
 
 class ShapeRewards(_ShapeScoring):

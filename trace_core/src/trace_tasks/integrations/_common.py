@@ -69,11 +69,12 @@ from trace_tasks.scoring import OPTION_NAMES, options_from
 SCORER_OPTIONS: tuple[str, ...] = OPTION_NAMES
 #: Instance fields that must be present in every ground truth.
 REQUIRED_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract")
-#: Optional instance fields that carry the image size for the point half-life.
-SIZE_FIELDS: tuple[str, ...] = ("image_size", "image_sizes", "metadata")
+#: Optional instance fields that carry the image size for the point half-life (and a declared
+#: prediction frame), and the model's resized input size for ``prediction_frame="resized"``.
+SIZE_FIELDS: tuple[str, ...] = ("image_size", "image_sizes", "metadata", "model_image_size")
 #: The fields handed to the strict compiler: the instance proper. ``image_sizes``
 #: is not an instance field; it goes to the scorer as an option of the row.
-COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata")
+COMPILED_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, "image_size", "metadata", "model_image_size")
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,12 @@
   called by the scoring pipeline on the responsible plugin only; and the
   optional ``trace_native_annotation``, asked only after a prediction failed
   to parse;
+* **declared frames**: the optional ``trace_frame_annotation``, asked per
+  response only when the caller declares a ``prediction_frame`` other than
+  ``pixel``;
 * **tools**: ``trace_explain_annotation``, ``trace_draw_annotation``,
-  ``trace_scale_annotation``; optional, asked by ``trace-tasks explain``,
-  reports and frame checks.
+  ``trace_scale_annotation``, ``trace_reread_annotation``; optional, asked by
+  ``trace-tasks explain``, reports and frame checks.
 
 A plugin is a module or object exposing functions marked with
 ``trace_tasks.hookimpl`` and named like the specs below; it is found through an
@@ -193,6 +196,32 @@ def trace_native_annotation(annotation_type: str, value: object) -> NativeFormat
     """
 
 
+@hookspec(firstresult=True)
+def trace_frame_annotation(annotation_type: str, value: object, scale_x: float, scale_y: float, y_first: bool) -> object | None:
+    """Convert a parsed ``value`` of ``annotation_type`` written in a declared coordinate frame into pixels.
+
+    Optional capability, called by the scoring pipeline on the type's owner with
+    a parsed prediction, only when the caller declares a ``prediction_frame``
+    other than ``pixel`` (docs/contracts.md, "Coordinate frames"). When
+    ``y_first``, every coordinate pair was written ``(y, x)`` (Gemini's
+    ``[ymin, xmin, ymax, xmax]``) and is read as ``(x, y)`` first; then every x
+    is multiplied by ``scale_x`` and every y by ``scale_y`` (positive, finite).
+    Return a value the type's score hooks accept (a parsed value in pixels),
+    or ``None`` for a type you do not own. A family without this hook cannot
+    take a declared frame: the option is then an ``OptionError`` naming it,
+    never a silent zero. A :class:`~trace_tasks.family.Primitive` that declares
+    ``flat_xy`` gets it for free.
+
+    :param annotation_type: the stripped type name of the prediction.
+    :param value: the owner's parse of the predicted annotation, as written.
+    :param scale_x: what every x is multiplied by (the image width over the frame's extent).
+    :param scale_y: what every y is multiplied by (the image height over the frame's extent).
+    :param y_first: every coordinate pair was written ``(y, x)``: swap first.
+    :returns: the parsed value in the image's pixels, or ``None`` for a type
+        you do not own (or a frame you cannot take).
+    """
+
+
 # -------------------------------------------------------------------------
 # tools: optional capabilities for explain, reports and frame checks, never needed to score
 # -------------------------------------------------------------------------
@@ -258,4 +287,24 @@ def trace_scale_annotation(annotation_type: str, value: object, scale_x: float, 
     :param scale_y: the factor for every y coordinate.
     :returns: the scaled parsed value, or ``None`` for a type you do not own or
         a value you cannot scale.
+    """
+
+
+@hookspec(firstresult=True)
+def trace_reread_annotation(annotation_type: str, value: object) -> dict[str, object] | None:
+    """Other readings of a raw predicted ``value`` that a model is known to write, as parsed values by name.
+
+    Optional capability, called on the type's owner by the scoring pipeline
+    when a tool keeps the run's trail with hints (``trace-tasks explain``,
+    reports, :func:`~trace_tasks.scoring.row_mismatches`); never in an ordinary
+    scoring call, never into the reward. Return ``{reading: parsed value}`` for
+    each reading under which ``value`` parses (``{"xywh": ...}``: boxes written
+    ``[x, y, width, height]`` read as corners), each a value the type's score
+    hooks accept; an empty mapping when none applies; ``None`` for a type you do
+    not own. ``ShapeFamily`` implements it from ``Primitive.rereadings``.
+
+    :param annotation_type: the stripped type name of the prediction.
+    :param value: the raw predicted annotation value, as the model wrote it.
+    :returns: ``{reading name: parsed value}`` for each reading under which
+        ``value`` parses (possibly empty), or ``None`` for a type you do not own.
     """

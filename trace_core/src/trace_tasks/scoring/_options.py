@@ -19,6 +19,16 @@ import attrs
 
 from trace_tasks.errors import OptionError
 from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK
+from trace_tasks.scoring._frames import (
+    DEFAULT_RESIZE,
+    PIXEL,
+    PREDICTION_FRAMES,
+    RESIZE_KEYS,
+    Resize,
+    resolve_frame,
+    resolve_resize,
+)
+from trace_tasks.scoring._relaxed import RELAXED_TOLERANCE
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -161,6 +171,16 @@ def _half_life(value: Any, name: str = "point_half_life_px") -> float | None:
     return number
 
 
+def _tolerance(value: Any, name: str = "answer_relative_tolerance") -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise OptionError(f"Trace {name} must be a number in [0, 1), got {_shown(value)}: {exc}") from exc
+    if not 0.0 <= number < 1.0:  # 1 or more would accept every number of the target's sign (and 0 for any target)
+        raise OptionError(f"Trace {name} must be in [0, 1) (0.05 is ChartQA's 5%), got {_shown(value)}")
+    return number
+
+
 # --- the table ---------------------------------------------------------------------------------
 
 #: How the command line reads an option: a number, a word, or a switch (present means True).
@@ -171,15 +191,19 @@ NUMBER, TEXT, SWITCH = "number", "text", "switch"
 class Echo:
     """One result key echoing an option (docs/contracts.md §7).
 
-    With ``when`` empty the key holds the option's value as a float; otherwise it
+    With ``when`` empty the key holds the option's value as a float (``part``: the
+    value's attribute of that name, for a record such as ``resize``); otherwise it
     holds 1.0 when the option's canonical value is one of ``when``, else 0.0 (a one-hot).
     """
 
     key: str
     when: tuple[Any, ...] = ()
+    part: str = ""
 
     def of(self, value: Any) -> float:
         """The echoed float for the option's canonical ``value``."""
+        if self.part:
+            return float(getattr(value, self.part))
         if not self.when:
             return float(value)
         return 1.0 if value in self.when else 0.0
@@ -196,8 +220,10 @@ class Option:
     report it; ``description`` the one text every doc and ``--help`` shows.
     ``resolve`` validates a value and returns its canonical form (an
     :class:`~trace_tasks.errors.OptionError` naming the option otherwise).
-    ``opt_in``: a departure from the contract (docs/contracts.md §3.7): its
-    echo is in the result only when some opt-in option is not at its default.
+    ``opt_in``: a departure from the contract: its echo is in the result only
+    when some opt-in option of its ``group`` is not at its default (:data:`POLICIES`:
+    the response policies of docs/contracts.md §3.7; :data:`MODEL_READINGS`: a
+    declared prediction frame and native reading, docs/contracts.md, "Coordinate frames").
     ``cli`` is how the command line reads it (:data:`NUMBER`, :data:`TEXT` or
     :data:`SWITCH`), ``metavar`` its placeholder in ``--help``.
     """
@@ -211,13 +237,26 @@ class Option:
     opt_in: bool = False
     cli: str = TEXT
     metavar: str | None = None
+    group: str = ""
 
     def decode(self, scores: Mapping[str, Any]) -> Any:
         """The option's value as a result row echoes it (``None`` when the row does not say).
 
         A one-hot echo gives the value of its first key at exactly 1.0 that names
-        one value; a value echo the number it holds (``True``/``False`` for a switch).
+        one value; a value echo the number it holds (``True``/``False`` for a switch);
+        echoes of a record's parts the record, rebuilt by ``resolve`` from them.
         """
+        if self.echo and all(echo.part for echo in self.echo):
+            numbers: dict[str, int] = {}
+            for echo in self.echo:
+                got = scores.get(echo.key)
+                if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
+                    return None
+                numbers[echo.part] = int(got)
+            try:
+                return self.resolve(numbers, self.name)
+            except OptionError:
+                return None
         for echo in self.echo:
             got = scores.get(echo.key)
             if not echo.when:
@@ -239,13 +278,17 @@ def _option(
     opt_in: bool = False,
     cli: str = TEXT,
     metavar: str | None = None,
+    group: str = "",
 ) -> Any:
     """A field of :class:`ScoringOptions` carrying its table row (named after the field once the class exists)."""
-    row = Option("", flag, default, echo, description, resolve, opt_in, cli, metavar)
+    row = Option("", flag, default, echo, description, resolve, opt_in, cli, metavar, group or (POLICIES if opt_in else ""))
     return attrs.field(default=default, metadata={_ROW: row})
 
 
 _ROW = "trace_tasks.option"
+#: The opt-in groups: the response policies (docs/contracts.md §3.7), and the model's own frame and shapes.
+POLICIES = "policies"
+MODEL_READINGS = "model_readings"
 
 
 def _mode(value: Any, _name: str) -> str:
@@ -262,6 +305,28 @@ def _recovery(value: Any, _name: str) -> str:
 
 def _answer_tag(value: Any, _name: str) -> bool:
     return resolve_answer_tag(value)
+
+
+def resolve_native(value: Any) -> bool:
+    """``annotation_native``: a boolean (numpy booleans too), nothing else."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise OptionError(f"Trace annotation_native must be True or False, got {_shown(value)}")
+
+
+def _frame(value: Any, _name: str) -> str:
+    return resolve_frame(value)
+
+
+def _resize(value: Any, _name: str) -> Resize:
+    resolved = resolve_resize(value)
+    return DEFAULT_RESIZE if resolved is None else resolved  # None: the processor's defaults
+
+
+def _native(value: Any, _name: str) -> bool:
+    return resolve_native(value)
 
 
 @attrs.frozen(slots=True, cache_hash=True, kw_only=True)  # a dict key per scored response: hash once
@@ -327,6 +392,14 @@ class ScoringOptions:
         "half-life in pixels for points and segments; overrides the image-size policy",
         cli=NUMBER, metavar="PX",
     )  # fmt: skip
+    answer_relative_tolerance: float = _option(
+        RELAXED_TOLERANCE, "--answer-relative-tolerance", _tolerance,
+        "relative tolerance of answer_relaxed_match_v0 for number answers, in [0, 1) (0.05: ChartQA's relaxed "
+        "accuracy); used only when a contract names that pinned version",
+        # cli=TEXT, resolved to a float here: the report decodes an absent NUMBER echo as 0.0, which an opt-in
+        # echo (present only beside another departure) would hit; TEXT decodes an absent echo as the default.
+        echo=(Echo("trace_answer_relative_tolerance"),), opt_in=True, cli=TEXT, metavar="R",
+    )  # fmt: skip
     trace_recovery: str = _option(
         LENIENT, "--recovery", _recovery,
         "lenient (the contract's recovery), outside_think (recovery and atomic answers ignore "
@@ -338,6 +411,27 @@ class ScoringOptions:
         False, "--format-accept-answer-tag", _answer_tag,
         "a response ending with <answer>OBJECT</answer> gets format 1",
         echo=(Echo("format_accept_answer_tag"),), opt_in=True, cli=SWITCH,
+    )  # fmt: skip
+    prediction_frame: str = _option(
+        PIXEL, "--prediction-frame", _frame,
+        "the coordinate frame the model writes, converted to pixels of the image before scoring: pixel, rel1000, "
+        "rel999, rel1, resized (pixels of Qwen's resized input) or rel1000_yx (y first, Gemini); declared, never "
+        "guessed; a frame other than pixel needs the image size",
+        echo=tuple(Echo(f"trace_prediction_frame_{frame}", (frame,)) for frame in PREDICTION_FRAMES),
+        opt_in=True, metavar="FRAME", group=MODEL_READINGS,
+    )  # fmt: skip
+    resize: Resize = _option(  # noqa: RUF009 (a table row, as every field here; Resize is frozen)
+        DEFAULT_RESIZE, "--resize", _resize,
+        "the resized frame's smart_resize parameters, a mapping (or its JSON) of factor, min_pixels and max_pixels; "
+        "default the Qwen2-VL processor's: factor 28, min_pixels 3136, max_pixels 1003520",
+        echo=tuple(Echo(f"trace_resize_{part}", part=part) for part in RESIZE_KEYS),
+        opt_in=True, metavar="JSON", group=MODEL_READINGS,
+    )  # fmt: skip
+    annotation_native: bool = _option(
+        False, "--annotation-native", _native,
+        "read a model-native annotation (Qwen-VL's [{\"bbox_2d\": [...], \"label\": ...}], a single such object, "
+        "a one-item list for a scalar type; a map's keys from the labels) as the annotation",
+        echo=(Echo("trace_annotation_native"),), opt_in=True, cli=SWITCH, group=MODEL_READINGS,
     )  # fmt: skip
 
     def __attrs_post_init__(self) -> None:
@@ -354,8 +448,17 @@ class ScoringOptions:
 
     @property
     def departs(self) -> bool:
-        """Whether an opt-in option of docs/contracts.md §3.7 departs from the contract (its indicators are reported)."""
-        return any(getattr(self, row.name) != row.default for row in OPTIONS if row.opt_in)
+        """Whether a response policy of docs/contracts.md §3.7 departs from the contract (its indicators are reported)."""
+        return self.departs_in(POLICIES)
+
+    @property
+    def reads_model(self) -> bool:
+        """Whether a prediction frame other than ``pixel``, or native reading, is declared (its indicators are reported)."""
+        return self.prediction_frame != PIXEL or self.annotation_native  # resize alone changes no reading
+
+    def departs_in(self, group: str) -> bool:
+        """Whether an opt-in option of ``group`` is not at its default (the group's echoes are then reported)."""
+        return any(getattr(self, row.name) != row.default for row in OPTIONS if row.opt_in and row.group == group)
 
     def keywords(self) -> dict[str, Any]:
         """The options as keyword arguments (``score_trace_response(**opts.keywords(), ...)`` scores with them)."""

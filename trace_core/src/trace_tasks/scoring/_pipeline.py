@@ -49,9 +49,10 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from trace_tasks.errors import AnnotationParseError, one_line
+from trace_tasks.errors import AnnotationParseError, OptionError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
+    ANSWER_RELAXED_ID,
     AnnotationExplanation,
     AnnotationTypeEntry,
     NativeFormat,
@@ -72,6 +73,7 @@ from trace_tasks.reading import (
 )
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
+from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
 from trace_tasks.scoring._image_size import find_image_size
 from trace_tasks.scoring._options import ANSWER, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
@@ -83,9 +85,19 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
+from trace_tasks.scoring._relaxed import relaxed_match
 from trace_tasks.scoring._results import compose_result
 
-__all__ = ["NORMALISED_READINGS", "UNPARSED", "Target", "Trail", "prepare_target", "required_keys", "run"]
+__all__ = [
+    "NORMALISED_READINGS",
+    "UNPARSED",
+    "Target",
+    "Trail",
+    "frame_problem",
+    "prepare_target",
+    "required_keys",
+    "run",
+]
 
 #: The normalised readings a trail scores a parsed prediction under: name -> (x scale, y scale)
 #: as multiples of the image width and height.
@@ -133,6 +145,10 @@ class Target:
     _sizes: tuple[Any, ...] | None = None
     _size: Any = None
     _context: ScoringContext | None = None
+    #: The declared ``model_image_size`` ``(width, height)`` of the ``resized`` frame (``None``: smart_resize).
+    model_size: Size | None = None
+    #: ``(answer type, raw answer_gt value)`` when the contract names the pinned ``answer_relaxed_match_v0``.
+    relaxed: tuple[str, Any] | None = None
 
     @classmethod
     def compiled(
@@ -157,7 +173,8 @@ class Target:
         other = Target()
         other.answer, other.answer_parse_ok, other.reads_json = self.answer, self.answer_parse_ok, self.reads_json
         other.type_name, other.entry, other.reward, other.problem = self.type_name, self.entry, self.reward, self.problem
-        other._parsed, other._size = self._parsed, size
+        other._parsed, other._size, other.model_size = self._parsed, size, self.model_size
+        other.relaxed = self.relaxed
         return other
 
     def image_size(self) -> Size | None:
@@ -195,6 +212,7 @@ def prepare_target(
         target.answer, target.answer_parse_ok = answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0
         if not reads_json:
             target.reads_json = False
+        target.relaxed = relaxed_answer(answer_gt, reward_contract, registry)
     else:
         target = Target()  # no answer: the defaults never match
     if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
@@ -228,6 +246,77 @@ def prepare_target(
     return target
 
 
+def frame_problem(opts: ScoringOptions, target: Target) -> str:
+    """Why ``target`` cannot be scored in ``opts``' declared prediction frame ("" when it can, or nothing is declared).
+
+    A caller's mistake, raised as :class:`~trace_tasks.errors.OptionError` by
+    ``score_trace_response`` and compiled instances before any response is read:
+    the owning family cannot convert coordinates (no ``trace_frame_annotation``,
+    or it answers ``None`` for this frame: asked once per type and frame, with
+    the parsed target), or the image size is unknown. A target that earns
+    nothing anyway (no annotation to score) has no problem here.
+    """
+    frame = opts.prediction_frame
+    entry = target.entry
+    if frame == PIXEL or entry is None or target.reward is None:
+        return ""
+    if entry.frame is None:
+        return (
+            f"prediction_frame {frame!r}: the family {entry.plugin!r} that owns annotation type {entry.name!r} "
+            "cannot convert coordinates (it has no trace_frame_annotation); score it in the 'pixel' frame"
+        )
+    size = target.image_size()
+    if size is None:
+        return (
+            f"prediction_frame {frame!r} needs the image size to convert predictions to pixels; give image_size "
+            "(or a size in image_sizes, metadata or extra_info)"
+        )
+    try:
+        scales = frame_scales(frame, size, target.model_size, opts.resize)
+    except OptionError as exc:
+        return str(exc)
+    key = (id(entry), frame)
+    known = _frame_support.get(key)
+    if known is not None and known[0] is entry:
+        return known[1]
+    parsed = target._parsed
+    if parsed is _PENDING:
+        parsed = target._parsed = _parse_target(entry, target._value)
+    if parsed is UNPARSED:
+        return ""  # the target earns nothing; asked again with the next one
+    try:
+        converted = entry.frame(annotation_type=entry.name, value=parsed, scale_x=scales[0], scale_y=scales[1], y_first=scales[2])
+    except Exception:
+        converted = None
+    problem = (
+        ""
+        if converted is not None
+        else f"prediction_frame {frame!r}: the family {entry.plugin!r} that owns annotation type {entry.name!r} "
+        "cannot convert its values from this frame (trace_frame_annotation returned None)"
+    )
+    if len(_frame_support) >= 1024:
+        _frame_support.clear()
+    _frame_support[key] = (entry, problem)
+    return problem
+
+
+#: Whether an owner converts a type's values from a frame: (id of the type's entry, frame) -> (entry, problem).
+_frame_support: dict[tuple[int, str], tuple[AnnotationTypeEntry, str]] = {}
+
+
+def relaxed_answer(answer_gt: Any, reward_contract: Any, registry: Registry) -> tuple[str, Any] | None:
+    """``(answer type, raw value)`` when the contract names ``answer_relaxed_match_v0`` and the user pinned it
+    for the answer type (docs/contracts.md §4.1), else ``None`` (exact match, as every contract without it)."""
+    side = reward_contract.get("answer") if is_mapping(reward_contract) else None
+    if not is_mapping(side) or side.get("id") != ANSWER_RELAXED_ID or not is_mapping(answer_gt):
+        return None
+    kind = answer_gt.get("type")
+    kind = kind.strip() if isinstance(kind, str) else ""
+    if registry.current_answer_reward_id(kind) != ANSWER_RELAXED_ID or "value" not in answer_gt:
+        return None
+    return (kind, answer_gt["value"])
+
+
 class Trail:
     """What one run saw at each step, kept when :func:`run` is given a trail (explain, reports).
 
@@ -244,22 +333,39 @@ class Trail:
     (``None`` when there is none) and ``readings`` the annotation reward of the
     parsed prediction read as pixels and as each of :data:`NORMALISED_READINGS`
     (empty without an image size or the owner's ``trace_scale_annotation``).
+
+    Under a declared ``prediction_frame``, ``written_prediction`` is the parse
+    as the model wrote it and ``parsed_prediction`` the same value in pixels
+    (the one scored and drawn); they are one object in the ``pixel`` frame.
+    ``native_read`` says the annotation was read from a model-native shape
+    (``annotation_native``). ``reward`` is the annotation reward of the run,
+    ``text`` the response and ``options`` the run's options. With ``hints``,
+    ``alternatives`` is the annotation reward of each other reading of the same
+    prediction (:data:`ALTERNATIVE_READINGS`: every other frame, a native
+    shape read as the annotation); :func:`~trace_tasks.scoring.row_mismatches`
+    names the ones that would score clearly more.
     """
 
     __slots__ = (
+        "alternatives",
         "context",
         "explanation",
         "extraction",
         "hints",
         "native",
+        "native_read",
         "native_reward",
+        "options",
         "parse_errors",
         "parsed_prediction",
         "predicted_answer",
         "prediction",
         "problem",
         "readings",
+        "reward",
         "target",
+        "text",
+        "written_prediction",
     )
 
     def __init__(self, *, hints: bool = False) -> None:
@@ -276,6 +382,12 @@ class Trail:
         self.native: NativeFormat | None = None
         self.native_reward: float | None = None
         self.readings: dict[str, float] = {}
+        self.written_prediction: Any = UNPARSED
+        self.native_read = False
+        self.reward = 0.0
+        self.text = ""
+        self.options: ScoringOptions | None = None
+        self.alternatives: dict[str, float] = {}
 
 
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
@@ -293,7 +405,9 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     predicted = ext.answer(text)
     prepared = target.answer
     kind = type(predicted)
-    if lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
+    if target.relaxed is not None:  # the pinned evaluation policy the contract names (§4.1)
+        matched = relaxed_match(predicted, target.relaxed, opts.answer_relative_tolerance)
+    elif lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
         matched = predicted == prepared
     elif lean and kind is str and type(prepared) is str and not (target.reads_json and predicted.lstrip()[:1] in JSON_STARTS):
         matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
@@ -305,6 +419,7 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     reward = target.reward
     if trail is not None:
         trail.extraction, trail.predicted_answer, trail.prediction = ext, predicted, prediction
+        trail.text, trail.options = text, opts
     if reward is not None and (prediction is not None or trail is not None):
         _annotate(ann, opts, target, reward, prediction, literal_left, trail)
     if reward is not None and payload is None and target.entry is not None and target.entry.native is not None:
@@ -312,8 +427,10 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         if bare is not UNPARSED:
             parsed_target = target._parsed if target._parsed is not _PENDING else None
             _native(ann, target.entry, reward, bare, parsed_target, trail.context if trail else None, literal_left, trail)
-    if trail is not None and not trail.problem:
-        trail.problem = target.problem
+    if trail is not None:
+        trail.reward = ann.reward
+        if not trail.problem:
+            trail.problem = target.problem
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
 
 
@@ -336,25 +453,96 @@ def _annotate(
             target.problem = f"the target does not parse as {entry.name}"
     if parsed_target is UNPARSED:
         return
-    parsed = UNPARSED
-    if prediction is not None:
-        why = trail.parse_errors if trail is not None else None
-        parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
     context = target._context  # a compiled target's, when no half-life option overrides it
     if context is None or opts.point_half_life_px is not None:
         size = target._size
         context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+    parsed = UNPARSED
+    if prediction is not None:
+        why = trail.parse_errors if trail is not None else None
+        # A version may read its prediction in its own form (RewardIdSpec.parse_prediction), else the owner's parse.
+        parsed = parse_value(reward.parse or entry.parse, entry.name, prediction, literal_left, why)
+        if parsed is UNPARSED and opts.annotation_native and entry.native is not None:  # opt-in: the model's own shape
+            parsed = _read_native(ann, entry, prediction, parsed_target, literal_left, trail)
+    written = parsed
+    if parsed is not UNPARSED and opts.prediction_frame != PIXEL:  # a declared frame: the prediction in pixels
+        parsed = _to_pixels(entry, opts.prediction_frame, opts, target, parsed, context)
     if trail is not None:
         trail.target, trail.parsed_prediction, trail.context = parsed_target, parsed, context
+        trail.written_prediction = written
     if parsed is not UNPARSED:
         _score(ann, reward, parsed, parsed_target, context, trail)
         if trail is not None and trail.hints:
             _readings(entry, reward, parsed, parsed_target, context, trail)
+            _alternatives(entry, reward, opts, target, written, parsed_target, context, trail)
         return
-    if prediction is not None and entry.native is not None:  # the failure path only
+    if prediction is not None and entry.native is not None and not ann.native:  # the failure path only
         _native(ann, entry, reward, prediction, parsed_target, context, literal_left, trail)
     if trail is not None:
         _explain(reward, None, parsed_target, context, trail)
+        if trail.hints and written is not UNPARSED:  # parsed, but could not be converted: still compare readings
+            _alternatives(entry, reward, opts, target, written, parsed_target, context, trail)
+        elif trail.hints and trail.native is not None and trail.native.converted is not None:
+            _native_alternatives(entry, reward, opts, target, trail.native.converted, parsed_target, context, trail, literal_left)
+
+
+#: The readings of a prediction a trail with hints scores beside the declared one (never the reward):
+#: every prediction frame, a model-native shape read as the annotation (``native``, ``native+<frame>``),
+#: and the owners' other spellings (``trace_reread_annotation``; the official box family's ``xywh``).
+ALTERNATIVE_READINGS: tuple[str, ...] = (
+    *PREDICTION_FRAMES,
+    "native",
+    *(f"native+{frame}" for frame in PREDICTION_FRAMES),
+    "xywh",
+)
+
+
+def _to_pixels(
+    entry: AnnotationTypeEntry, frame: str, opts: ScoringOptions, target: Target, parsed: Any, context: ScoringContext
+) -> Any:
+    """``parsed``, written in ``frame``, converted to pixels by its owner; :data:`UNPARSED` when it cannot be."""
+    convert, size = entry.frame, context.image_size
+    if frame == PIXEL:
+        return parsed
+    if convert is None or size is None:  # frame_problem refused this before any response; never a guess here
+        return UNPARSED
+    try:
+        scale_x, scale_y, y_first = frame_scales(frame, size, target.model_size, opts.resize)
+        value = convert(annotation_type=entry.name, value=parsed, scale_x=scale_x, scale_y=scale_y, y_first=y_first)
+    except OptionError:
+        return UNPARSED
+    except Exception as exc:  # a crash in the plugin: its bug, never the caller's exception
+        report_plugin_bug(
+            entry.plugin, entry.current_reward_id, "exception", f"trace_frame_annotation raised {type(exc).__name__}: {exc}"
+        )
+        return UNPARSED
+    return UNPARSED if value is None else value
+
+
+def _read_native(
+    ann: AnnotationResult, entry: AnnotationTypeEntry, prediction: Any, target: Any, literal_left: list[int], trail: Trail | None
+) -> Any:
+    """Under ``annotation_native``: the parse of the owner's rewrite of a model-native prediction, else :data:`UNPARSED`.
+
+    A map read from labels must name only the target's keys: an unknown label is a parse
+    failure (a missing or repeated one already gives no rewrite), never a guess.
+    """
+    native = native_format(entry, prediction, literal_left)
+    if native is None:
+        return UNPARSED
+    if trail is not None:
+        trail.native = native
+    converted = native.converted
+    if converted is None:
+        return UNPARSED
+    if is_mapping(converted) and (not is_mapping(target) or not set(converted) <= set(target)):
+        return UNPARSED
+    parsed = parse_value(entry.parse, entry.name, converted, literal_left)
+    if parsed is not UNPARSED:
+        ann.native = True
+        if trail is not None:
+            trail.native_read = True
+    return parsed
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
@@ -473,7 +661,7 @@ def _native(
     trail.native = native
     if not trail.hints or native.converted is None or target is None or target is UNPARSED or context is None:
         return
-    converted = parse_value(entry.parse, entry.name, native.converted, literal_left)
+    converted = parse_value(reward.parse or entry.parse, entry.name, native.converted, literal_left)
     if converted is not UNPARSED:
         trail.native_reward = _reward_of(reward, converted, target, context)
 
@@ -513,6 +701,70 @@ def _readings(
     pixels = _reward_of(reward, parsed, target, context) if found else None
     if pixels is not None:  # readings only when there is something to compare
         trail.readings.update({"pixels": pixels, **found})
+
+
+def _alternatives(
+    entry: AnnotationTypeEntry,
+    reward: RewardEntry,
+    opts: ScoringOptions,
+    target: Target,
+    written: Any,
+    parsed_target: Any,
+    context: ScoringContext,
+    trail: Trail,
+) -> None:
+    """With a hints trail: the reward of the parsed prediction, as written, read in every other frame, and of the
+    raw prediction's other spellings its owner knows (``trace_reread_annotation``: ``xywh``), in the declared frame."""
+    prefix = "native+" if trail.native_read else ""
+    reread = entry.reread
+    if reread is not None and trail.prediction is not None and not trail.native_read:
+        try:
+            others = reread(annotation_type=entry.name, value=trail.prediction) or {}
+        except Exception:  # a bug in the family's tool capability: no reading
+            others = {}
+        for name, value in others.items():
+            converted = _to_pixels(entry, opts.prediction_frame, opts, target, value, context)
+            got = None if converted is UNPARSED else _reward_of(reward, converted, parsed_target, context)
+            if got is not None:
+                trail.alternatives[str(name)] = got
+    for frame in PREDICTION_FRAMES:
+        if frame == opts.prediction_frame:
+            continue
+        value = _to_pixels(entry, frame, opts, target, written, context)
+        if value is UNPARSED:
+            continue
+        got = _reward_of(reward, value, parsed_target, context)
+        if got is not None:
+            trail.alternatives[prefix + frame] = got
+
+
+def _native_alternatives(
+    entry: AnnotationTypeEntry,
+    reward: RewardEntry,
+    opts: ScoringOptions,
+    target: Target,
+    converted: Any,
+    parsed_target: Any,
+    context: ScoringContext,
+    trail: Trail,
+    literal_left: list[int],
+) -> None:
+    """With a hints trail: what a model-native value rewritten in the contract's shape scores, in every frame.
+
+    ``native`` is the reading in the declared frame, ``native+<frame>`` in another one.
+    """
+    if is_mapping(converted) and (not is_mapping(parsed_target) or not set(converted) <= set(parsed_target)):
+        return
+    written = parse_value(entry.parse, entry.name, converted, literal_left)
+    if written is UNPARSED:
+        return
+    for frame in PREDICTION_FRAMES:
+        value = _to_pixels(entry, frame, opts, target, written, context)
+        if value is UNPARSED:
+            continue
+        got = _reward_of(reward, value, parsed_target, context)
+        if got is not None:
+            trail.alternatives["native" if frame == opts.prediction_frame else f"native+{frame}"] = got
 
 
 def _score(

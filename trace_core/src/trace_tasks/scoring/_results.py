@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._options import ANSWER, GATED, OPTIONS, ScoringOptions
+from trace_tasks.scoring._options import ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -44,16 +44,24 @@ CORE_RESULT_KEYS: tuple[str, ...] = (*REWARD_KEYS, *OPTION_KEYS, *FLAG_KEYS, "tr
 #: only when the options depart from it (an opt-in row of the options table not at its default,
 #: such as ``trace_recovery`` other than ``lenient``): then every opt-in row's echo follows the
 #: ``annotation_type_<name>`` one-hot.
-OPT_IN_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if row.opt_in for echo in row.echo)
+OPT_IN_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if row.opt_in and row.group == POLICIES for echo in row.echo)
+#: The indicators of a declared prediction frame and of native reading (docs/contracts.md, "Coordinate
+#: frames"), present only when one is in force (``prediction_frame`` other than ``pixel``, or
+#: ``annotation_native``): then all of them follow the opt-in keys, the frame's one-hot first.
+MODEL_READING_KEYS: tuple[str, ...] = tuple(
+    echo.key for row in OPTIONS if row.opt_in and row.group == MODEL_READINGS for echo in row.echo
+)
 #: Reported after everything else when a prediction that did not parse has a model-native
-#: shape its owner recognises (``trace_native_annotation``): always 1.0 when present.
+#: shape its owner recognises (``trace_native_annotation``), or was read as the annotation
+#: under ``annotation_native``: always 1.0 when present.
 NATIVE_FORMAT_KEY = "annotation_native_format"
 
 
 def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = None) -> tuple[str, ...]:
     """The keys every result dict holds, in order: :data:`CORE_RESULT_KEYS`, then one
     ``annotation_type_<name>`` indicator per installed annotation type (official order first),
-    then :data:`OPT_IN_KEYS` when ``opts`` depart from the contract (docs/contracts.md §3.7).
+    then :data:`OPT_IN_KEYS` when ``opts`` depart from the contract (docs/contracts.md §3.7), then
+    :data:`MODEL_READING_KEYS` when ``opts`` declare a prediction frame or native reading.
 
     Per-type diagnostics (``annotation_pred_size``...) come after these, only
     when an annotation was scored, and :data:`NATIVE_FORMAT_KEY` only when a
@@ -62,7 +70,11 @@ def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = 
     """
     registry = registry or get_registry()
     keys = CORE_RESULT_KEYS + tuple(key for _, key in registry.type_indicator_keys)
-    return keys + OPT_IN_KEYS if opts is not None and opts.departs else keys
+    if opts is None:
+        return keys
+    if opts.departs:
+        keys += OPT_IN_KEYS
+    return keys + MODEL_READING_KEYS if opts.reads_model else keys
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -78,9 +90,9 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     if cached is not None and cached[0] is registry:
         return cached[1], cached[2]
     template = dict.fromkeys(result_keys(registry, opts), 0.0)
-    departs = opts.departs
-    for row in OPTIONS:  # the option echo, as the options table spells it
-        if row.echo and (departs or not row.opt_in):
+    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model}
+    for row in OPTIONS:  # the option echo, as the options table spells it; an opt-in group's only when in force
+        if row.echo and (not row.opt_in or shown.get(row.group, False)):
             value = getattr(opts, row.name)
             for echo in row.echo:
                 template[echo.key] = echo.of(value)
@@ -124,6 +136,6 @@ def compose_result(
         result[type_keys[ann.type_name]] = 1.0
     if ann.diagnostics:
         result.update(ann.diagnostics)
-    elif ann.native:
+    if ann.native:  # a failed parse (no diagnostics), or a native value read under annotation_native
         result[NATIVE_FORMAT_KEY] = 1.0
     return result
