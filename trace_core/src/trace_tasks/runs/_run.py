@@ -22,6 +22,7 @@ from trace_tasks.runs._jsonl import dumps
 from trace_tasks.runs._output import STDIO, open_outputs
 from trace_tasks.runs._plan import Plan, make_plan, report_resumed
 from trace_tasks.runs._settings import RunResult, RunSettings
+from trace_tasks.runs._shards import PARQUET
 from trace_tasks.runs._summary import Summary
 from trace_tasks.scoring import options_from
 
@@ -78,6 +79,8 @@ def _remove_empty(directories: list[str]) -> None:
 
 def _run(settings: RunSettings, plan: Plan) -> RunResult:
     """The planned run: the engine, then the table, the summary file and the exit status, once for every engine."""
+    if settings.output_columns != "all" and (settings.engine == "ray" or any(job.format == PARQUET for job in plan.jobs)):
+        raise UsageError("--columns stable is for JSON Lines outputs of the local engine (Parquet has a fixed schema)")
     if settings.engine == "ray":
         from trace_tasks.runs import _ray
 
