@@ -1,0 +1,87 @@
+"""``score --workers N``: each distinct instance is sent and compiled once, and a worker scores as this process does.
+
+The pool's chunk (:data:`trace_tasks.runs._engine.Payload`) carries each
+distinct instance once; a worker compiles it once per process and scores each
+row through the in-process call, so the results (metrics included) are the
+in-process results. The slow tests in ``test_score.py`` and ``test_metrics.py``
+compare real ``--workers 2`` outputs byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import COMBINED
+from trace_tasks.runs import _engine
+from trace_tasks.runs._jsonl import Line
+from trace_tasks.runs._metrics import score_compiled_with_metrics
+from trace_tasks.runs._rows import Slot, combined_slots
+from trace_tasks.scoring import options_from
+
+
+def _slots() -> list[Slot]:
+    lines = [Line(n, json.loads(text)) for n, text in enumerate(COMBINED.read_text().splitlines(), 1)]
+    return list(combined_slots(lines))
+
+
+def test_a_payload_holds_each_distinct_instance_once() -> None:
+    slots = _slots()
+    instances, rows = _engine.payload(slots)
+    distinct = {id(slot.compiled) for slot in slots if slot.compiled is not None}
+    assert len(instances) == len(distinct) < len(rows)  # the example file has several responses per instance
+    assert [response for _, response in rows] == [slot.item["response"] for slot in slots if slot.item is not None]
+    for (index, _), slot in zip(rows, [s for s in slots if s.compiled is not None], strict=True):
+        assert slot.compiled is not None and instances[index] is slot.compiled.data
+
+
+@pytest.mark.parametrize("options", [{}, {"trace_reward_mode": "answer"}, {"format_weight": 0.25}])
+@pytest.mark.parametrize("metrics", [False, True])
+def test_a_worker_scores_as_this_process_does(options: dict[str, Any], metrics: bool) -> None:
+    slots = [slot for slot in _slots() if slot.item is not None]
+    opts = options_from(options)
+    score = score_compiled_with_metrics if metrics else _engine.score_compiled
+    expected = [score(slot, opts) for slot in slots]
+    cache = _engine._WORKER_CACHE
+    cache.clear()
+    before = cache.misses
+    chunk = _engine.payload(slots)
+    assert _engine.score_payload(chunk, options, metrics) == expected
+    assert cache.misses - before == len(chunk[0])  # each distinct instance compiled once in this "worker"
+    assert _engine.score_payload(chunk, options, metrics) == expected
+    assert cache.misses - before == len(chunk[0])  # and not again for the next chunk
+
+
+def test_an_instance_the_worker_cannot_compile_names_its_rows() -> None:
+    instances = [{"answer_gt": {"type": "no_such_type", "value": 1}, "annotation_gt": {}, "reward_contract": {}}]
+    results = _engine.score_payload((instances, [(0, "x"), (0, "y")]), {})
+    assert len(results) == 2 and all(result["error"].startswith("InstanceError") for result in results)
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "workers", "noted"),
+    [
+        (2, 0.9, 2, False),  # only this process running: both cores idle
+        (2, 1.5, 2, True),  # another process holds half a core
+        (2, 3.0, 2, True),  # the other core busy
+        (8, 3.0, 4, False),
+        (2, 9.0, 1, False),  # one worker: nothing to note
+    ],
+)
+def test_busy_cores_are_noted(monkeypatch: pytest.MonkeyPatch, cores: int, load: float, workers: int, noted: bool) -> None:
+    monkeypatch.setattr(_engine.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(_engine.os, "getloadavg", lambda: (load, load, load))
+    note = _engine.busy_cores_note(workers)
+    assert (note is not None) == noted
+    if note is not None:
+        assert "\n" not in note and f"--workers {workers}" in note and f"{load:.1f}" in note
+
+
+def test_no_load_average_no_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown() -> tuple[float, float, float]:
+        raise OSError("no load average")
+
+    monkeypatch.setattr(_engine.os, "getloadavg", unknown)
+    assert _engine.busy_cores_note(2) is None
