@@ -1,7 +1,7 @@
-"""``score --workers N``: each distinct instance is sent and compiled once, and a worker scores as this process does.
+"""``score --workers N``: each distinct instance of a chunk is sent and compiled once, and a worker scores as this process does.
 
 The pool's chunk (:data:`trace_tasks.runs._engine.Payload`) carries each
-distinct instance once; a worker compiles it once per process and scores each
+distinct instance once; a worker compiles it once per chunk and scores each
 row through the in-process call, so the results (metrics included) are the
 in-process results. The slow tests in ``test_score.py`` and ``test_metrics.py``
 compare real ``--workers 2`` outputs byte for byte.
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import COMBINED
+from trace_tasks.data import compile_instance
 from trace_tasks.runs import _engine
 from trace_tasks.runs._jsonl import Line
 from trace_tasks.runs._metrics import score_compiled_with_metrics
@@ -39,19 +40,16 @@ def test_a_payload_holds_each_distinct_instance_once() -> None:
 
 @pytest.mark.parametrize("options", [{}, {"trace_reward_mode": "answer"}, {"format_weight": 0.25}])
 @pytest.mark.parametrize("metrics", [False, True])
-def test_a_worker_scores_as_this_process_does(options: dict[str, Any], metrics: bool) -> None:
+def test_a_worker_scores_as_this_process_does(monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], metrics: bool) -> None:
     slots = [slot for slot in _slots() if slot.item is not None]
     opts = options_from(options)
     score = score_compiled_with_metrics if metrics else _engine.score_compiled
     expected = [score(slot, opts) for slot in slots]
-    cache = _engine._WORKER_CACHE
-    cache.clear()
-    before = cache.misses
     chunk = _engine.payload(slots)
+    compiled: list[Any] = []
+    monkeypatch.setattr(_engine, "compile_instance", lambda data: compiled.append(data) or compile_instance(data))
     assert _engine.score_payload(chunk, options, metrics) == expected
-    assert cache.misses - before == len(chunk[0])  # each distinct instance compiled once in this "worker"
-    assert _engine.score_payload(chunk, options, metrics) == expected
-    assert cache.misses - before == len(chunk[0])  # and not again for the next chunk
+    assert compiled == chunk[0]  # each distinct instance compiled once in the "worker", in order
 
 
 def test_an_instance_the_worker_cannot_compile_names_its_rows() -> None:
