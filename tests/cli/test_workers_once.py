@@ -10,13 +10,16 @@ compare real ``--workers 2`` outputs byte for byte.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from tests.cli.helpers import COMBINED
 from trace_tasks.data import compile_instance
-from trace_tasks.runs import _engine
+from trace_tasks.runs import RunSettings, _engine, score_files
 from trace_tasks.runs._jsonl import Line
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.runs._rows import Slot, combined_slots
@@ -83,3 +86,35 @@ def test_no_load_average_no_note(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_engine.os, "getloadavg", unknown)
     assert _engine.busy_cores_note(2) is None
+
+
+class InlineExecutor:
+    """A pool that runs each chunk at once in this process (the worker's very call), to keep these tests fast."""
+
+    def submit(self, fn: Any, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+def test_a_busy_machine_gets_one_note_and_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = [json.loads(text) for text in COMBINED.read_text().splitlines()]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(dict(row, id=f"{row['id']}#{k}")) + "\n" for k in range(25) for row in rows))
+    monkeypatch.setattr(_engine.os, "getloadavg", lambda: (7.5, 7.5, 7.5))
+    monkeypatch.setattr(_engine._Pool, "_start", lambda self: InlineExecutor())
+    results = {}
+    for workers in (1, 2):
+        settings = RunSettings(input=str(source), output=str(tmp_path / f"{workers}.jsonl"), workers=workers)
+        results[workers] = score_files(attrs.evolve(settings, summary=str(tmp_path / f"{workers}.json")))
+        err = capsys.readouterr().err
+        notes = [line for line in err.splitlines() if line.startswith("note: --workers")]
+        assert len(notes) == (workers > 1)
+    assert (tmp_path / "1.jsonl").read_bytes() == (tmp_path / "2.jsonl").read_bytes()  # 2,700 rows: two chunks
+    assert (tmp_path / "1.json").read_bytes() == (tmp_path / "2.json").read_bytes()
+    assert results[1].summary == results[2].summary and results[1].lines == 2700
