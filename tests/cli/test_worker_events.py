@@ -284,6 +284,8 @@ def test_sigterm_during_score_is_one_line_and_143(tmp_path: Path, workers: str) 
         left = [pid for pid in pool if alive(pid)]
         for pid in left:  # leave no process behind, whatever the outcome
             os.kill(pid, signal.SIGKILL)
+    # On a busy machine --workers 2 first notes it in one line (docs/cli.md, --workers): not what this test is about.
+    err = b"".join(line for line in err.splitlines(keepends=True) if not line.startswith(b"note: --workers"))
     assert (code, err) == (143, b"trace-tasks score: terminated\n")
     assert out.read_text() == "old\n"
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
