@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with open_outputs(args.json) as (json_out,):
         with open_source(args.instances) as source:
-            instances = load(read_lines(source.stream, source.name), source.name)
+            instances = load(read_lines(source.stream, source.name), source.name, options.get("trace_reward_mode"))
         for problem in instances.problems:
             print(f"trace-tasks audit: instances: {problem}", file=sys.stderr)
         if instances.problems:

@@ -280,7 +280,7 @@ class _Extent:
 
 def _facts(
     data: Mapping[str, Any],
-    spec: AnswerTypeSpec,
+    spec: AnswerTypeSpec | None,  # None: no answer (annotation_only)
     entry: AnnotationTypeEntry,
     target: Any,
     size_image: Size | None,
@@ -344,6 +344,8 @@ def _facts(
         )
     answer = data.get("answer_gt")
     value = answer.get("value") if type(answer) is dict or isinstance(answer, Mapping) else None
+    if spec is None:  # no answer: its type named "none" (the contract's), nothing counted
+        return _Facts(tuple(found), "none", name, shape, sizes, None, big, size, info.siblings)
     return _Facts(tuple(found), spec.name, name, shape, sizes, _count(spec, value), big, size, info.siblings)
 
 
@@ -460,7 +462,8 @@ def parts_warnings(data: Mapping[str, Any], parts: Parts) -> tuple[DataWarning, 
 
 
 def _parts_facts(data: Mapping[str, Any], parts: Parts, registry: Registry) -> _Facts | None:
-    if parts.answer_spec is None or parts.entry is None or parts.target is UNPARSED:
+    unknown_answer = parts.answer_spec is None and data.get("answer_gt") is not None
+    if unknown_answer or parts.entry is None or parts.target is UNPARSED:
         return None
     return _facts(data, parts.answer_spec, parts.entry, parts.target, parts.size_image, parts.size_meta, registry)
 

@@ -6,6 +6,7 @@ families' parsers come in through this door; the modules behind it are internal.
 """
 
 from trace_tasks.reading._extraction import (
+    ANNOTATION_KEYS,
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
     FINAL_ANSWER_TAG,
@@ -34,6 +35,7 @@ from trace_tasks.reading._literals import (
 from trace_tasks.reading._values import from_numpy, is_mapping
 
 __all__ = [
+    "ANNOTATION_KEYS",
     "ANSWER_AND_ANNOTATION_KEYS",
     "ANSWER_KEYS",
     "FINAL_ANSWER_TAG",

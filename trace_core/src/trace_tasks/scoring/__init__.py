@@ -52,6 +52,7 @@ from trace_tasks.scoring._metrics import ANSWER_ACCURACY, IOU_THRESHOLDS, SIMILA
 from trace_tasks.scoring._mismatches import ANSWER_TAG_IGNORED, MISMATCH_GAIN, THINK, Mismatch, row_mismatches
 from trace_tasks.scoring._options import (
     ADDITIVE,
+    ANNOTATION_ONLY,
     ANSWER,
     ANSWER_AND_ANNOTATION,
     DEFAULT_OPTIONS,
@@ -117,6 +118,7 @@ from trace_tasks.scoring._schema import format_instructions, response_json_schem
 __all__ = [
     "ADDITIVE",
     "ALTERNATIVE_READINGS",
+    "ANNOTATION_ONLY",
     "ANSWER",
     "ANSWER_ACCURACY",
     "ANSWER_AND_ANNOTATION",

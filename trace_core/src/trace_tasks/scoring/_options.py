@@ -33,6 +33,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 ANSWER = "answer"
 ANSWER_AND_ANNOTATION = "answer_and_annotation"
+#: The mode of tasks without an answer (referring expressions, GUI clicks): the final object is
+#: ``{"annotation": ...}`` and the task reward is the annotation reward (docs/contracts.md §3.1, §6).
+ANNOTATION_ONLY = "annotation_only"
 GATED = "gated"
 ADDITIVE = "additive"
 #: ``trace_recovery`` values (docs/contracts.md §3.7): the contract's recovery, recovery
@@ -46,6 +49,8 @@ MODE_ALIASES = {
     "": ANSWER,
     "answer_and_annotation": ANSWER_AND_ANNOTATION,
     "annotation": ANSWER_AND_ANNOTATION,
+    "annotation_only": ANNOTATION_ONLY,
+    "grounding": ANNOTATION_ONLY,
 }
 FORMULA_ALIASES = {
     "gated": GATED,
@@ -69,13 +74,13 @@ def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: st
 
 
 def resolve_mode(value: Any) -> str:
-    """``answer`` or ``answer_and_annotation`` for a mode name or alias."""
+    """``answer``, ``answer_and_annotation`` or ``annotation_only`` for a mode name or alias."""
     return _canonical_name(
         value,
         MODE_ALIASES,
         "output mode",
-        "{'answer', 'answer_only', 'answer_and_annotation'}; shorthand alias 'annotation' is also accepted "
-        "(None, '' and 'auto' mean 'answer')",
+        "{'answer', 'answer_only', 'answer_and_annotation', 'annotation_only'}; shorthand aliases 'annotation' "
+        "(answer_and_annotation) and 'grounding' (annotation_only) are also accepted (None, '' and 'auto' mean 'answer')",
     )
 
 
@@ -183,11 +188,15 @@ class Echo:
     With ``when`` empty the key holds the option's value as a float (``part``: the
     value's attribute of that name, for a record such as ``resize``); otherwise it
     holds 1.0 when the option's canonical value is one of ``when``, else 0.0 (a one-hot).
+    ``only``: the key is in the result only when the value is one of ``when`` (then
+    always 1.0): a value added after the contract's key set was fixed, such as the
+    ``annotation_only`` mode, adds its key to its own results and to no others.
     """
 
     key: str
     when: tuple[Any, ...] = ()
     part: str = ""
+    only: bool = False
 
     def of(self, value: Any) -> float:
         """The echoed float for the option's canonical ``value``."""
@@ -346,14 +355,17 @@ class ScoringOptions:
     )  # fmt: skip
     trace_reward_mode: str = _option(
         ANSWER_AND_ANNOTATION, "--mode", _mode,
-        "answer (alias answer_only: the annotation stays out of the task reward) or answer_and_annotation "
-        "(alias annotation)",
-        # The last key echoes how the answer is scored: by exact JSON match, in every mode.
+        "answer (alias answer_only: the annotation stays out of the task reward), answer_and_annotation "
+        "(alias annotation) or annotation_only (alias grounding: the final object is {\"annotation\": ...}, "
+        "no answer is read or needed, the task reward is the annotation reward)",
+        # The fourth key echoes how the answer is scored: by exact JSON match, in the modes that read one.
+        # annotation_only's key is in its own results only (the default key set is the contract's).
         echo=(
             Echo("trace_reward_mode_answer", (ANSWER,)),
             Echo("trace_reward_mode_answer_only", (ANSWER,)),
             Echo("trace_reward_mode_answer_and_annotation", (ANSWER_AND_ANNOTATION,)),
             Echo("trace_answer_scoring_exact_json", (ANSWER, ANSWER_AND_ANNOTATION)),
+            Echo("trace_reward_mode_annotation_only", (ANNOTATION_ONLY,), only=True),
         ),
         metavar="MODE",
     )  # fmt: skip

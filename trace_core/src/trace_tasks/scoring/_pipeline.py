@@ -60,6 +60,7 @@ from trace_tasks.plugins import (
     ScoringContext,
 )
 from trace_tasks.reading import (
+    ANNOTATION_KEYS,
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
     LENIENT,
@@ -74,7 +75,7 @@ from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_targ
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
 from trace_tasks.scoring._image_size import find_image_size
-from trace_tasks.scoring._options import ANSWER, ScoringOptions
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -113,7 +114,9 @@ _UNSEARCHED: Any = object()
 
 def required_keys(mode: str) -> frozenset[str]:
     """The keys a schema-valid final object holds in ``mode``."""
-    return ANSWER_KEYS if mode == ANSWER else ANSWER_AND_ANNOTATION_KEYS
+    if mode == ANSWER:
+        return ANSWER_KEYS
+    return ANNOTATION_KEYS if mode == ANNOTATION_ONLY else ANSWER_AND_ANNOTATION_KEYS
 
 
 class Target:
@@ -383,10 +386,13 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if ext is None:
         with literal_budget(literal_left):
             ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
-    predicted = ext.answer(text)
+    annotation_only = opts.trace_reward_mode == ANNOTATION_ONLY
+    predicted: Any = None if annotation_only else ext.answer(text)  # annotation_only reads no answer
     prepared = target.answer
     kind = type(predicted)
-    if lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
+    if annotation_only:
+        matched = False
+    elif lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
         matched = predicted == prepared
     elif lean and kind is str and type(prepared) is str and not (target.reads_json and predicted.lstrip()[:1] in JSON_STARTS):
         matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
@@ -410,7 +416,8 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         trail.reward = ann.reward
         if not trail.problem:
             trail.problem = target.problem
-    return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
+    answer_parse_ok = 0.0 if annotation_only else target.answer_parse_ok  # no answer is read: its keys hold 0
+    return compose_result(opts, registry, ext, 1.0 if matched else 0.0, answer_parse_ok, ann)
 
 
 def _annotate(

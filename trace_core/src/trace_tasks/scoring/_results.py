@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._options import ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -23,7 +23,10 @@ REWARD_KEYS: tuple[str, ...] = (
 )
 #: The options the response was scored with, echoed (constant for a run): the echo keys of the
 #: options table's rows (:data:`~trace_tasks.scoring.OPTIONS`) that are not opt-in, in table order.
-OPTION_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if not row.opt_in for echo in row.echo)
+OPTION_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if not row.opt_in for echo in row.echo if not echo.only)
+#: The echoes present only for some values of their option (``Echo.only``; the ``annotation_only``
+#: mode's ``trace_reward_mode_annotation_only``): ``(option name, echo)``, appended last when in force.
+VALUE_ECHOES = tuple((row.name, echo) for row in OPTIONS for echo in row.echo if echo.only)
 #: Per-response diagnostic flags, each exactly 0.0 or 1.0.
 FLAG_KEYS: tuple[str, ...] = (
     "format_structure_ok",
@@ -74,7 +77,9 @@ def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = 
         return keys
     if opts.departs:
         keys += OPT_IN_KEYS
-    return keys + MODEL_READING_KEYS if opts.reads_model else keys
+    if opts.reads_model:
+        keys += MODEL_READING_KEYS
+    return keys + tuple(echo.key for name, echo in VALUE_ECHOES if getattr(opts, name) in echo.when)
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -95,7 +100,8 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
         if row.echo and (not row.opt_in or shown.get(row.group, False)):
             value = getattr(opts, row.name)
             for echo in row.echo:
-                template[echo.key] = echo.of(value)
+                if not echo.only or value in echo.when:
+                    template[echo.key] = echo.of(value)
     template["trace_reward"] = 1.0
     type_keys = dict(registry.type_indicator_keys)
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
@@ -109,8 +115,11 @@ def compose_result(
 ) -> dict[str, float]:
     """The flat result dict (docs/contracts.md §7) of one scored response."""
     fw = opts.format_weight
-    if opts.trace_reward_mode == ANSWER:
+    mode = opts.trace_reward_mode
+    if mode == ANSWER:
         task = answer_reward
+    elif mode == ANNOTATION_ONLY:  # nothing to gate on: the formula and the weights do not apply
+        task = ann.reward
     elif opts.trace_annotation_reward_formula == GATED:
         task = answer_reward * (opts.answer_weight + opts.annotation_weight * ann.reward)
     else:

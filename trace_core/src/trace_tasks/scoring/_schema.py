@@ -29,7 +29,7 @@ import attrs
 from trace_tasks.errors import OptionError, UnknownTypeError, suggest
 from trace_tasks.plugins import JSON_SCHEMA_DIALECT, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import is_mapping, read_annotation_string
-from trace_tasks.scoring._options import ANSWER, resolve_answer_tag, resolve_mode
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, resolve_answer_tag, resolve_mode
 
 __all__ = ["format_instructions", "response_json_schema"]
 
@@ -48,7 +48,9 @@ def _answer_spec(registry: Registry, answer_type: Any) -> AnswerTypeSpec:
 
 def _annotation_entry(registry: Registry, annotation_type: Any) -> AnnotationTypeEntry:
     if not isinstance(annotation_type, str) or not annotation_type.strip():
-        raise OptionError(f"annotation_type must be a non-empty string in answer_and_annotation mode, got {annotation_type!r}")
+        raise OptionError(
+            f"annotation_type must be a non-empty string in answer_and_annotation mode (and annotation_only), got {annotation_type!r}"
+        )
     return registry.annotation_type(annotation_type.strip())  # MissingFamilyError / UnknownTypeError
 
 
@@ -57,7 +59,7 @@ class _Parts:
     """What a schema or an instruction is built from: the mode, both types' specs, an instance's role keys."""
 
     mode: str
-    spec: AnswerTypeSpec
+    spec: AnswerTypeSpec | None  # None in annotation_only mode (no answer)
     entry: AnnotationTypeEntry | None  # None in answer mode
     roles: tuple[str, ...] | None = None  # a map type's role keys, from an instance
 
@@ -99,11 +101,17 @@ def _parts(answer_type: Any, annotation_type: Any, trace_reward_mode: Any, insta
     if instance is not None:
         if not is_mapping(instance):
             raise OptionError(f"instance must be an instance record (a mapping), got {type(instance).__name__}")
-        answer_type = _instance_type(instance, "answer_gt", answer_type)
+        if mode != ANNOTATION_ONLY:
+            answer_type = _instance_type(instance, "answer_gt", answer_type)
         if mode != ANSWER:
             annotation_type = _instance_type(instance, "annotation_gt", annotation_type)
     registry = get_registry()
-    spec = _answer_spec(registry, answer_type)
+    # annotation_only asks for no answer (a given answer type is still checked, as a given annotation type in answer mode)
+    spec: AnswerTypeSpec | None = None
+    if mode != ANNOTATION_ONLY or answer_type is not None:
+        spec = _answer_spec(registry, answer_type)
+    if mode == ANNOTATION_ONLY:
+        spec = None
     entry = None
     if mode != ANSWER or annotation_type is not None:  # in answer mode a given type is still checked
         entry = _annotation_entry(registry, annotation_type)
@@ -169,17 +177,23 @@ def response_json_schema(
     parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
     mode, spec, entry = parts.mode, parts.spec, parts.entry
     notes: list[str] = []
-    properties = {"answer": _value_schema(spec.json_schema, spec.description, f"answer type {spec.name!r}", notes)}
-    title = f"trace_tasks final object ({mode} mode): answer {spec.name}"
+    properties: dict[str, Any] = {}
+    titled: list[str] = []
+    if spec is not None:
+        properties["answer"] = _value_schema(spec.json_schema, spec.description, f"answer type {spec.name!r}", notes)
+        titled.append(f"answer {spec.name}")
+    title = f"trace_tasks final object ({mode} mode): "
     if entry is not None:
         type_spec = entry.spec
         declared = type_spec.json_schema if type_spec is not None else None
         words = (type_spec.value_format or type_spec.description) if type_spec is not None else ""
         value_schema = _value_schema(declared, words, f"annotation type {entry.name!r}", notes)
         properties["annotation"] = _with_roles(value_schema, parts.roles)
-        title += f", annotation {entry.name}"
+        named = f"annotation {entry.name}"
         if parts.roles is not None:
-            title += f" (role keys {', '.join(map(repr, parts.roles))})"
+            named += f" (role keys {', '.join(map(repr, parts.roles))})"
+        titled.append(named)
+    title += ", ".join(titled)
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": title,
@@ -222,7 +236,12 @@ def format_instructions(
     annotation_shape = f"<{entry.name}>" if entry is not None else ""
     if entry is not None and roles is not None:
         annotation_shape = "{" + ", ".join(f"{json.dumps(role, ensure_ascii=False)}: ..." for role in roles) + "}"
-    shape = f'{{"answer": <{spec.name}>}}' if entry is None else f'{{"answer": <{spec.name}>, "annotation": {annotation_shape}}}'
+    if spec is None:  # annotation_only
+        shape = f'{{"annotation": {annotation_shape}}}'
+    elif entry is None:
+        shape = f'{{"answer": <{spec.name}>}}'
+    else:
+        shape = f'{{"answer": <{spec.name}>, "annotation": {annotation_shape}}}'
     if tagged:
         lines = [
             "End your reply with the final object inside answer tags, <answer>OBJECT</answer>, and write nothing "
@@ -231,10 +250,11 @@ def format_instructions(
     else:
         lines = ["End your reply with one JSON object with exactly these keys, and write nothing after it:"]
     lines.append(f"  {shape}")
-    lines.append(f'- "answer": {spec.description or f"a value of type {spec.name}"} ({spec.name}).')
-    has_answer, answer = _example(spec.examples)
-    example: dict[str, Any] = {"answer": answer}
-    complete = has_answer
+    example: dict[str, Any] = {}
+    complete = True
+    if spec is not None:
+        lines.append(f'- "answer": {spec.description or f"a value of type {spec.name}"} ({spec.name}).')
+        complete, example["answer"] = _example(spec.examples)
     if entry is not None:
         type_spec = entry.spec
         words = ""

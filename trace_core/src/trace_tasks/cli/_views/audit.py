@@ -27,6 +27,11 @@ JSON object:
   instance's own answer, alone and with the whole-image annotation (references:
   never flagged).
 
+In the ``annotation_only`` mode (``--mode annotation_only``) there is no answer:
+each ``majority-answer+*`` policy is its image-blind annotation alone
+(``{"annotation": ...}``), and the policies that only differ by an answer
+(``majority-answer``, ``correct-answer+*``) are not run.
+
 The ``majority-*`` policies know nothing about the image: one whose mean
 overall is at least ``--threshold`` is flagged, and the exit code is 1. A
 whole-image policy needs the image size: an instance without one is counted
@@ -47,7 +52,7 @@ from trace_tasks.plugins import SHAPES, ImageBlind, lay_out
 from trace_tasks.runs import (
     dumps,
 )
-from trace_tasks.scoring import answer_target
+from trace_tasks.scoring import ANNOTATION_ONLY, answer_target, resolve_mode
 
 MAJORITY = "majority-answer"
 MAJORITY_EMPTY = "majority-answer+empty"
@@ -74,8 +79,12 @@ class Instances:
     repeated: int = 0
 
 
-def load(lines: Iterable[Any], source: str) -> Instances:
-    """Validate and compile every line; a line whose id was seen before (a combined file) is counted, not audited."""
+def load(lines: Iterable[Any], source: str, trace_reward_mode: Any = None) -> Instances:
+    """Validate and compile every line; a line whose id was seen before (a combined file) is counted, not audited.
+
+    ``trace_reward_mode``: the mode the audit scores in (an instance without an answer is a problem
+    in a mode other than ``annotation_only``).
+    """
     found = Instances(source)
     seen: set[str] = set()
     for line in lines:
@@ -95,7 +104,7 @@ def load(lines: Iterable[Any], source: str) -> Instances:
                 continue
             seen.add(row_id)
         try:
-            found.compiled.append(compile_instance(data, record=where))
+            found.compiled.append(compile_instance(data, record=where, trace_reward_mode=trace_reward_mode))
         except InstanceError as exc:
             found.problems.extend(f"{where}: {problem}" for problem in exc.problems)
     return found
@@ -118,12 +127,16 @@ class Group:
         """The most frequent ``answer_gt.value`` (as the matcher compares them); ties: the first in file order."""
         counts: dict[Any, list[Any]] = {}  # canonical form -> [count, first raw value]
         for member in self.members:
+            if member.answer_spec is None:  # no answer (annotation_only): nothing to count
+                continue
             raw = member.data["answer_gt"]["value"]
             key = _answer_key(raw, member)
             if key in counts:
                 counts[key][0] += 1
             else:
                 counts[key] = [1, raw]
+        if not counts:
+            return None
         best = max(counts.values(), key=lambda entry: entry[0])  # max keeps the first of equal counts
         return best[1]
 
@@ -160,7 +173,8 @@ class Group:
 
 
 def _answer_key(raw: Any, member: CompiledInstance) -> Any:
-    key = answer_target(raw, reads_json_strings=member.answer_spec.reads_json_strings)
+    spec = member.answer_spec
+    key = answer_target(raw, reads_json_strings=spec.reads_json_strings if spec is not None else True)
     try:
         hash(key)
     except TypeError:
@@ -235,9 +249,26 @@ NO_IMAGE_SIZE = "no_image_size"
 ALONE = "alone_in_group"
 
 
-def response(policy: str, member: CompiledInstance, group: Group, majority: Any) -> dict[str, Any] | str:
-    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`)."""
-    own = member.data["answer_gt"]["value"]
+#: The policies run in the ``annotation_only`` mode: those with an image-blind annotation (the answer left out).
+ANNOTATION_ONLY_POLICIES = frozenset({MAJORITY_EMPTY, MAJORITY_WHOLE, MAJORITY_MEAN_BOX, MAJORITY_BOX_COPIES})
+
+
+def response(
+    policy: str, member: CompiledInstance, group: Group, majority: Any, annotation_only: bool = False
+) -> dict[str, Any] | str:
+    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`).
+
+    ``annotation_only``: the object without its answer (``{"annotation": ...}``).
+    """
+    found = _response(policy, member, group, majority)
+    if annotation_only and not isinstance(found, str):
+        found.pop("answer", None)
+    return found
+
+
+def _response(policy: str, member: CompiledInstance, group: Group, majority: Any) -> dict[str, Any] | str:
+    gt = member.data.get("answer_gt")
+    own = gt.get("value") if isinstance(gt, Mapping) else None
     if policy == MAJORITY:
         return {"answer": majority}
     if policy == CORRECT_ONLY:
@@ -319,7 +350,7 @@ def group_instances(compiled: Iterable[CompiledInstance]) -> list[Group]:
     """Groups by ``(answer type, annotation type)``, in the order their first instance comes."""
     groups: dict[tuple[str, str], Group] = {}
     for member in compiled:
-        key = (member.answer_type, member.annotation_type)
+        key = (member.answer_type or "none", member.annotation_type)  # "none": no answer (annotation_only)
         if key not in groups:
             groups[key] = Group(*key)
         groups[key].members.append(member)
@@ -330,9 +361,11 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
     """Score every policy on every instance it applies to (``score_trace_response``'s result, through the compiled instance)."""
     result = Audit(threshold)
     result.groups = group_instances(compiled)
+    annotation_only = resolve_mode(options.get("trace_reward_mode")) == ANNOTATION_ONLY
+    policies = [p for p in POLICIES if p in ANNOTATION_ONLY_POLICIES] if annotation_only else list(POLICIES)
     # The table order: annotation types in file order, then the policies in POLICIES order.
     for group in result.groups:
-        for policy in POLICIES:
+        for policy in policies:
             if applies(policy, group.members[0]):
                 result.totals.setdefault((group.annotation_type, policy), Totals())
     ordered = sorted(result.totals, key=lambda key: (_first_seen(result.groups, key[0]), POLICIES.index(key[1])))
@@ -341,11 +374,11 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
         majority = group.majority_answer()
         result.majorities.append(majority)
         for member in group.members:
-            for policy in POLICIES:
+            for policy in policies:
                 if not applies(policy, member):
                     continue
                 totals = result.totals[(group.annotation_type, policy)]
-                obj = response(policy, member, group, majority)
+                obj = response(policy, member, group, majority, annotation_only)
                 if isinstance(obj, str):
                     totals.skipped[obj] = totals.skipped.get(obj, 0) + 1
                     continue

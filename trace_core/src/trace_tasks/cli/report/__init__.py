@@ -249,7 +249,7 @@ def audit_fields(args: argparse.Namespace, scored: Row | None) -> dict[str, Any]
 
     options = {**run_options(scored), "point_half_life_px": None} if scored is not None else {}
     with open_binary(args.instances) as fh:
-        instances = audit.load(read_lines(fh, args.instances), args.instances)
+        instances = audit.load(read_lines(fh, args.instances), args.instances, options.get("trace_reward_mode"))
     result = audit.audit(instances.compiled, options, audit.DEFAULT_THRESHOLD)
     note = (
         f"{len(instances.problems)} problem(s) in the instances file: those instances are left out." if instances.problems else ""
@@ -381,10 +381,13 @@ def _json(value: Any) -> str:
 def predicted_expected(explained: Any) -> tuple[tuple[str, str], tuple[str, str]]:
     """(answer, annotation) the response gave, as the scorer read them, and those the instance expects, as JSON text."""
     trail, data = explained.trail, explained.instance.data
-    gt = data.get("annotation_gt")
+    gt, answer = data.get("annotation_gt"), data.get("answer_gt")  # answer_gt: absent in annotation_only
     return (
         (_json(trail.predicted_answer), _json(trail.prediction)),
-        (_json(data["answer_gt"]["value"]), _json(gt.get("value") if isinstance(gt, Mapping) else None)),
+        (
+            _json(answer.get("value") if isinstance(answer, Mapping) else None),
+            _json(gt.get("value") if isinstance(gt, Mapping) else None),
+        ),
     )
 
 
