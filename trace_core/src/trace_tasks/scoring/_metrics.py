@@ -17,7 +17,9 @@ unmatched on either side, missing and extra map keys' items included):
   one side empty = 0;
 * a set type (shape ``set``): ``size_mae``, ``|predicted items - target items|``,
   on the rows whose prediction parsed;
-* every row: ``answer_accuracy`` (the scorer's ``accuracy``).
+* every row: ``answer_accuracy`` (the scorer's ``accuracy``), except in the
+  ``annotation_only`` mode, where no answer is read and the metric is left out
+  (a mean of zeros would read as a model that never answers right).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trace_tasks.plugins import get_registry
+from trace_tasks.scoring._options import ANNOTATION_ONLY
 from trace_tasks.scoring._pipeline import Trail
 from trace_tasks.scoring._plugin_calls import UNPARSED
 
@@ -36,7 +39,12 @@ SIZE_MAE = "size_mae"
 
 def row_metrics(trail: Trail, scores: Mapping[str, float], shape: str) -> dict[str, float]:
     """The metrics of one scored row, from its trail; ``shape`` is the annotation type's (``scalar``, ``set``, ...)."""
-    values = {ANSWER_ACCURACY: float(scores.get("accuracy", 0.0))}
+    options = trail.options
+    values = (
+        {}
+        if options is not None and options.trace_reward_mode == ANNOTATION_ONLY
+        else {ANSWER_ACCURACY: float(scores.get("accuracy", 0.0))}
+    )
     explanation = trail.explanation
     if explanation is None:  # the family cannot explain, or the target did not parse: no geometry to report
         return values
