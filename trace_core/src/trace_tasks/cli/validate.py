@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -30,7 +31,8 @@ from trace_tasks.cli._views.explanation import escape_surrogates
 from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
-from trace_tasks.runs import EXIT_FAILED, EXIT_OK, STDIO, InputFailed, dumps, open_binary, read_lines
+from trace_tasks.runs import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIO, InputFailed, dumps, open_binary, read_lines
+from trace_tasks.scoring import resolve_mode
 
 EXIT_PROBLEMS = EXIT_FAILED
 
@@ -53,6 +55,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="warnings count as problems (exit code 1)")
     parser.add_argument(
         "--json", action="store_true", help="JSON Lines: one object per problem, warning and note, then the summary"
+    )
+    parser.add_argument(
+        "--mode",
+        dest="trace_reward_mode",
+        metavar="MODE",
+        default=None,
+        help=(
+            "the output mode the instances are meant for (as score's --mode); an instance without answer_gt is valid "
+            "only for annotation_only. Default: any mode (an instance without answer_gt is accepted as annotation_only)"
+        ),
     )
     parser.add_argument(
         "--group-by",
@@ -116,7 +128,9 @@ class Tally:
         return sum(self.warnings.values())
 
 
-def file_findings(path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None) -> Iterator[Finding]:
+def file_findings(
+    path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None, trace_reward_mode: Any = None
+) -> Iterator[Finding]:
     """Every problem and warning of one instance file, in order (the group rules' warnings last).
 
     ``tally.lines`` counts the lines read; ``notes`` collects, per annotation
@@ -124,7 +138,7 @@ def file_findings(path: str, tally: Tally, notes: dict[str, str] | None = None, 
     """
     seen_ids: dict[str, int] = {}
     image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
-    lint = DatasetLint(group_by=group_by, image_dir=image_dir)
+    lint = DatasetLint(group_by=group_by, image_dir=image_dir, trace_reward_mode=trace_reward_mode)
     with open_binary(path) as fh:
         for line in read_lines(fh, "<stdin>" if path == STDIO else path):
             tally.lines += 1
@@ -189,13 +203,19 @@ def summary_line(tally: Tally, files: int, strict: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trace_reward_mode is not None:
+        try:
+            resolve_mode(args.trace_reward_mode)
+        except ValueError as exc:
+            print(f"trace-tasks validate: error: --mode: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     tally = Tally()
     notes: dict[str, str] = {}
     as_json = args.json
     for path in args.files:
         name = "<stdin>" if path == STDIO else path
         try:
-            for finding in file_findings(path, tally, notes, args.group_by):
+            for finding in file_findings(path, tally, notes, args.group_by, args.trace_reward_mode):
                 tally.add(finding)
                 if not args.quiet:
                     print(_json(name, finding) if as_json else _text(name, finding))

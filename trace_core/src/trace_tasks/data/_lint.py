@@ -44,7 +44,7 @@ from trace_tasks.plugins import (
     extent_points,
     get_registry,
 )
-from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame
+from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame, resolve_mode
 
 __all__ = [
     "BIG_IMAGE_PX",
@@ -706,7 +706,9 @@ class DatasetLint:
     ``metadata.task``) the same value of that field. Each group keeps counts and
     a few line numbers only; at most :data:`MAX_GROUPS` groups are tracked
     (more add a note to :attr:`notes`). ``lines`` counts the instances added,
-    ``counts`` the warnings given so far by rule.
+    ``counts`` the warnings given so far by rule. ``trace_reward_mode``: the
+    output mode the dataset is meant for (``None``: not said); an instance
+    without ``answer_gt`` is then a problem unless it is ``annotation_only``.
     """
 
     def __init__(
@@ -715,7 +717,9 @@ class DatasetLint:
         group_by: str | None = None,
         image_dir: str | os.PathLike[str] | None = None,
         cls: type[TraceInstance] = TrainInstance,
+        trace_reward_mode: Any = None,
     ) -> None:
+        self.mode = resolve_mode(trace_reward_mode) if trace_reward_mode is not None else None
         self.group_by = group_by
         self.image_dir = None if image_dir is None else os.fspath(image_dir)
         self.cls = cls
@@ -730,7 +734,7 @@ class DatasetLint:
         """Validate one instance dict and take it into the groups; its report, warnings included."""
         registry = get_registry()
         self.lines += 1
-        problems, parts = check(data, self.cls, registry)
+        problems, parts = check(data, self.cls, registry, mode=self.mode)
         warnings: tuple[DataWarning, ...] = ()
         if not problems:
             facts = _parts_facts(data, parts, registry)
