@@ -184,7 +184,7 @@ def _header(path: str, number: int, instance: CompiledInstance) -> list[str]:
     size = list(instance.image_size) if instance.image_size else "not given"
     return [
         f"instance {instance.data.get('id')!r} ({path} line {number})",
-        f"  answer type {instance.answer_type}, annotation type {instance.annotation_type} "
+        f"  answer type {instance.answer_type or 'none (no answer_gt)'}, annotation type {instance.annotation_type} "
         f"(reward id {instance.reward_entry.reward_id}), image size {size}",
     ]
 
