@@ -46,7 +46,7 @@ from trace_tasks.scoring import (
     size_from,
 )
 
-__all__ = ["CompiledInstance", "compile_instance"]
+__all__ = ["CompiledInstance", "compile_instance", "mode_problem"]
 
 #: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
 Sizes = tuple[Any, Any, Any, Any]
@@ -210,12 +210,10 @@ class CompiledInstance:
 
         An instance without ``answer_gt`` supports the ``annotation_only`` mode only (docs/contracts.md §12.1).
         """
-        if self.answer_spec is None and opts.trace_reward_mode != ANNOTATION_ONLY:
-            name = self.data.get("id")
-            raise OptionError(
-                f"{f'instance {name!r}' if name else 'this instance'} has no answer_gt, so it can be scored only with "
-                f"trace_reward_mode='annotation_only' (--mode annotation_only), not {opts.trace_reward_mode!r}"
-            )
+        if self.answer_spec is None:
+            problem = mode_problem(self.data, opts)
+            if problem:
+                raise OptionError(problem)
 
     def check_frame(self, opts: ScoringOptions, sizes: Sizes | None = None) -> None:
         """:class:`~trace_tasks.errors.OptionError` when ``opts`` declare a prediction frame this instance cannot be
@@ -267,6 +265,16 @@ class CompiledInstance:
         if size is None and extra_info is not None:
             size = size_from(extra_info)
         return size
+
+
+def mode_problem(data: Mapping[str, Any], opts: ScoringOptions) -> str:
+    """Why an instance cannot be scored in ``opts``' mode ("" when it can): one without an answer, in a mode reading one."""
+    if data.get("answer_gt") is not None or opts.trace_reward_mode == ANNOTATION_ONLY:
+        return ""
+    return (  # the id is not named: a row of a run carries it, and every engine says the same
+        "this instance has no answer_gt, so it can be scored only with "
+        f"trace_reward_mode='annotation_only' (--mode annotation_only), not {opts.trace_reward_mode!r}"
+    )
 
 
 def compile_instance(
