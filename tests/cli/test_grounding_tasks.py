@@ -227,6 +227,21 @@ def test_clicks_score_against_inside(tmp_path: Path, path: Path, flags: tuple[st
     assert metrics["click_acc"] == pytest.approx(sum(expected) / len(expected))
 
 
+def test_click_instructions_ask_for_a_point() -> None:
+    from trace_tasks import pin_reward_id, unpin_reward_id
+    from trace_tasks.plugins import reset_registry
+
+    pin_reward_id("bbox", "bbox_click_hit_v0")
+    try:
+        text = format_instructions(annotation_type="bbox", trace_reward_mode="annotation_only")
+    finally:
+        unpin_reward_id("bbox")
+        reset_registry()
+    assert "one point [x, y]" in text
+    example = json.loads(text.rsplit("Example: ", 1)[1])["annotation"]
+    assert len(example) == 2
+
+
 def test_clicks_need_the_pin() -> None:
     done = run_cli("validate", "--mode", "annotation_only", str(CLICKS))
     assert done.returncode == 1

@@ -54,6 +54,19 @@ def _annotation_entry(registry: Registry, annotation_type: Any) -> AnnotationTyp
     return registry.annotation_type(annotation_type.strip())  # MissingFamilyError / UnknownTypeError
 
 
+def _version_form(entry: AnnotationTypeEntry) -> tuple[str, tuple[Any, ...]] | None:
+    """The current reward version's own prediction form and example predictions, when it declares one.
+
+    A pinned click version of ``bbox`` (``bbox_click_hit_v0``) reads a point ``[x, y]``, not the box the type
+    holds: the prompt and schema ask for what the reward reads.
+    """
+    reward = get_registry().reward_ids.get(entry.current_reward_id)
+    spec = reward.spec if reward is not None else None
+    if spec is None or spec.parse_prediction is None or not spec.prediction_form:
+        return None
+    return spec.prediction_form, tuple(example[0] for example in spec.prediction_examples)
+
+
 @attrs.frozen(slots=True)
 class _Parts:
     """What a schema or an instruction is built from: the mode, both types' specs, an instance's role keys."""
@@ -187,7 +200,11 @@ def response_json_schema(
         type_spec = entry.spec
         declared = type_spec.json_schema if type_spec is not None else None
         words = (type_spec.value_format or type_spec.description) if type_spec is not None else ""
-        value_schema = _value_schema(declared, words, f"annotation type {entry.name!r}", notes)
+        form = _version_form(entry)
+        if form is not None:  # the current version reads its prediction in its own form (a click for a box)
+            declared, words = None, form[0]
+        what = f"annotation type {entry.name!r}" if form is None else f"the reward version {entry.current_reward_id!r}"
+        value_schema = _value_schema(declared, words, what, notes)
         properties["annotation"] = _with_roles(value_schema, parts.roles)
         named = f"annotation {entry.name}"
         if parts.roles is not None:
@@ -260,6 +277,9 @@ def format_instructions(
         words = ""
         if type_spec is not None:
             words = type_spec.value_format or type_spec.description
+        form = _version_form(entry)
+        if form is not None:
+            words = form[0]
         lines.append(f'- "annotation": {words or f"a value of type {entry.name}"}.')
         if roles is not None:
             names = ", ".join(json.dumps(role, ensure_ascii=False) for role in roles)
@@ -269,6 +289,8 @@ def format_instructions(
             "Do not normalise them (no 0-1 or 0-1000 scale)."
         )
         has_annotation, annotation = _example(type_spec.examples if type_spec is not None else ())
+        if form is not None:
+            has_annotation, annotation = _example(form[1])
         if has_annotation and roles is not None and is_mapping(annotation) and annotation:
             # The type's example items under the instance's keys; a set-map's roles all get one list,
             # so the example's sizes cannot be read as the target's.
