@@ -49,6 +49,8 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
+import attrs
+
 from trace_tasks.errors import AnnotationParseError, OptionError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
@@ -66,11 +68,14 @@ from trace_tasks.reading import (
     ANSWER_KEYS,
     LENIENT,
     Extraction,
+    FormatCheck,
+    ToolCallReading,
     extract,
     is_mapping,
     literal_budget,
     load_json_or_literal,
     plain_final_object,
+    read_tool_call,
 )
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
@@ -396,7 +401,9 @@ class Trail:
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
-    keys = required_keys(opts.trace_reward_mode)
+    tool = opts.tool_call
+    # A declared tool call carries the annotation: the final object holds the answer alone (§3.9).
+    keys = required_keys(opts.trace_reward_mode) if tool is None else ANSWER_KEYS
     lean = _LEAN
     # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
     # literal, so no budget needs to be in force; anything else takes the general step under the budget.
@@ -419,6 +426,10 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
     else:
         matched = matches_answer_target(predicted, prepared, reads_json_strings=target.reads_json)
+    if tool is not None:
+        with literal_budget(literal_left):
+            call = read_tool_call(text, tool)
+        ext = _with_call(ext, call, annotation_only)
     ann = AnnotationResult(target.type_name)
     payload = ext.payload
     prediction = payload.get("annotation") if payload is not None else None
@@ -439,6 +450,26 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
             trail.problem = target.problem
     answer_parse_ok = 0.0 if annotation_only else target.answer_parse_ok  # no answer is read: its keys hold 0
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, answer_parse_ok, ann)
+
+
+def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) -> Extraction:
+    """The extraction with the annotation read from the declared tool's last call (docs/contracts.md §3.9).
+
+    In the annotation-only mode the call is the final object: format 1 when the call of the tool is found
+    and its declared argument read. In a mode with an answer, the answer is the final object's (already read)
+    and format needs both that object (``{"answer": ...}``) and the call; a final object's ``annotation`` is
+    never read when a tool call is declared.
+    """
+    read = call.found and call.value is not None
+    source = f"the last {call.form} of the tool" if call.found else ""
+    if annotation_only:
+        payload = {"annotation": call.value} if read else None
+        return Extraction(FormatCheck(call.found, call.found, read, call.text or None, payload), payload, None, source)
+    kept = {k: v for k, v in ext.payload.items() if k != "annotation"} if ext.payload is not None else {}
+    if read:
+        kept["annotation"] = call.value
+    fmt = attrs.evolve(ext.format, schema_ok=ext.format.schema_ok and read)
+    return attrs.evolve(ext, format=fmt, payload=kept or None, source=ext.source or source)
 
 
 def _annotate(

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
+from trace_tasks.scoring._options import (
+    ANNOTATION_ONLY,
+    ANSWER,
+    GATED,
+    MODEL_READINGS,
+    OPTIONS,
+    POLICIES,
+    TOOL_CALLS,
+    ScoringOptions,
+)
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -54,6 +63,11 @@ OPT_IN_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if row.opt_in a
 MODEL_READING_KEYS: tuple[str, ...] = tuple(
     echo.key for row in OPTIONS if row.opt_in and row.group == MODEL_READINGS for echo in row.echo
 )
+#: The indicator of a declared tool call (docs/contracts.md §3.9), present only when one is declared:
+#: after the model reading keys.
+TOOL_CALL_KEYS: tuple[str, ...] = tuple(
+    echo.key for row in OPTIONS if row.opt_in and row.group == TOOL_CALLS for echo in row.echo
+)
 #: Reported after everything else when a prediction that did not parse has a model-native
 #: shape its owner recognises (``trace_native_annotation``), or was read as the annotation
 #: under ``annotation_native``: always 1.0 when present.
@@ -79,6 +93,8 @@ def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = 
         keys += OPT_IN_KEYS
     if opts.reads_model:
         keys += MODEL_READING_KEYS
+    if opts.tool_call is not None:
+        keys += TOOL_CALL_KEYS
     return keys + tuple(echo.key for name, echo in VALUE_ECHOES if getattr(opts, name) in echo.when)
 
 
@@ -95,7 +111,7 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     if cached is not None and cached[0] is registry:
         return cached[1], cached[2]
     template = dict.fromkeys(result_keys(registry, opts), 0.0)
-    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model}
+    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model, TOOL_CALLS: opts.tool_call is not None}
     for row in OPTIONS:  # the option echo, as the options table spells it; an opt-in group's only when in force
         if row.echo and (not row.opt_in or shown.get(row.group, False)):
             value = getattr(opts, row.name)
