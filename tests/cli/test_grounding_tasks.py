@@ -259,3 +259,44 @@ def test_clicks_explain_audit_report(tmp_path: Path) -> None:
     done = run_cli("report", str(tmp_path / "clicks.scores.jsonl"), "--instances", str(CLICKS), "-o", str(html), env=CLICK_PIN)
     assert done.returncode == 0, done.stderr.decode()
     assert "not explained" not in html.read_text()
+
+
+# --- the tool-call trajectory dataset -----------------------------------------------------------
+
+TRAJECTORY = GROUNDING / "tool_calls.jsonl"
+TOOL = '{"name": "computer_use", "argument": "coordinate"}'
+TOOL_FLAGS = ("--mode", "annotation_only", "--prediction-frame", "rel1000", "--tool-call", TOOL)
+
+
+def expected_step(row: dict[str, Any]) -> float:
+    """The last computer_use call's coordinate (0-1000, converted to pixels here) inside the target box, else 0."""
+    response = row["response"]
+    blocks = [block.split("</tool_call>")[0] for block in response.split("<tool_call>")[1:]]
+    calls = [json.loads(block) for block in blocks]
+    mine = [call for call in calls if call["name"] == "computer_use"]
+    if not mine:
+        return 0.0
+    arguments = mine[-1]["arguments"]
+    arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+    x, y = arguments["coordinate"]
+    width, height = row["image_size"]
+    return inside([x * width / 1000, y * height / 1000], row["annotation_gt"]["value"])
+
+
+def test_trajectory_score_validate_explain_audit_report(tmp_path: Path) -> None:
+    assert run_cli("validate", "--mode", "annotation_only", str(TRAJECTORY), env=CLICK_PIN).returncode == 0
+    scored = score_file(tmp_path, TRAJECTORY, *TOOL_FLAGS, env=CLICK_PIN)
+    expected = [expected_step(row) for row in rows(TRAJECTORY)]
+    assert [got["overall"] for got in scored] == expected
+    assert all(got["trace_tool_call"] == 1.0 for got in scored)
+    explained = run_cli("explain", "--instance", str(TRAJECTORY), "--id", "traj-01", *TOOL_FLAGS, env=CLICK_PIN)
+    assert explained.returncode == 0, explained.stderr.decode()
+    assert "the last <tool_call> of the tool" in explained.stdout.decode()
+    audited = run_cli("audit", *TOOL_FLAGS, str(TRAJECTORY), env=CLICK_PIN)
+    assert audited.returncode == 0, audited.stderr.decode()
+    html = tmp_path / "traj.html"
+    scores = str(tmp_path / "tool_calls.scores.jsonl")
+    done = run_cli("report", scores, "--instances", str(TRAJECTORY), "--tool-call", TOOL, "-o", str(html), env=CLICK_PIN)
+    assert done.returncode == 0, done.stderr.decode()
+    page = html.read_text()
+    assert "re-scoring gives" not in page and "not explained" not in page

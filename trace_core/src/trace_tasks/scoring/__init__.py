@@ -92,6 +92,7 @@ from trace_tasks.scoring._options import (
     resolve_native,
     resolve_options,
     resolve_recovery,
+    resolve_tool_call,
 )
 from trace_tasks.scoring._pipeline import (
     ALTERNATIVE_READINGS,
@@ -239,6 +240,7 @@ __all__ = [
     "resolve_options",
     "resolve_recovery",
     "resolve_resize",
+    "resolve_tool_call",
     "response_json_schema",
     "result_keys",
     "row_metrics",

@@ -52,7 +52,7 @@ from trace_tasks.plugins import SHAPES, ImageBlind, lay_out
 from trace_tasks.runs import (
     dumps,
 )
-from trace_tasks.scoring import ANNOTATION_ONLY, answer_target, resolve_mode
+from trace_tasks.scoring import ANNOTATION_ONLY, answer_target, resolve_mode, resolve_tool_call
 
 MAJORITY = "majority-answer"
 MAJORITY_EMPTY = "majority-answer+empty"
@@ -362,6 +362,7 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
     result = Audit(threshold)
     result.groups = group_instances(compiled)
     annotation_only = resolve_mode(options.get("trace_reward_mode")) == ANNOTATION_ONLY
+    tool = resolve_tool_call(options.get("tool_call"))
     policies = [p for p in POLICIES if p in ANNOTATION_ONLY_POLICIES] if annotation_only else list(POLICIES)
     # The table order: annotation types in file order, then the policies in POLICIES order.
     for group in result.groups:
@@ -382,8 +383,25 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
                 if isinstance(obj, str):
                     totals.skipped[obj] = totals.skipped.get(obj, 0) + 1
                     continue
-                totals.add(member.score(dumps(obj), **options))
+                totals.add(member.score(_written(obj, tool), **options))
     return result
+
+
+def _written(obj: dict[str, Any], tool: Any) -> str:
+    """The policy's response: its JSON object, or, under a declared tool call, the annotation as that tool's call
+    (``<tool_call>`` JSON; a list of argument names takes the annotation's numbers in order) and the answer's object."""
+    if tool is None or "annotation" not in obj:
+        return dumps(obj)
+    annotation = obj["annotation"]
+    if tool.single:
+        arguments = {tool.arguments[0]: annotation}
+    elif isinstance(annotation, list) and len(annotation) == len(tool.arguments):
+        arguments = dict(zip(tool.arguments, annotation, strict=True))
+    else:
+        return dumps({k: v for k, v in obj.items() if k != "annotation"})  # not writable as this call: no annotation
+    call = "<tool_call>" + dumps({"name": tool.name, "arguments": arguments}) + "</tool_call>"
+    rest = {k: v for k, v in obj.items() if k != "annotation"}
+    return call + ("\n" + dumps(rest) if rest else "")
 
 
 def _first_seen(groups: list[Group], annotation_type: str) -> int:
