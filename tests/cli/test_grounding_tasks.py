@@ -300,3 +300,17 @@ def test_trajectory_score_validate_explain_audit_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr.decode()
     page = html.read_text()
     assert "re-scoring gives" not in page and "not explained" not in page
+
+
+def test_the_documented_prompts_are_format_instructions() -> None:
+    from trace_tasks import pin_reward_id, unpin_reward_id
+    from trace_tasks.plugins import reset_registry
+
+    page = (ROOT / "docs" / "tasks.md").read_text()
+    assert format_instructions(annotation_type="bbox", trace_reward_mode="annotation_only") in page
+    pin_reward_id("bbox", "bbox_click_hit_v0")
+    try:
+        assert format_instructions(annotation_type="bbox", trace_reward_mode="annotation_only") in page
+    finally:
+        unpin_reward_id("bbox")
+        reset_registry()
