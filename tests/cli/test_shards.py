@@ -250,7 +250,8 @@ def _joined_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
     """Instances in two shards (one of them invalid at its line 3) and all of them in one file; responses in two shards."""
     instances = read_jsonl(INSTANCES)
     assert len(instances) == 36
-    instances[20] = {k: v for k, v in instances[20].items() if k != "answer_gt"}
+    # annotation_gt: an instance without answer_gt is valid (annotation_only), one without annotation_gt never is
+    instances[20] = {k: v for k, v in instances[20].items() if k != "annotation_gt"}
     inst = tmp_path / "inst"
     inst.mkdir()
     write_lines(inst / "i1.jsonl", instances[:18])
@@ -272,8 +273,8 @@ def test_sharded_instances_and_responses_equal_one_instances_file(tmp_path: Path
     _ok(a, 1)
     _ok(b, 1)
     # The instances' problems name the shard and its own line; the one file, its line.
-    assert f"instances: {inst / 'i2.jsonl.gz'} line 3: $.answer_gt" in a.stderr.decode()
-    assert f"instances: {everything} line 21: $.answer_gt" in b.stderr.decode()
+    assert f"instances: {inst / 'i2.jsonl.gz'} line 3: $.annotation_gt" in a.stderr.decode()
+    assert f"instances: {everything} line 21: $.annotation_gt" in b.stderr.decode()
     assert sorted(os.listdir(sharded)) == sorted(os.listdir(single)) == ["r1.jsonl", "r2.jsonl.gz"]
     names = {
         "sharded": ((f"({inst / 'i2.jsonl.gz'} line 3)", "(INSTANCE)"), (f"in {inst}", "in INSTANCES")),

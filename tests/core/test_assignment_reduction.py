@@ -9,10 +9,11 @@ min(rows, columns) pairs.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trace_tasks.errors import AnnotationParseError
@@ -38,7 +39,10 @@ def _check(values: np.ndarray, row_counts: list[int], col_counts: list[int]) -> 
     expected = math.fsum(full[i, j] for i, j in reference)
     groups = assign_groups(values, row_counts, col_counts, AssignmentBudget(work=10**12))
     total = math.fsum(values[i, j] * 1.0 for i, j, c in groups for _ in range(c))
-    assert total == expected
+    # Optimal assignments whose exact sums differ only by a cell far below the others' last bit (2.3e-35
+    # beside 0.5 + 1/3, found by hypothesis) are equally optimal to the solver: their rounded sums may be
+    # one unit in the last place apart, never more.
+    assert total == expected or math.isclose(total, expected, rel_tol=2 * sys.float_info.epsilon, abs_tol=0.0)
     # A valid assignment: min(rows, cols) pairs, no group used more often than it has copies.
     assert sum(c for _, _, c in groups) == min(sum(row_counts), sum(col_counts))
     assert all(c > 0 for _, _, c in groups)
@@ -60,6 +64,7 @@ def grouped_problems(draw: st.DrawFn) -> tuple[np.ndarray, list[int], list[int]]
 
 @settings(max_examples=150, deadline=None)
 @given(grouped_problems())
+@example((np.array([[0.0, 0.0], [0.5, 1 / 3], [0.0, 0.0], [0.0, 2.28405071e-35]]), [1, 2, 1, 1], [1, 2]))  # a 1-ulp tie
 def test_grouped_optimum_equals_the_full_solve(problem: tuple[np.ndarray, list[int], list[int]]) -> None:
     _check(*problem)
 

@@ -39,12 +39,12 @@ def test_default_mode_is_answer_and_annotation() -> None:
     assert score(CORRECT)["trace_reward_mode_answer_and_annotation"] == 1.0
 
 
-@pytest.mark.parametrize("mode", ["answers", "both", "annotation_only", 1, True, ["answer"]])
+@pytest.mark.parametrize("mode", ["answers", "both", "annotation-only", 1, True, ["answer"]])
 def test_invalid_mode_raises_value_error_listing_accepted_names(mode: Any) -> None:
     with pytest.raises(ValueError) as info:
         score(CORRECT, trace_reward_mode=mode)
     message = str(info.value)
-    for name in ("answer", "answer_only", "answer_and_annotation", "annotation"):
+    for name in ("answer", "answer_only", "answer_and_annotation", "annotation", "annotation_only", "grounding"):
         assert repr(name) in message
 
 

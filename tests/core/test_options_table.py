@@ -48,6 +48,7 @@ DEPARTING = {
     "prediction_frame": "rel1000",
     "resize": '{"factor": 32, "min_pixels": 4096, "max_pixels": 524288}',
     "annotation_native": True,
+    "tool_call": '{"name": "click", "argument": ["x", "y"]}',  # read as text by the command line
 }
 
 
@@ -134,8 +135,9 @@ def test_the_command_line_flags_come_from_the_table() -> None:
 )
 def test_the_echo_decodes_back_to_the_options(options: dict[str, Any]) -> None:
     result = score_trace_response(response=CORRECT, **INSTANCE, **options)
-    decoded = run_options(Row(number=1, id="a", line=1, type="bbox", scores=result))
     record = ScoringOptions(**options)
+    # The echo says a tool call was declared, not which: the report is told it (report --tool-call).
+    decoded = run_options(Row(number=1, id="a", line=1, type="bbox", scores=result), record.tool_call)
     # The half-life is read from the family's diagnostics (the context it scored in), not from the echo.
     assert {k: v for k, v in decoded.items() if k != "point_half_life_px"} == {
         k: v for k, v in record.keywords().items() if k != "point_half_life_px"

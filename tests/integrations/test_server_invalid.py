@@ -70,7 +70,8 @@ def test_labels_are_read_like_trainer_rows(client: Client) -> None:
     assert (
         got.status_code == 422
         and got.json()["detail"]
-        == "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract']"
+        == "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract'] "
+        "(answer_gt may be null only for the annotation_only mode)"
     )
 
 

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with open_outputs(args.json) as (json_out,):
         with open_source(args.instances) as source:
-            instances = load(read_lines(source.stream, source.name), source.name, args.group_by)
+            instances = load(read_lines(source.stream, source.name), source.name, args.group_by, options.get("trace_reward_mode"))
         if args.group_by is not None and not instances.group_found and (instances.compiled or instances.problems):
             print(
                 f"trace-tasks audit: error: --group-by {args.group_by}: found on no line of {instances.source} "

@@ -59,7 +59,7 @@ from trace_tasks.cli._views.sections import (
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.runs import STDIO, dumps, find_shards, instance_part, open_binary, open_lines, read_lines
-from trace_tasks.scoring import UNPARSED, canonical_text, options_from
+from trace_tasks.scoring import ANNOTATION_ONLY, UNPARSED, canonical_text, options_from
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
 #: Where ``score_trace_response`` looks for the image size, in its order.
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     data, _ = instance_part(row, keep)  # a combined line's other columns are no part of the instance, as in score
     data.pop("response", None)
     try:
-        compiled = compile_instance(data, record=f"{args.instance}:{number}")
+        compiled = compile_instance(data, record=f"{args.instance}:{number}", trace_reward_mode=opts.trace_reward_mode)
     except InstanceError as exc:  # what validate refuses is not explained: its reward would mislead
         return _fail(str(exc), EXIT_BAD_INSTANCE)
     explained = explain_response(response, compiled, opts)
@@ -208,7 +208,7 @@ def _header(path: str, number: int, instance: CompiledInstance) -> list[str]:
     size = list(instance.image_size) if instance.image_size else "not given"
     return [
         f"instance {instance.data.get('id')!r} ({path} line {number})",
-        f"  answer type {instance.answer_type}, annotation type {instance.annotation_type} "
+        f"  answer type {instance.answer_type or 'none (no answer_gt)'}, annotation type {instance.annotation_type} "
         f"(reward id {instance.reward_entry.reward_id}), image size {size}",
     ]
 
@@ -284,13 +284,28 @@ def _item(item: Any) -> dict[str, Any]:
     return {"label": _json_value(getattr(item, "label", None)), "value": _json_value(getattr(item, "value", None))}
 
 
+def _answer_json(explained: Explained) -> dict[str, Any] | None:
+    """The answer step of ``explain --json``; ``None`` in the ``annotation_only`` mode (no answer is read)."""
+    trail, instance = explained.trail, explained.instance
+    options = trail.options
+    if instance.answer_spec is None or (options is not None and options.trace_reward_mode == ANNOTATION_ONLY):
+        return None
+    reads_json = instance.answer_spec.reads_json_strings
+    expected = instance.data["answer_gt"]["value"]
+    return {
+        "predicted": _json_value(trail.predicted_answer),
+        "predicted_normalized": canonical_text(trail.predicted_answer, reads_json_strings=reads_json),
+        "expected": _json_value(expected),
+        "expected_normalized": canonical_text(expected, reads_json_strings=reads_json),
+        "match": explained.result["answer_reward"] == 1.0,
+    }
+
+
 def explanation_json(explained: Explained) -> dict[str, Any]:
     """``{"result": ..., "explanation": ...}``: the scorer's dict and what the same run saw, for ``explain --json``."""
     trail, instance = explained.trail, explained.instance
     ext = trail.extraction
     assert ext is not None
-    reads_json = instance.answer_spec.reads_json_strings
-    expected = instance.data["answer_gt"]["value"]
     annotation: dict[str, Any] = {
         "type": instance.annotation_type,
         "reward_id": explained.reward_id,
@@ -340,13 +355,7 @@ def explanation_json(explained: Explained) -> dict[str, Any]:
                 "schema_ok": ext.format.schema_ok,
                 "format": ext.format.format,
             },
-            "answer": {
-                "predicted": _json_value(trail.predicted_answer),
-                "predicted_normalized": canonical_text(trail.predicted_answer, reads_json_strings=reads_json),
-                "expected": _json_value(expected),
-                "expected_normalized": canonical_text(expected, reads_json_strings=reads_json),
-                "match": explained.result["answer_reward"] == 1.0,
-            },
+            "answer": _answer_json(explained),
             "annotation": annotation,
         },
     }

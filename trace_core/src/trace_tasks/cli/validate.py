@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -33,6 +34,7 @@ from trace_tasks.plugins import get_registry
 from trace_tasks.runs import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     MISSING,
     STDIO,
     InputFailed,
@@ -44,6 +46,7 @@ from trace_tasks.runs import (
     open_lines,
     read_lines,
 )
+from trace_tasks.scoring import resolve_mode
 
 EXIT_PROBLEMS = EXIT_FAILED
 
@@ -75,6 +78,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="warnings count as problems (exit code 1)")
     parser.add_argument(
         "--json", action="store_true", help="JSON Lines: one object per problem, warning and note, then the summary"
+    )
+    parser.add_argument(
+        "--mode",
+        dest="trace_reward_mode",
+        metavar="MODE",
+        default=None,
+        help=(
+            "the output mode the instances are meant for (as score's --mode); an instance without answer_gt is valid "
+            "only for annotation_only. Default: any mode (an instance without answer_gt is accepted as annotation_only)"
+        ),
     )
     parser.add_argument(
         "--group-by",
@@ -146,6 +159,7 @@ def file_findings(
     group_by: str | None = None,
     keep: tuple[str, ...] = (),
     lines: Iterator[Any] | None = None,
+    trace_reward_mode: Any = None,
 ) -> Iterator[Finding]:
     """Every problem and warning of one instance file, in order (the group rules' warnings last).
 
@@ -156,17 +170,24 @@ def file_findings(
     """
     if lines is None:
         with open_binary(path) as fh:
-            yield from _findings(path, read_lines(fh, "<stdin>" if path == STDIO else path), tally, notes, group_by, keep)
+            source = read_lines(fh, "<stdin>" if path == STDIO else path)
+            yield from _findings(path, source, tally, notes, group_by, keep, trace_reward_mode)
     else:
-        yield from _findings(path, lines, tally, notes, group_by, keep)
+        yield from _findings(path, lines, tally, notes, group_by, keep, trace_reward_mode)
 
 
 def _findings(
-    path: str, lines: Iterator[Any], tally: Tally, notes: dict[str, str] | None, group_by: str | None, keep: tuple[str, ...]
+    path: str,
+    lines: Iterator[Any],
+    tally: Tally,
+    notes: dict[str, str] | None,
+    group_by: str | None,
+    keep: tuple[str, ...],
+    trace_reward_mode: Any = None,
 ) -> Iterator[Finding]:
     seen_ids: dict[str, int] = {}
     image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
-    lint = DatasetLint(group_by=group_by, image_dir=image_dir)
+    lint = DatasetLint(group_by=group_by, image_dir=image_dir, trace_reward_mode=trace_reward_mode)
     ignored: set[str] = set()
     group_found = group_by is None
     for line in lines:
@@ -256,6 +277,12 @@ def summary_line(tally: Tally, files: int, strict: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trace_reward_mode is not None:
+        try:
+            resolve_mode(args.trace_reward_mode)
+        except ValueError as exc:
+            print(f"trace-tasks validate: error: --mode: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     tally = Tally()
     notes: dict[str, str] = {}
     as_json = args.json
@@ -265,14 +292,14 @@ def run(args: argparse.Namespace) -> int:
         name = "<stdin>" if path == STDIO else path
         try:
             if shard is None:
-                findings = file_findings(path, tally, notes, args.group_by, keep)
+                findings = file_findings(path, tally, notes, args.group_by, keep, trace_reward_mode=args.trace_reward_mode)
                 for finding in findings:
                     tally.add(finding)
                     if not args.quiet:
                         print(_json(name, finding) if as_json else _text(name, finding))
             else:
                 with open_lines(shard) as (lines, _):
-                    for finding in file_findings(path, tally, notes, args.group_by, keep, lines):
+                    for finding in file_findings(path, tally, notes, args.group_by, keep, lines, args.trace_reward_mode):
                         tally.add(finding)
                         if not args.quiet:
                             print(_json(name, finding) if as_json else _text(name, finding))

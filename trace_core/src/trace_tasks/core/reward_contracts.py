@@ -20,6 +20,7 @@ REWARD_CONTRACT_VERSION = "v0"
 
 __all__ = [
     "ANSWER_REWARD_CONTRACT_ID",
+    "NO_ANSWER_TYPE",
     "REWARD_CONTRACT_VERSION",
     "ContractProblem",
     "RewardContract",
@@ -76,13 +77,22 @@ def resolve_annotation_reward_contract_id(annotation_type: str) -> str:
     return get_registry().current_reward_id(_type_name(annotation_type, "annotation"))
 
 
-def resolve_reward_contract(*, answer_type: str, annotation_type: str) -> RewardContract:
-    """Build the contract for an instance from its public answer and annotation types."""
-    answer = _type_name(answer_type, "answer")
+#: The contract's answer type of an instance without an answer (``answer_gt`` null or absent: the
+#: ``annotation_only`` mode, docs/contracts.md §9): the contract keeps both sides, this one names no answer.
+NO_ANSWER_TYPE = "none"
+
+
+def resolve_reward_contract(*, answer_type: str | None, annotation_type: str) -> RewardContract:
+    """Build the contract for an instance from its public answer and annotation types.
+
+    ``answer_type=None``: an instance without an answer (``annotation_only``), whose contract's answer
+    side names :data:`NO_ANSWER_TYPE`.
+    """
+    answer = NO_ANSWER_TYPE if answer_type is None else _type_name(answer_type, "answer")
     annotation = _type_name(annotation_type, "annotation")
     registry = get_registry()
     annotation_id = registry.current_reward_id(annotation)
-    if answer not in registry.answer_types:
+    if answer != NO_ANSWER_TYPE and answer not in registry.answer_types:
         raise UnknownTypeError(
             f"unsupported answer type for reward_contract: {answer}; registered: {', '.join(sorted(registry.answer_types))}"
         )

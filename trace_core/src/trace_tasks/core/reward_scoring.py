@@ -176,6 +176,7 @@ def score_trace_response(
     prediction_frame: Any = "pixel",
     resize: Any = DEFAULT_RESIZE,
     annotation_native: Any = False,
+    tool_call: Any = None,
     model_image_size: Any = None,
 ) -> dict[str, float]:
     """Score one model response; returns a flat ``dict[str, float]`` (docs/contracts.md §7).
@@ -223,6 +224,7 @@ def score_trace_response(
         prediction_frame,
         resize,
         annotation_native,
+        tool_call,
     )
     if not _PLAIN_SCALARS.issuperset(map(type, options)):
         options = tuple(map(plain, options))

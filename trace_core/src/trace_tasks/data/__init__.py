@@ -23,7 +23,7 @@ from trace_tasks.data._batch import (
     watch_parent,
 )
 from trace_tasks.data._cache import InstanceCache
-from trace_tasks.data._compiled import CompiledInstance, compile_instance
+from trace_tasks.data._compiled import CompiledInstance, compile_instance, mode_problem
 from trace_tasks.data._lint import (
     WARNING_RULES,
     DatasetLint,
@@ -78,6 +78,7 @@ __all__ = [
     "instance_to_dict",
     "instance_warnings",
     "iter_jsonl",
+    "mode_problem",
     "open_text",
     "score_instance",
     "score_keywords",

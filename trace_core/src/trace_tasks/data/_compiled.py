@@ -23,7 +23,9 @@ from trace_tasks.data._validation import Parts, check
 from trace_tasks.errors import InstanceError, OptionError, ResponseTypeError
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
 from trace_tasks.scoring import (
+    ANNOTATION_ONLY,
     DEFAULT_OPTIONS,
+    NEVER_MATCHES,
     OPTION_DEFAULTS,
     OPTION_NAMES,
     UNPARSED,
@@ -37,13 +39,14 @@ from trace_tasks.scoring import (
     prepare_target,
     relaxed_answer,
     resolve_frame,
+    resolve_mode,
     resolve_options,
     run,
     scoring_context,
     size_from,
 )
 
-__all__ = ["CompiledInstance", "compile_instance"]
+__all__ = ["CompiledInstance", "compile_instance", "mode_problem"]
 
 #: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
 Sizes = tuple[Any, Any, Any, Any]
@@ -81,13 +84,14 @@ class CompiledInstance:
     ``data`` is the instance as given (for reporting; treat it as read-only),
     ``target`` the target annotation as its owner parsed it, ``annotation_entry``
     and ``reward_entry`` the owner's parse entry and the current reward's score
-    entry, ``answer_spec`` the answer type, ``image_size`` the size found in the
+    entry, ``answer_spec`` the answer type (``None`` for an instance without an
+    answer, which is scored in the ``annotation_only`` mode only), ``image_size`` the size found in the
     instance's own ``image_size`` or ``metadata`` (``None`` when none) and
     ``half_life_px`` the point half-life it gives (when no option overrides it).
     """
 
     data: Mapping[str, Any]
-    answer_spec: AnswerTypeSpec
+    answer_spec: AnswerTypeSpec | None
     annotation_entry: AnnotationTypeEntry
     reward_entry: RewardEntry
     target: Any
@@ -100,14 +104,18 @@ class CompiledInstance:
 
     @classmethod
     def _build(cls, data: Mapping[str, Any], parts: Parts, registry: Registry) -> CompiledInstance:
-        assert parts.answer_spec is not None and parts.entry is not None
-        assert parts.target is not UNPARSED and parts.answer is not UNPARSED
+        assert parts.entry is not None and parts.target is not UNPARSED
         spec, entry = parts.answer_spec, parts.entry
+        assert spec is None or parts.answer is not UNPARSED
         reward = registry.reward_ids[entry.current_reward_id]
         size = parts.size_image or parts.size_meta
         context = scoring_context(size, None)
-        answer = parts.answer  # prepared by validation, as the scorer prepares it
-        prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
+        if spec is None:  # no answer: the annotation_only mode's instance
+            prepared = Target.compiled(NEVER_MATCHES, True, entry, reward, parts.target, size, context)
+            prepared.answer_parse_ok = 0.0
+        else:
+            answer = parts.answer  # prepared by validation, as the scorer prepares it
+            prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
         prepared.model_size = parts.size_model
         prepared.relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
         return cls(
@@ -125,8 +133,9 @@ class CompiledInstance:
         )
 
     @property
-    def answer_type(self) -> str:
-        return self.answer_spec.name
+    def answer_type(self) -> str | None:
+        """The answer type's name (``None`` for an instance without an answer)."""
+        return self.answer_spec.name if self.answer_spec is not None else None
 
     @property
     def annotation_type(self) -> str:
@@ -139,7 +148,7 @@ class CompiledInstance:
         """The instance's keyword arguments of ``score_trace_response`` (what :meth:`score` equals)."""
         data = self.data
         return {
-            "answer_gt": data["answer_gt"],
+            "answer_gt": data.get("answer_gt"),
             "annotation_gt": data["annotation_gt"],
             "reward_contract": data["reward_contract"],
             "image_size": data.get("image_size"),
@@ -162,6 +171,7 @@ class CompiledInstance:
         the scorer's order.
         """
         opts, sizes = _options_and_sizes("score", options, keywords)
+        self.check_mode(opts)
         self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes)
 
@@ -178,6 +188,7 @@ class CompiledInstance:
             raise ResponseTypeError("responses must be a sequence of strings (the group's decoded outputs), not one string")
         opts, sizes = _options_and_sizes("score_group", options, keywords)
         texts = [check_response(response) for response in responses]
+        self.check_mode(opts)
         self.check_frame(opts, sizes)
         score = self.run
         return [score(text, opts, sizes) for text in texts]
@@ -190,8 +201,19 @@ class CompiledInstance:
         model-native value would have scored).
         """
         trail = Trail(hints=True)
+        self.check_mode(opts)
         self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes, trail), trail
+
+    def check_mode(self, opts: ScoringOptions) -> None:
+        """:class:`~trace_tasks.errors.OptionError` when this instance has no answer and ``opts`` read one.
+
+        An instance without ``answer_gt`` supports the ``annotation_only`` mode only (docs/contracts.md §12.1).
+        """
+        if self.answer_spec is None:
+            problem = mode_problem(self.data, opts)
+            if problem:
+                raise OptionError(problem)
 
     def check_frame(self, opts: ScoringOptions, sizes: Sizes | None = None) -> None:
         """:class:`~trace_tasks.errors.OptionError` when ``opts`` declare a prediction frame this instance cannot be
@@ -210,7 +232,7 @@ class CompiledInstance:
             # The plugins were reloaded since compiling (a new pin, a family added): the prepared
             # target may belong to another registry, so prepare the instance as given.
             target = prepare_target(
-                self.data["answer_gt"],
+                self.data.get("answer_gt"),
                 self.data["annotation_gt"],
                 self.data["reward_contract"],
                 opts,
@@ -245,7 +267,19 @@ class CompiledInstance:
         return size
 
 
-def compile_instance(data: Mapping[str, Any], *, record: str | None = None, prediction_frame: Any = None) -> CompiledInstance:
+def mode_problem(data: Mapping[str, Any], opts: ScoringOptions) -> str:
+    """Why an instance cannot be scored in ``opts``' mode ("" when it can): one without an answer, in a mode reading one."""
+    if data.get("answer_gt") is not None or opts.trace_reward_mode == ANNOTATION_ONLY:
+        return ""
+    return (  # the id is not named: a row of a run carries it, and every engine says the same
+        "this instance has no answer_gt, so it can be scored only with "
+        f"trace_reward_mode='annotation_only' (--mode annotation_only), not {opts.trace_reward_mode!r}"
+    )
+
+
+def compile_instance(
+    data: Mapping[str, Any], *, record: str | None = None, prediction_frame: Any = None, trace_reward_mode: Any = None
+) -> CompiledInstance:
     """Validate ``data`` (a ``TrainInstance`` dict) and compile it for scoring.
 
     Raises :class:`~trace_tasks.errors.InstanceError` listing every problem
@@ -253,9 +287,13 @@ def compile_instance(data: Mapping[str, Any], *, record: str | None = None, pred
     ``prediction_frame``: the frame the instance will be scored in; a frame other
     than ``pixel`` without the image size (or whose family cannot convert it) is
     a problem naming the frame. Scoring in a frame checks the same at call time.
+    ``trace_reward_mode``: the mode it will be scored in; an instance without
+    ``answer_gt`` is valid for ``annotation_only`` only (a problem otherwise; with
+    no mode given it compiles, and scoring it in another mode raises ``OptionError``).
     """
     registry = get_registry()
-    problems, parts = check(data, TrainInstance, registry, resolve_frame(prediction_frame))
+    mode = resolve_mode(trace_reward_mode) if trace_reward_mode is not None else None
+    problems, parts = check(data, TrainInstance, registry, resolve_frame(prediction_frame), mode)
     if problems:
         raise InstanceError(problems, record=record)
     return CompiledInstance._build(data, parts, registry)

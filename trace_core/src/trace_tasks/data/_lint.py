@@ -44,7 +44,7 @@ from trace_tasks.plugins import (
     extent_points,
     get_registry,
 )
-from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame
+from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame, resolve_mode
 
 __all__ = [
     "BIG_IMAGE_PX",
@@ -280,7 +280,7 @@ class _Extent:
 
 def _facts(
     data: Mapping[str, Any],
-    spec: AnswerTypeSpec,
+    spec: AnswerTypeSpec | None,  # None: no answer (annotation_only)
     entry: AnnotationTypeEntry,
     target: Any,
     size_image: Size | None,
@@ -344,6 +344,8 @@ def _facts(
         )
     answer = data.get("answer_gt")
     value = answer.get("value") if type(answer) is dict or isinstance(answer, Mapping) else None
+    if spec is None:  # no answer: its type named "none" (the contract's), nothing counted
+        return _Facts(tuple(found), "none", name, shape, sizes, None, big, size, info.siblings)
     return _Facts(tuple(found), spec.name, name, shape, sizes, _count(spec, value), big, size, info.siblings)
 
 
@@ -460,7 +462,8 @@ def parts_warnings(data: Mapping[str, Any], parts: Parts) -> tuple[DataWarning, 
 
 
 def _parts_facts(data: Mapping[str, Any], parts: Parts, registry: Registry) -> _Facts | None:
-    if parts.answer_spec is None or parts.entry is None or parts.target is UNPARSED:
+    unknown_answer = parts.answer_spec is None and data.get("answer_gt") is not None
+    if unknown_answer or parts.entry is None or parts.target is UNPARSED:
         return None
     return _facts(data, parts.answer_spec, parts.entry, parts.target, parts.size_image, parts.size_meta, registry)
 
@@ -703,7 +706,9 @@ class DatasetLint:
     ``metadata.task``) the same value of that field. Each group keeps counts and
     a few line numbers only; at most :data:`MAX_GROUPS` groups are tracked
     (more add a note to :attr:`notes`). ``lines`` counts the instances added,
-    ``counts`` the warnings given so far by rule.
+    ``counts`` the warnings given so far by rule. ``trace_reward_mode``: the
+    output mode the dataset is meant for (``None``: not said); an instance
+    without ``answer_gt`` is then a problem unless it is ``annotation_only``.
     """
 
     def __init__(
@@ -712,7 +717,9 @@ class DatasetLint:
         group_by: str | None = None,
         image_dir: str | os.PathLike[str] | None = None,
         cls: type[TraceInstance] = TrainInstance,
+        trace_reward_mode: Any = None,
     ) -> None:
+        self.mode = resolve_mode(trace_reward_mode) if trace_reward_mode is not None else None
         self.group_by = group_by
         self.image_dir = None if image_dir is None else os.fspath(image_dir)
         self.cls = cls
@@ -727,7 +734,7 @@ class DatasetLint:
         """Validate one instance dict and take it into the groups; its report, warnings included."""
         registry = get_registry()
         self.lines += 1
-        problems, parts = check(data, self.cls, registry)
+        problems, parts = check(data, self.cls, registry, mode=self.mode)
         warnings: tuple[DataWarning, ...] = ()
         if not problems:
             facts = _parts_facts(data, parts, registry)

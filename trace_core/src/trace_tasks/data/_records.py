@@ -65,9 +65,13 @@ class AnnotationGT:
 
 @attrs.frozen(slots=True)
 class TraceInstance:
-    """What scoring needs from one built instance."""
+    """What scoring needs from one built instance.
 
-    answer_gt: AnswerGT
+    ``answer_gt`` is ``None`` (null, or absent in the data) for an instance of the
+    ``annotation_only`` mode, the only mode it can be scored in (docs/contracts.md §12.1).
+    """
+
+    answer_gt: Union[AnswerGT, None]
     annotation_gt: AnnotationGT
     reward_contract: RewardContract
     id: Union[str, None] = None
@@ -80,7 +84,7 @@ class TraceInstance:
     def scoring_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`trace_tasks.score_trace_response` (minus the response)."""
         kwargs = {
-            "answer_gt": attrs.asdict(self.answer_gt),
+            "answer_gt": attrs.asdict(self.answer_gt) if self.answer_gt is not None else None,
             "annotation_gt": attrs.asdict(self.annotation_gt),
             "reward_contract": self.reward_contract.to_dict(),
             "image_size": list(self.image_size) if self.image_size else None,
@@ -139,7 +143,7 @@ converter.register_structure_hook(RewardContract, _structure_contract)
 def _check_contract(instance: TraceInstance) -> None:
     message = validate_reward_contract_payload(
         instance.reward_contract.to_dict(),
-        answer_type=instance.answer_gt.type,
+        answer_type=instance.answer_gt.type if instance.answer_gt is not None else None,
         annotation_type=instance.annotation_gt.type,
     )
     if message:
@@ -165,7 +169,7 @@ def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, r
     if not isinstance(data, Mapping):
         raise RecordError(f"an instance must be a JSON object, got {type(data).__name__}", path="$", record=record)
     try:
-        instance = converter.structure(dict(data), cls)
+        instance = converter.structure({"answer_gt": None, **data}, cls)  # absent answer_gt: annotation_only
     except cattrs.BaseValidationError as exc:
         messages = cattrs.transform_error(exc, path="$", format_exception=format_exception)
         first_path = messages[0].rpartition(" @ ")[2] if messages else "$"
@@ -186,13 +190,17 @@ def instance_to_dict(instance: TraceInstance) -> dict[str, Any]:
 
 
 def build_instance(
-    *, answer_gt: Mapping[str, Any], annotation_gt: Mapping[str, Any], id: str | None = None, **fields: Any
+    *, answer_gt: Mapping[str, Any] | None, annotation_gt: Mapping[str, Any], id: str | None = None, **fields: Any
 ) -> TraceInstance:
-    """Build an instance from its public types; the contract is resolved, never hand-authored."""
-    contract = resolve_reward_contract(answer_type=answer_gt["type"], annotation_type=annotation_gt["type"])
+    """Build an instance from its public types; the contract is resolved, never hand-authored.
+
+    ``answer_gt=None``: an instance of the ``annotation_only`` mode (no answer).
+    """
+    answer_type = answer_gt["type"] if answer_gt is not None else None
+    contract = resolve_reward_contract(answer_type=answer_type, annotation_type=annotation_gt["type"])
     return instance_from_dict(
         {
-            "answer_gt": dict(answer_gt),
+            "answer_gt": dict(answer_gt) if answer_gt is not None else None,
             "annotation_gt": dict(annotation_gt),
             "reward_contract": contract.to_dict(),
             "id": id,

@@ -50,6 +50,7 @@ from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import from_numpy, is_mapping, literal_budget
 from trace_tasks.scoring import (
+    ANNOTATION_ONLY,
     HEIGHT_KEYS,
     NESTED_KEYS,
     NEVER_MATCHES,
@@ -63,6 +64,7 @@ from trace_tasks.scoring import (
     normalized_key,
     read_string_literal,
     resolve_frame,
+    resolve_mode,
     size_from,
 )
 
@@ -634,11 +636,32 @@ def _check_frame(parts: Parts, problems: list[Problem], frame: str) -> None:
         )
 
 
-def check(data: Any, cls: type[TraceInstance], registry: Registry, frame: str = PIXEL) -> tuple[list[Problem], Parts]:
+#: What an instance without an answer says when it is validated for a mode that reads one.
+NO_ANSWER_PROBLEM = (
+    "missing: this instance has no answer, so it supports only trace_reward_mode 'annotation_only' "
+    '(referring expressions, clicks: the final object is {"annotation": ...}); give answer_gt '
+    '{"type": ..., "value": ...}, or validate and score it in the annotation_only mode (--mode annotation_only)'
+)
+
+
+def check(
+    data: Any, cls: type[TraceInstance], registry: Registry, frame: str = PIXEL, mode: str | None = None
+) -> tuple[list[Problem], Parts]:
+    """Every problem of ``data`` and what validation found on the way.
+
+    ``mode``: the output mode the instance will be scored in (``None``: not said). An instance
+    without an answer (``answer_gt`` null or absent) is valid for ``annotation_only`` only: a
+    problem at ``$.answer_gt`` in any other mode, and the compiled instance refuses the others.
+    """
     parts = Parts()
     if not isinstance(data, Mapping):
         return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
     problems: list[Problem] = []
+    if data.get("answer_gt") is None:  # annotation_only's instance: null, or absent
+        if mode is not None and mode != ANNOTATION_ONLY:
+            problems.append(Problem("$.answer_gt", NO_ANSWER_PROBLEM))
+        if "answer_gt" not in data:
+            data = {"answer_gt": None, **data}
     _check_types(data, registry, parts, problems)
     _check_contract(data, parts, problems, registry)
     contract_ok = not any(p.path.startswith("$.reward_contract") for p in problems)
@@ -659,7 +682,9 @@ def check(data: Any, cls: type[TraceInstance], registry: Registry, frame: str = 
     return problems, parts
 
 
-def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance, prediction_frame: Any = None) -> list[Problem]:
+def instance_problems(
+    data: Any, *, cls: type[TraceInstance] = TrainInstance, prediction_frame: Any = None, trace_reward_mode: Any = None
+) -> list[Problem]:
     """Every problem of one instance (an empty list when it is valid), each with its ``$``-path.
 
     ``data`` is the instance dict as read from the data (a ``response`` key is
@@ -668,6 +693,9 @@ def instance_problems(data: Any, *, cls: type[TraceInstance] = TrainInstance, pr
     ``prediction_frame`` (docs/contracts.md, "Coordinate frames"): the frame the
     instance will be scored in; a frame other than ``pixel`` needs the image
     size and a family that converts coordinates, each missing one a problem
-    naming the frame.
+    naming the frame. ``trace_reward_mode``: the output mode it will be scored in;
+    an instance without ``answer_gt`` (null or absent) is valid only for
+    ``annotation_only``, a problem at ``$.answer_gt`` for another mode.
     """
-    return check(data, cls, get_registry(), resolve_frame(prediction_frame))[0]
+    mode = resolve_mode(trace_reward_mode) if trace_reward_mode is not None else None
+    return check(data, cls, get_registry(), resolve_frame(prediction_frame), mode)[0]

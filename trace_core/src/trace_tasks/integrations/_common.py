@@ -67,8 +67,11 @@ from trace_tasks.scoring import OPTION_NAMES, options_from
 
 #: Scorer options a trainer config or a row's ``extra_info`` may set: the options table's names.
 SCORER_OPTIONS: tuple[str, ...] = OPTION_NAMES
-#: Instance fields that must be present in every ground truth.
+#: The instance fields of a ground truth (``answer_gt`` may be null or absent: an instance of the
+#: ``annotation_only`` mode, docs/contracts.md §12.1; the others must be present).
 REQUIRED_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract")
+#: The fields every ground truth holds, whatever its mode.
+NEEDED_FIELDS: tuple[str, ...] = ("annotation_gt", "reward_contract")
 #: Optional instance fields that carry the image size for the point half-life (and a declared
 #: prediction frame), and the model's resized input size for ``prediction_frame="resized"``.
 SIZE_FIELDS: tuple[str, ...] = ("image_size", "image_sizes", "metadata", "model_image_size")
@@ -167,9 +170,12 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth", decoded: bo
             f"{where} must be a trace instance (a mapping or its JSON string with "
             f"{', '.join(REQUIRED_FIELDS)}), got {type(ground_truth).__name__}"
         )
-    missing = [name for name in REQUIRED_FIELDS if ground_truth.get(name) is None]
+    missing = [name for name in NEEDED_FIELDS if ground_truth.get(name) is None]
     if missing:
-        raise RecordError(f"{where} lacks {missing}; a trace instance needs {list(REQUIRED_FIELDS)}")
+        raise RecordError(
+            f"{where} lacks {missing}; a trace instance needs {list(REQUIRED_FIELDS)} "
+            "(answer_gt may be null only for the annotation_only mode)"
+        )
     instance = {}
     for name in REQUIRED_FIELDS + SIZE_FIELDS:
         value = ground_truth.get(name)
@@ -179,6 +185,8 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth", decoded: bo
             value = to_plain(value)
         instance[name] = value
     for name in REQUIRED_FIELDS:
+        if name == "answer_gt" and instance[name] is None:  # no answer: the annotation_only mode's instance
+            continue
         if not isinstance(instance[name], Mapping):
             raise RecordError(f"{where}: {name} must be a mapping, got {type(instance[name]).__name__}")
     return instance

@@ -66,6 +66,7 @@ from typing import Any, Optional
 from trace_tasks.data import CompiledInstance
 from trace_tasks.errors import OptionError, ResponseTypeError
 from trace_tasks.integrations._common import (
+    NEEDED_FIELDS,
     REQUIRED_FIELDS,
     SIZE_FIELDS,
     compile_ground_truth,
@@ -145,7 +146,7 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> Sequence[Any]:
 
 def _score_batch(completions: Sequence[Any], kwargs: Mapping[str, Any], options: dict[str, Any]) -> _Results:
     n = len(completions)
-    missing = [name for name in REQUIRED_FIELDS if name not in kwargs]
+    missing = [name for name in NEEDED_FIELDS if name not in kwargs]  # answer_gt: optional (annotation_only)
     if missing:
         raise OptionError(
             f"the dataset lacks the column(s) {missing}; trace rewards need {list(REQUIRED_FIELDS)} "

@@ -6,6 +6,7 @@ families' parsers come in through this door; the modules behind it are internal.
 """
 
 from trace_tasks.reading._extraction import (
+    ANNOTATION_KEYS,
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
     FINAL_ANSWER_TAG,
@@ -31,9 +32,11 @@ from trace_tasks.reading._literals import (
     load_literal,
     read_annotation_string,
 )
+from trace_tasks.reading._tool_calls import ToolCall, ToolCallReading, read_tool_call
 from trace_tasks.reading._values import from_numpy, is_mapping
 
 __all__ = [
+    "ANNOTATION_KEYS",
     "ANSWER_AND_ANNOTATION_KEYS",
     "ANSWER_KEYS",
     "FINAL_ANSWER_TAG",
@@ -43,6 +46,8 @@ __all__ = [
     "OUTSIDE_THINK",
     "Extraction",
     "FormatCheck",
+    "ToolCall",
+    "ToolCallReading",
     "answer_tags",
     "extract",
     "fenced_blocks",
@@ -57,5 +62,6 @@ __all__ = [
     "outside_think",
     "plain_final_object",
     "read_annotation_string",
+    "read_tool_call",
     "think_text",
 ]

@@ -52,6 +52,8 @@ OUTSIDE_THINK = "outside_think"
 FINAL_ONLY = "final_only"
 ANSWER_KEYS = frozenset({"answer"})
 ANSWER_AND_ANNOTATION_KEYS = frozenset({"answer", "annotation"})
+#: The keys of the ``annotation_only`` mode's final object (docs/contracts.md §3.1).
+ANNOTATION_KEYS = frozenset({"annotation"})
 #: Structural steps a Python scan takes before it starts over in numpy: an ordinary
 #: response needs a few dozen; numpy's fixed cost (~50 us) pays off only on floods.
 _PYTHON_STEPS = 256
@@ -678,8 +680,10 @@ def recover_payload(text: str, parser: _Parser, quoted_are_text: bool = False) -
     return None, ""
 
 
-#: How the final object of most responses starts: compact JSON with ``answer`` first.
+#: How the final object of most responses starts: compact JSON with ``answer`` first
+#: (``annotation`` in the ``annotation_only`` mode, whose object holds nothing else).
 COMMON_OPENING = '{"answer"'
+ANNOTATION_OPENING = '{"annotation"'
 
 
 def plain_final_object(text: str, required_keys: frozenset[str]) -> Extraction | None:
@@ -696,7 +700,7 @@ def plain_final_object(text: str, required_keys: frozenset[str]) -> Extraction |
     stripped = text.rstrip()
     if not stripped.endswith("}"):
         return None
-    start = stripped.rfind(COMMON_OPENING)
+    start = stripped.rfind(ANNOTATION_OPENING if required_keys == ANNOTATION_KEYS else COMMON_OPENING)
     if start < 0:
         return None
     block = stripped[start:]
@@ -721,7 +725,7 @@ def extract(
     if common is not None:
         if recovery == LENIENT:
             return common
-        return attrs.evolve(common, recovery=recovery, answer_mode=len(required_keys) == 1)
+        return attrs.evolve(common, recovery=recovery, answer_mode=required_keys == ANSWER_KEYS)
     parser = _Parser()
     fmt = check_format(text, required_keys, parser, answer_tag)
     visible = text
@@ -737,7 +741,7 @@ def extract(
             value, ok = parser.parse(tag_block)
             if ok and _holds_prediction(value):
                 payload, source = value, FINAL_ANSWER_TAG
-        return Extraction(fmt, payload, tag_block, source, recovery, len(required_keys) == 1, final_tag)
+        return Extraction(fmt, payload, tag_block, source, recovery, required_keys == ANSWER_KEYS, final_tag)
     else:
         if recovery == OUTSIDE_THINK:
             visible = outside_think(text)
@@ -748,7 +752,7 @@ def extract(
         tag = tags[-1] if tags else None
     if recovery == LENIENT:
         return Extraction(fmt, payload, tag, source)
-    return Extraction(fmt, payload, tag, source, recovery, len(required_keys) == 1)
+    return Extraction(fmt, payload, tag, source, recovery, required_keys == ANSWER_KEYS)
 
 
 #: ``Extraction.source`` of a payload ``final_only`` read from the final ``<answer>`` pair, the tag option off.

@@ -104,6 +104,7 @@ def score_compiled(work: Work, opts: ScoringOptions) -> Result:
     """One response scored by its compiled instance (options validated once per run); a caller mistake becomes ``{"error": ...}``."""
     assert work.item is not None and work.compiled is not None
     try:
+        work.compiled.check_mode(opts)  # an instance without an answer: annotation_only only
         return work.compiled.run(check_response(work.item["response"]), opts)
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}

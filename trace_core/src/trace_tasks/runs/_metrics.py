@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.core.reward_scoring import check_response
+from trace_tasks.data import mode_problem
+from trace_tasks.errors import OptionError
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import ScoringOptions, Trail, options_from, prepare_target, row_metrics, run, shape_of
 
@@ -41,6 +43,7 @@ def score_compiled_with_metrics(work: Any, opts: ScoringOptions) -> dict[str, An
     """One response scored by its compiled instance with a trail: the scores, and the row's metrics under :data:`METRICS_KEY`."""
     assert work.item is not None and work.compiled is not None
     try:
+        work.compiled.check_mode(opts)  # an instance without an answer: annotation_only only
         trail = Trail()
         scores: dict[str, Any] = work.compiled.run(check_response(work.item["response"]), opts, None, trail)
     except Exception as exc:  # isolate the item, as score_trace_batch does
@@ -62,6 +65,9 @@ def score_batch_with_metrics(items: list[Mapping[str, Any]], **options: Any) -> 
     results: list[dict[str, Any]] = []
     for item in items:
         try:
+            problem = mode_problem(item, opts)  # as CompiledInstance.check_mode says it
+            if problem:
+                raise OptionError(problem)
             sizes = (item.get("image_size"), item.get("image_sizes"), item.get("metadata"), item.get("extra_info"))
             target = prepare_target(item["answer_gt"], item["annotation_gt"], item["reward_contract"], opts, registry, sizes)
             trail = Trail()

@@ -62,6 +62,7 @@ from trace_tasks.scoring._metrics import (
 from trace_tasks.scoring._mismatches import ANSWER_TAG_IGNORED, MISMATCH_GAIN, THINK, Mismatch, row_mismatches
 from trace_tasks.scoring._options import (
     ADDITIVE,
+    ANNOTATION_ONLY,
     ANSWER,
     ANSWER_AND_ANNOTATION,
     DEFAULT_OPTIONS,
@@ -91,6 +92,7 @@ from trace_tasks.scoring._options import (
     resolve_native,
     resolve_options,
     resolve_recovery,
+    resolve_tool_call,
 )
 from trace_tasks.scoring._pipeline import (
     ALTERNATIVE_READINGS,
@@ -135,6 +137,7 @@ from trace_tasks.scoring._schema import format_instructions, response_json_schem
 __all__ = [
     "ADDITIVE",
     "ALTERNATIVE_READINGS",
+    "ANNOTATION_ONLY",
     "ANSWER",
     "ANSWER_ACCURACY",
     "ANSWER_AND_ANNOTATION",
@@ -237,6 +240,7 @@ __all__ = [
     "resolve_options",
     "resolve_recovery",
     "resolve_resize",
+    "resolve_tool_call",
     "response_json_schema",
     "result_keys",
     "row_metrics",

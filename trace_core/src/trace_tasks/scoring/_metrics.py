@@ -25,7 +25,8 @@ unmatched on either side, missing and extra map keys' items included):
   ``answer_gt`` of type ``number``, also ``relaxed_accuracy``: ChartQA's relaxed
   accuracy of the predicted answer (within 5% of the target, relative; see
   :func:`~trace_tasks.scoring.relaxed_number_match`), an evaluation view that never
-  changes the reward.
+  changes the reward. In the ``annotation_only`` mode no answer is read and
+  both are left out (a mean of zeros would read as a model that never answers right).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import is_mapping
+from trace_tasks.scoring._options import ANNOTATION_ONLY
 from trace_tasks.scoring._pipeline import Trail
 from trace_tasks.scoring._plugin_calls import UNPARSED
 from trace_tasks.scoring._relaxed import RELAXED_TOLERANCE, relaxed_number_match
@@ -55,8 +57,12 @@ def row_metrics(trail: Trail, scores: Mapping[str, float], shape: str, answer_gt
 
     ``answer_gt`` (the row's, optional) adds ``relaxed_accuracy`` for a ``number`` answer.
     """
-    values = {ANSWER_ACCURACY: float(scores.get("accuracy", 0.0))}
-    if is_mapping(answer_gt) and answer_gt.get("type") == "number" and "value" in answer_gt:
+    options = trail.options
+    if options is not None and options.trace_reward_mode == ANNOTATION_ONLY:  # no answer read: no answer metric
+        values: dict[str, float] = {}
+    else:
+        values = {ANSWER_ACCURACY: float(scores.get("accuracy", 0.0))}
+    if values and is_mapping(answer_gt) and answer_gt.get("type") == "number" and "value" in answer_gt:
         matched = relaxed_number_match(trail.predicted_answer, answer_gt["value"], RELAXED_TOLERANCE)
         values[RELAXED_ACCURACY] = 1.0 if matched else 0.0
     explanation = trail.explanation

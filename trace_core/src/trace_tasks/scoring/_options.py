@@ -12,13 +12,14 @@ import functools
 import inspect
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 
 from trace_tasks.errors import OptionError
-from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK
+from trace_tasks.reading import FINAL_ONLY, LENIENT, OUTSIDE_THINK, ToolCall, load_json
 from trace_tasks.scoring._frames import (
     DEFAULT_RESIZE,
     PIXEL,
@@ -34,6 +35,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 ANSWER = "answer"
 ANSWER_AND_ANNOTATION = "answer_and_annotation"
+#: The mode of tasks without an answer (referring expressions, GUI clicks): the final object is
+#: ``{"annotation": ...}`` and the task reward is the annotation reward (docs/contracts.md §3.1, §6).
+ANNOTATION_ONLY = "annotation_only"
 GATED = "gated"
 ADDITIVE = "additive"
 #: ``trace_recovery`` values (docs/contracts.md §3.7): the contract's recovery, recovery
@@ -47,6 +51,8 @@ MODE_ALIASES = {
     "": ANSWER,
     "answer_and_annotation": ANSWER_AND_ANNOTATION,
     "annotation": ANSWER_AND_ANNOTATION,
+    "annotation_only": ANNOTATION_ONLY,
+    "grounding": ANNOTATION_ONLY,
 }
 FORMULA_ALIASES = {
     "gated": GATED,
@@ -70,13 +76,13 @@ def _canonical_name(value: Any, aliases: dict[str, str], what: str, accepted: st
 
 
 def resolve_mode(value: Any) -> str:
-    """``answer`` or ``answer_and_annotation`` for a mode name or alias."""
+    """``answer``, ``answer_and_annotation`` or ``annotation_only`` for a mode name or alias."""
     return _canonical_name(
         value,
         MODE_ALIASES,
         "output mode",
-        "{'answer', 'answer_only', 'answer_and_annotation'}; shorthand alias 'annotation' is also accepted "
-        "(None, '' and 'auto' mean 'answer')",
+        "{'answer', 'answer_only', 'answer_and_annotation', 'annotation_only'}; shorthand aliases 'annotation' "
+        "(answer_and_annotation) and 'grounding' (annotation_only) are also accepted (None, '' and 'auto' mean 'answer')",
     )
 
 
@@ -194,11 +200,15 @@ class Echo:
     With ``when`` empty the key holds the option's value as a float (``part``: the
     value's attribute of that name, for a record such as ``resize``); otherwise it
     holds 1.0 when the option's canonical value is one of ``when``, else 0.0 (a one-hot).
+    ``only``: the key is in the result only when the value is one of ``when`` (then
+    always 1.0): a value added after the contract's key set was fixed, such as the
+    ``annotation_only`` mode, adds its key to its own results and to no others.
     """
 
     key: str
     when: tuple[Any, ...] = ()
     part: str = ""
+    only: bool = False
 
     def of(self, value: Any) -> float:
         """The echoed float for the option's canonical ``value``."""
@@ -289,6 +299,8 @@ _ROW = "trace_tasks.option"
 #: The opt-in groups: the response policies (docs/contracts.md §3.7), and the model's own frame and shapes.
 POLICIES = "policies"
 MODEL_READINGS = "model_readings"
+#: The opt-in group of the declared tool call (docs/contracts.md §3.9): its echo only when declared.
+TOOL_CALLS = "tool_calls"
 
 
 def _mode(value: Any, _name: str) -> str:
@@ -314,6 +326,42 @@ def resolve_native(value: Any) -> bool:
     if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
         return bool(value)
     raise OptionError(f"Trace annotation_native must be True or False, got {_shown(value)}")
+
+
+def resolve_tool_call(value: Any) -> ToolCall | None:
+    """``tool_call``: ``None`` (default), or ``{"name": TOOL, "argument": ARG}`` (a mapping or its JSON text);
+    ``ARG`` one argument name, or a non-empty list of names whose values form the annotation in order."""
+    if value is None or isinstance(value, ToolCall):
+        return value
+    if isinstance(value, str):
+        if not value.strip() or value.strip().lower() == "none":
+            return None
+        parsed, ok = load_json(value)
+        if not ok:
+            raise OptionError(f'Trace tool_call must be {{"name": TOOL, "argument": ARG}} or its JSON text, got {_shown(value)}')
+        value = parsed
+    if not isinstance(value, Mapping) or set(value) != {"name", "argument"}:
+        raise OptionError(
+            'Trace tool_call must be a mapping with exactly the keys "name" (the tool) and "argument" (the argument '
+            f"name, or a list of names whose values form the annotation in order), got {_shown(value)}"
+        )
+    name, argument = value["name"], value["argument"]
+    if not isinstance(name, str) or not name.strip() or not re.fullmatch(r"[A-Za-z_][\w.-]*", name.strip()):
+        raise OptionError(f"Trace tool_call name must be a tool's name (letters, digits, _ . -), got {_shown(name)}")
+    names: tuple[str, ...]
+    if isinstance(argument, str):
+        names, single = (argument.strip(),), True
+    elif isinstance(argument, (list, tuple)) and argument:
+        names, single = tuple(a.strip() if isinstance(a, str) else "" for a in argument), False
+    else:
+        names, single = ("",), True
+    if not all(names):
+        raise OptionError(f"Trace tool_call argument must be a name or a non-empty list of names, got {_shown(argument)}")
+    return ToolCall(name.strip(), names, single)
+
+
+def _tool_call(value: Any, _name: str) -> ToolCall | None:
+    return resolve_tool_call(value)
 
 
 def _frame(value: Any, _name: str) -> str:
@@ -357,14 +405,17 @@ class ScoringOptions:
     )  # fmt: skip
     trace_reward_mode: str = _option(
         ANSWER_AND_ANNOTATION, "--mode", _mode,
-        "answer (alias answer_only: the annotation stays out of the task reward) or answer_and_annotation "
-        "(alias annotation)",
-        # The last key echoes how the answer is scored: by exact JSON match, in every mode.
+        "answer (alias answer_only: the annotation stays out of the task reward), answer_and_annotation "
+        "(alias annotation) or annotation_only (alias grounding: the final object is {\"annotation\": ...}, "
+        "no answer is read or needed, the task reward is the annotation reward)",
+        # The fourth key echoes how the answer is scored: by exact JSON match, in the modes that read one.
+        # annotation_only's key is in its own results only (the default key set is the contract's).
         echo=(
             Echo("trace_reward_mode_answer", (ANSWER,)),
             Echo("trace_reward_mode_answer_only", (ANSWER,)),
             Echo("trace_reward_mode_answer_and_annotation", (ANSWER_AND_ANNOTATION,)),
             Echo("trace_answer_scoring_exact_json", (ANSWER, ANSWER_AND_ANNOTATION)),
+            Echo("trace_reward_mode_annotation_only", (ANNOTATION_ONLY,), only=True),
         ),
         metavar="MODE",
     )  # fmt: skip
@@ -432,6 +483,13 @@ class ScoringOptions:
         "read a model-native annotation (Qwen-VL's [{\"bbox_2d\": [...], \"label\": ...}], a single such object, "
         "a one-item list for a scalar type; a map's keys from the labels) as the annotation",
         echo=(Echo("trace_annotation_native"),), opt_in=True, cli=SWITCH, group=MODEL_READINGS,
+    )  # fmt: skip
+    tool_call: ToolCall | None = _option(  # noqa: RUF009 (a table row, as every field here; ToolCall is frozen)
+        None, "--tool-call", _tool_call,
+        "read the annotation from the response's last call of a declared tool: {\"name\": TOOL, \"argument\": ARG} "
+        "(ARG the argument holding the geometry, or a list of names whose values form it in order), in the "
+        "<tool_call> JSON, JSON function call, name(x=.., y=..) or name(.., ..) forms; never guessed",
+        echo=(Echo("trace_tool_call", part="declared"),), opt_in=True, metavar="JSON", group=TOOL_CALLS,
     )  # fmt: skip
 
     def __attrs_post_init__(self) -> None:

@@ -49,6 +49,8 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
+import attrs
+
 from trace_tasks.errors import AnnotationParseError, OptionError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
@@ -61,21 +63,25 @@ from trace_tasks.plugins import (
     ScoringContext,
 )
 from trace_tasks.reading import (
+    ANNOTATION_KEYS,
     ANSWER_AND_ANNOTATION_KEYS,
     ANSWER_KEYS,
     LENIENT,
     Extraction,
+    FormatCheck,
+    ToolCallReading,
     extract,
     is_mapping,
     literal_budget,
     load_json_or_literal,
     plain_final_object,
+    read_tool_call,
 )
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
 from trace_tasks.scoring._image_size import find_image_size
-from trace_tasks.scoring._options import ANSWER, ScoringOptions
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -115,7 +121,9 @@ _UNSEARCHED: Any = object()
 
 def required_keys(mode: str) -> frozenset[str]:
     """The keys a schema-valid final object holds in ``mode``."""
-    return ANSWER_KEYS if mode == ANSWER else ANSWER_AND_ANNOTATION_KEYS
+    if mode == ANSWER:
+        return ANSWER_KEYS
+    return ANNOTATION_KEYS if mode == ANNOTATION_ONLY else ANSWER_AND_ANNOTATION_KEYS
 
 
 class Target:
@@ -393,7 +401,9 @@ class Trail:
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
-    keys = required_keys(opts.trace_reward_mode)
+    tool = opts.tool_call
+    # A declared tool call carries the annotation: the final object holds the answer alone (§3.9).
+    keys = required_keys(opts.trace_reward_mode) if tool is None else ANSWER_KEYS
     lean = _LEAN
     # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
     # literal, so no budget needs to be in force; anything else takes the general step under the budget.
@@ -402,10 +412,13 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if ext is None:
         with literal_budget(literal_left):
             ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
-    predicted = ext.answer(text)
+    annotation_only = opts.trace_reward_mode == ANNOTATION_ONLY
+    predicted: Any = None if annotation_only else ext.answer(text)  # annotation_only reads no answer
     prepared = target.answer
     kind = type(predicted)
-    if target.relaxed is not None:  # the pinned evaluation policy the contract names (§4.1)
+    if annotation_only:
+        matched = False
+    elif target.relaxed is not None:  # the pinned evaluation policy the contract names (§4.1)
         matched = relaxed_match(predicted, target.relaxed, opts.answer_relative_tolerance)
     elif lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
         matched = predicted == prepared
@@ -413,6 +426,10 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
     else:
         matched = matches_answer_target(predicted, prepared, reads_json_strings=target.reads_json)
+    if tool is not None:
+        with literal_budget(literal_left):
+            call = read_tool_call(text, tool)
+        ext = _with_call(ext, call, annotation_only)
     ann = AnnotationResult(target.type_name)
     payload = ext.payload
     prediction = payload.get("annotation") if payload is not None else None
@@ -431,7 +448,28 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         trail.reward = ann.reward
         if not trail.problem:
             trail.problem = target.problem
-    return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
+    answer_parse_ok = 0.0 if annotation_only else target.answer_parse_ok  # no answer is read: its keys hold 0
+    return compose_result(opts, registry, ext, 1.0 if matched else 0.0, answer_parse_ok, ann)
+
+
+def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) -> Extraction:
+    """The extraction with the annotation read from the declared tool's last call (docs/contracts.md §3.9).
+
+    In the annotation-only mode the call is the final object: format 1 when the call of the tool is found
+    and its declared argument read. In a mode with an answer, the answer is the final object's (already read)
+    and format needs both that object (``{"answer": ...}``) and the call; a final object's ``annotation`` is
+    never read when a tool call is declared.
+    """
+    read = call.found and call.value is not None
+    source = f"the last {call.form} of the tool" if call.found else ""
+    if annotation_only:
+        payload = {"annotation": call.value} if read else None
+        return Extraction(FormatCheck(call.found, call.found, read, call.text or None, payload), payload, None, source)
+    kept = {k: v for k, v in ext.payload.items() if k != "annotation"} if ext.payload is not None else {}
+    if read:
+        kept["annotation"] = call.value
+    fmt = attrs.evolve(ext.format, schema_ok=ext.format.schema_ok and read)
+    return attrs.evolve(ext, format=fmt, payload=kept or None, source=ext.source or source)
 
 
 def _annotate(

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
-from trace_tasks.scoring._options import ANSWER, GATED, MODEL_READINGS, OPTIONS, POLICIES, ScoringOptions
+from trace_tasks.scoring._options import (
+    ANNOTATION_ONLY,
+    ANSWER,
+    GATED,
+    MODEL_READINGS,
+    OPTIONS,
+    POLICIES,
+    TOOL_CALLS,
+    ScoringOptions,
+)
 from trace_tasks.scoring._plugin_calls import AnnotationResult
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
@@ -23,7 +32,10 @@ REWARD_KEYS: tuple[str, ...] = (
 )
 #: The options the response was scored with, echoed (constant for a run): the echo keys of the
 #: options table's rows (:data:`~trace_tasks.scoring.OPTIONS`) that are not opt-in, in table order.
-OPTION_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if not row.opt_in for echo in row.echo)
+OPTION_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if not row.opt_in for echo in row.echo if not echo.only)
+#: The echoes present only for some values of their option (``Echo.only``; the ``annotation_only``
+#: mode's ``trace_reward_mode_annotation_only``): ``(option name, echo)``, appended last when in force.
+VALUE_ECHOES = tuple((row.name, echo) for row in OPTIONS for echo in row.echo if echo.only)
 #: Per-response diagnostic flags, each exactly 0.0 or 1.0.
 FLAG_KEYS: tuple[str, ...] = (
     "format_structure_ok",
@@ -51,6 +63,11 @@ OPT_IN_KEYS: tuple[str, ...] = tuple(echo.key for row in OPTIONS if row.opt_in a
 MODEL_READING_KEYS: tuple[str, ...] = tuple(
     echo.key for row in OPTIONS if row.opt_in and row.group == MODEL_READINGS for echo in row.echo
 )
+#: The indicator of a declared tool call (docs/contracts.md §3.9), present only when one is declared:
+#: after the model reading keys.
+TOOL_CALL_KEYS: tuple[str, ...] = tuple(
+    echo.key for row in OPTIONS if row.opt_in and row.group == TOOL_CALLS for echo in row.echo
+)
 #: Reported after everything else when a prediction that did not parse has a model-native
 #: shape its owner recognises (``trace_native_annotation``), or was read as the annotation
 #: under ``annotation_native``: always 1.0 when present.
@@ -74,7 +91,11 @@ def result_keys(registry: Registry | None = None, opts: ScoringOptions | None = 
         return keys
     if opts.departs:
         keys += OPT_IN_KEYS
-    return keys + MODEL_READING_KEYS if opts.reads_model else keys
+    if opts.reads_model:
+        keys += MODEL_READING_KEYS
+    if opts.tool_call is not None:
+        keys += TOOL_CALL_KEYS
+    return keys + tuple(echo.key for name, echo in VALUE_ECHOES if getattr(opts, name) in echo.when)
 
 
 _templates: dict[ScoringOptions, tuple[Registry, dict[str, float], dict[str, str]]] = {}
@@ -90,12 +111,13 @@ def _template(opts: ScoringOptions, registry: Registry) -> tuple[dict[str, float
     if cached is not None and cached[0] is registry:
         return cached[1], cached[2]
     template = dict.fromkeys(result_keys(registry, opts), 0.0)
-    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model}
+    shown = {"": True, POLICIES: opts.departs, MODEL_READINGS: opts.reads_model, TOOL_CALLS: opts.tool_call is not None}
     for row in OPTIONS:  # the option echo, as the options table spells it; an opt-in group's only when in force
         if row.echo and (not row.opt_in or shown.get(row.group, False)):
             value = getattr(opts, row.name)
             for echo in row.echo:
-                template[echo.key] = echo.of(value)
+                if not echo.only or value in echo.when:
+                    template[echo.key] = echo.of(value)
     template["trace_reward"] = 1.0
     type_keys = dict(registry.type_indicator_keys)
     if len(_templates) > 256:  # a caller cycling through option values: keep memory bounded
@@ -109,8 +131,11 @@ def compose_result(
 ) -> dict[str, float]:
     """The flat result dict (docs/contracts.md §7) of one scored response."""
     fw = opts.format_weight
-    if opts.trace_reward_mode == ANSWER:
+    mode = opts.trace_reward_mode
+    if mode == ANSWER:
         task = answer_reward
+    elif mode == ANNOTATION_ONLY:  # nothing to gate on: the formula and the weights do not apply
+        task = ann.reward
     elif opts.trace_annotation_reward_formula == GATED:
         task = answer_reward * (opts.answer_weight + opts.annotation_weight * ann.reward)
     else:

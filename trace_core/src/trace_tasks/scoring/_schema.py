@@ -29,7 +29,7 @@ import attrs
 from trace_tasks.errors import OptionError, UnknownTypeError, suggest
 from trace_tasks.plugins import JSON_SCHEMA_DIALECT, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import is_mapping, read_annotation_string
-from trace_tasks.scoring._options import ANSWER, resolve_answer_tag, resolve_mode
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, resolve_answer_tag, resolve_mode
 
 __all__ = ["format_instructions", "response_json_schema"]
 
@@ -48,8 +48,23 @@ def _answer_spec(registry: Registry, answer_type: Any) -> AnswerTypeSpec:
 
 def _annotation_entry(registry: Registry, annotation_type: Any) -> AnnotationTypeEntry:
     if not isinstance(annotation_type, str) or not annotation_type.strip():
-        raise OptionError(f"annotation_type must be a non-empty string in answer_and_annotation mode, got {annotation_type!r}")
+        raise OptionError(
+            f"annotation_type must be a non-empty string in answer_and_annotation mode (and annotation_only), got {annotation_type!r}"
+        )
     return registry.annotation_type(annotation_type.strip())  # MissingFamilyError / UnknownTypeError
+
+
+def _version_form(entry: AnnotationTypeEntry) -> tuple[str, tuple[Any, ...]] | None:
+    """The current reward version's own prediction form and example predictions, when it declares one.
+
+    A pinned click version of ``bbox`` (``bbox_click_hit_v0``) reads a point ``[x, y]``, not the box the type
+    holds: the prompt and schema ask for what the reward reads.
+    """
+    reward = get_registry().reward_ids.get(entry.current_reward_id)
+    spec = reward.spec if reward is not None else None
+    if spec is None or spec.parse_prediction is None or not spec.prediction_form:
+        return None
+    return spec.prediction_form, tuple(example[0] for example in spec.prediction_examples)
 
 
 @attrs.frozen(slots=True)
@@ -57,7 +72,7 @@ class _Parts:
     """What a schema or an instruction is built from: the mode, both types' specs, an instance's role keys."""
 
     mode: str
-    spec: AnswerTypeSpec
+    spec: AnswerTypeSpec | None  # None in annotation_only mode (no answer)
     entry: AnnotationTypeEntry | None  # None in answer mode
     roles: tuple[str, ...] | None = None  # a map type's role keys, from an instance
 
@@ -99,11 +114,17 @@ def _parts(answer_type: Any, annotation_type: Any, trace_reward_mode: Any, insta
     if instance is not None:
         if not is_mapping(instance):
             raise OptionError(f"instance must be an instance record (a mapping), got {type(instance).__name__}")
-        answer_type = _instance_type(instance, "answer_gt", answer_type)
+        if mode != ANNOTATION_ONLY:
+            answer_type = _instance_type(instance, "answer_gt", answer_type)
         if mode != ANSWER:
             annotation_type = _instance_type(instance, "annotation_gt", annotation_type)
     registry = get_registry()
-    spec = _answer_spec(registry, answer_type)
+    # annotation_only asks for no answer (a given answer type is still checked, as a given annotation type in answer mode)
+    spec: AnswerTypeSpec | None = None
+    if mode != ANNOTATION_ONLY or answer_type is not None:
+        spec = _answer_spec(registry, answer_type)
+    if mode == ANNOTATION_ONLY:
+        spec = None
     entry = None
     if mode != ANSWER or annotation_type is not None:  # in answer mode a given type is still checked
         entry = _annotation_entry(registry, annotation_type)
@@ -169,17 +190,27 @@ def response_json_schema(
     parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
     mode, spec, entry = parts.mode, parts.spec, parts.entry
     notes: list[str] = []
-    properties = {"answer": _value_schema(spec.json_schema, spec.description, f"answer type {spec.name!r}", notes)}
-    title = f"trace_tasks final object ({mode} mode): answer {spec.name}"
+    properties: dict[str, Any] = {}
+    titled: list[str] = []
+    if spec is not None:
+        properties["answer"] = _value_schema(spec.json_schema, spec.description, f"answer type {spec.name!r}", notes)
+        titled.append(f"answer {spec.name}")
+    title = f"trace_tasks final object ({mode} mode): "
     if entry is not None:
         type_spec = entry.spec
         declared = type_spec.json_schema if type_spec is not None else None
         words = (type_spec.value_format or type_spec.description) if type_spec is not None else ""
-        value_schema = _value_schema(declared, words, f"annotation type {entry.name!r}", notes)
+        form = _version_form(entry)
+        if form is not None:  # the current version reads its prediction in its own form (a click for a box)
+            declared, words = None, form[0]
+        what = f"annotation type {entry.name!r}" if form is None else f"the reward version {entry.current_reward_id!r}"
+        value_schema = _value_schema(declared, words, what, notes)
         properties["annotation"] = _with_roles(value_schema, parts.roles)
-        title += f", annotation {entry.name}"
+        named = f"annotation {entry.name}"
         if parts.roles is not None:
-            title += f" (role keys {', '.join(map(repr, parts.roles))})"
+            named += f" (role keys {', '.join(map(repr, parts.roles))})"
+        titled.append(named)
+    title += ", ".join(titled)
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": title,
@@ -222,7 +253,12 @@ def format_instructions(
     annotation_shape = f"<{entry.name}>" if entry is not None else ""
     if entry is not None and roles is not None:
         annotation_shape = "{" + ", ".join(f"{json.dumps(role, ensure_ascii=False)}: ..." for role in roles) + "}"
-    shape = f'{{"answer": <{spec.name}>}}' if entry is None else f'{{"answer": <{spec.name}>, "annotation": {annotation_shape}}}'
+    if spec is None:  # annotation_only
+        shape = f'{{"annotation": {annotation_shape}}}'
+    elif entry is None:
+        shape = f'{{"answer": <{spec.name}>}}'
+    else:
+        shape = f'{{"answer": <{spec.name}>, "annotation": {annotation_shape}}}'
     if tagged:
         lines = [
             "End your reply with the final object inside answer tags, <answer>OBJECT</answer>, and write nothing "
@@ -231,15 +267,19 @@ def format_instructions(
     else:
         lines = ["End your reply with one JSON object with exactly these keys, and write nothing after it:"]
     lines.append(f"  {shape}")
-    lines.append(f'- "answer": {spec.description or f"a value of type {spec.name}"} ({spec.name}).')
-    has_answer, answer = _example(spec.examples)
-    example: dict[str, Any] = {"answer": answer}
-    complete = has_answer
+    example: dict[str, Any] = {}
+    complete = True
+    if spec is not None:
+        lines.append(f'- "answer": {spec.description or f"a value of type {spec.name}"} ({spec.name}).')
+        complete, example["answer"] = _example(spec.examples)
     if entry is not None:
         type_spec = entry.spec
         words = ""
         if type_spec is not None:
             words = type_spec.value_format or type_spec.description
+        form = _version_form(entry)
+        if form is not None:
+            words = form[0]
         lines.append(f'- "annotation": {words or f"a value of type {entry.name}"}.')
         if roles is not None:
             names = ", ".join(json.dumps(role, ensure_ascii=False) for role in roles)
@@ -249,6 +289,8 @@ def format_instructions(
             "Do not normalise them (no 0-1 or 0-1000 scale)."
         )
         has_annotation, annotation = _example(type_spec.examples if type_spec is not None else ())
+        if form is not None:
+            has_annotation, annotation = _example(form[1])
         if has_annotation and roles is not None and is_mapping(annotation) and annotation:
             # The type's example items under the instance's keys; a set-map's roles all get one list,
             # so the example's sizes cannot be read as the target's.

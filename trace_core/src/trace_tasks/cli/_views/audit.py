@@ -27,6 +27,11 @@ JSON object:
   instance's own answer, alone and with the whole-image annotation (references:
   never flagged).
 
+In the ``annotation_only`` mode (``--mode annotation_only``) there is no answer:
+each ``majority-answer+*`` policy is its image-blind annotation alone
+(``{"annotation": ...}``), and the policies that only differ by an answer
+(``majority-answer``, ``correct-answer+*``) are not run.
+
 The ``majority-*`` policies know nothing about the image: one whose mean
 overall is at least ``--threshold`` is flagged, and the exit code is 1. A
 whole-image policy needs the image size: an instance without one is counted
@@ -51,7 +56,7 @@ from trace_tasks.runs import (
     group_name,
     instance_part,
 )
-from trace_tasks.scoring import answer_target
+from trace_tasks.scoring import ANNOTATION_ONLY, answer_target, resolve_mode, resolve_tool_call
 
 MAJORITY = "majority-answer"
 MAJORITY_EMPTY = "majority-answer+empty"
@@ -82,12 +87,14 @@ class Instances:
     group_found: bool = False
 
 
-def load(lines: Iterable[Any], source: str, group_by: str | None = None) -> Instances:
+def load(lines: Iterable[Any], source: str, group_by: str | None = None, trace_reward_mode: Any = None) -> Instances:
     """Validate and compile every line; a line whose id was seen before (a combined file) is counted, not audited.
 
     A combined line is the instance it holds, as ``score`` reads it (its other
     columns left out). ``group_by``: a column or dotted path read from the line
     (``metadata.task``), each instance's value kept in ``labels``.
+    ``trace_reward_mode``: the mode the audit scores in (an instance without an answer is a problem
+    in a mode other than ``annotation_only``).
     """
     found = Instances(source)
     seen: set[str] = set()
@@ -114,7 +121,7 @@ def load(lines: Iterable[Any], source: str, group_by: str | None = None) -> Inst
                 continue
             seen.add(row_id)
         try:
-            found.compiled.append(compile_instance(data, record=where))
+            found.compiled.append(compile_instance(data, record=where, trace_reward_mode=trace_reward_mode))
             if label is not None:
                 found.labels.append(label)
         except InstanceError as exc:
@@ -146,12 +153,16 @@ class Group:
         """The most frequent ``answer_gt.value`` (as the matcher compares them); ties: the first in file order."""
         counts: dict[Any, list[Any]] = {}  # canonical form -> [count, first raw value]
         for member in self.members:
+            if member.answer_spec is None:  # no answer (annotation_only): nothing to count
+                continue
             raw = member.data["answer_gt"]["value"]
             key = _answer_key(raw, member)
             if key in counts:
                 counts[key][0] += 1
             else:
                 counts[key] = [1, raw]
+        if not counts:
+            return None
         best = max(counts.values(), key=lambda entry: entry[0])  # max keeps the first of equal counts
         return best[1]
 
@@ -188,7 +199,8 @@ class Group:
 
 
 def _answer_key(raw: Any, member: CompiledInstance) -> Any:
-    key = answer_target(raw, reads_json_strings=member.answer_spec.reads_json_strings)
+    spec = member.answer_spec
+    key = answer_target(raw, reads_json_strings=spec.reads_json_strings if spec is not None else True)
     try:
         hash(key)
     except TypeError:
@@ -263,9 +275,26 @@ NO_IMAGE_SIZE = "no_image_size"
 ALONE = "alone_in_group"
 
 
-def response(policy: str, member: CompiledInstance, group: Group, majority: Any) -> dict[str, Any] | str:
-    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`)."""
-    own = member.data["answer_gt"]["value"]
+#: The policies run in the ``annotation_only`` mode: those with an image-blind annotation (the answer left out).
+ANNOTATION_ONLY_POLICIES = frozenset({MAJORITY_EMPTY, MAJORITY_WHOLE, MAJORITY_MEAN_BOX, MAJORITY_BOX_COPIES})
+
+
+def response(
+    policy: str, member: CompiledInstance, group: Group, majority: Any, annotation_only: bool = False
+) -> dict[str, Any] | str:
+    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`).
+
+    ``annotation_only``: the object without its answer (``{"annotation": ...}``).
+    """
+    found = _response(policy, member, group, majority)
+    if annotation_only and not isinstance(found, str):
+        found.pop("answer", None)
+    return found
+
+
+def _response(policy: str, member: CompiledInstance, group: Group, majority: Any) -> dict[str, Any] | str:
+    gt = member.data.get("answer_gt")
+    own = gt.get("value") if isinstance(gt, Mapping) else None
     if policy == MAJORITY:
         return {"answer": majority}
     if policy == CORRECT_ONLY:
@@ -352,9 +381,9 @@ def group_instances(compiled: Iterable[CompiledInstance], labels: list[str] | No
     groups: dict[tuple[str | None, str, str], Group] = {}
     members = list(compiled)
     for member, label in zip(members, labels if labels else [None] * len(members), strict=True):
-        key = (label, member.answer_type, member.annotation_type)
+        key = (label, member.answer_type or "none", member.annotation_type)  # "none": no answer (annotation_only)
         if key not in groups:
-            groups[key] = Group(member.answer_type, member.annotation_type, label=label)
+            groups[key] = Group(key[1], member.annotation_type, label=label)
         groups[key].members.append(member)
     return list(groups.values())
 
@@ -373,9 +402,12 @@ def audit(
     result = Audit(threshold)
     result.groups = group_instances(compiled, labels)
     result.cells = {group.cell: (group.annotation_type, group.label) for group in result.groups if group.label is not None}
+    annotation_only = resolve_mode(options.get("trace_reward_mode")) == ANNOTATION_ONLY
+    tool = resolve_tool_call(options.get("tool_call"))
+    policies = [p for p in POLICIES if p in ANNOTATION_ONLY_POLICIES] if annotation_only else list(POLICIES)
     # The table order: annotation types in file order, then the policies in POLICIES order.
     for group in result.groups:
-        for policy in POLICIES:
+        for policy in policies:
             if applies(policy, group.members[0]):
                 result.totals.setdefault((group.cell, policy), Totals())
     ordered = sorted(result.totals, key=lambda key: (_first_seen(result.groups, key[0]), POLICIES.index(key[1])))
@@ -384,16 +416,33 @@ def audit(
         majority = group.majority_answer()
         result.majorities.append(majority)
         for member in group.members:
-            for policy in POLICIES:
+            for policy in policies:
                 if not applies(policy, member):
                     continue
                 totals = result.totals[(group.cell, policy)]
-                obj = response(policy, member, group, majority)
+                obj = response(policy, member, group, majority, annotation_only)
                 if isinstance(obj, str):
                     totals.skipped[obj] = totals.skipped.get(obj, 0) + 1
                     continue
-                totals.add(member.score(dumps(obj), **options))
+                totals.add(member.score(_written(obj, tool), **options))
     return result
+
+
+def _written(obj: dict[str, Any], tool: Any) -> str:
+    """The policy's response: its JSON object, or, under a declared tool call, the annotation as that tool's call
+    (``<tool_call>`` JSON; a list of argument names takes the annotation's numbers in order) and the answer's object."""
+    if tool is None or "annotation" not in obj:
+        return dumps(obj)
+    annotation = obj["annotation"]
+    if tool.single:
+        arguments = {tool.arguments[0]: annotation}
+    elif isinstance(annotation, list) and len(annotation) == len(tool.arguments):
+        arguments = dict(zip(tool.arguments, annotation, strict=True))
+    else:
+        return dumps({k: v for k, v in obj.items() if k != "annotation"})  # not writable as this call: no annotation
+    call = "<tool_call>" + dumps({"name": tool.name, "arguments": arguments}) + "</tool_call>"
+    rest = {k: v for k, v in obj.items() if k != "annotation"}
+    return call + ("\n" + dumps(rest) if rest else "")
 
 
 def _first_seen(groups: list[Group], cell: str) -> int:

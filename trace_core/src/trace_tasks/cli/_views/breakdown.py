@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.cli._views.explanation import plain
-from trace_tasks.scoring import ADDITIVE, ANSWER_AND_ANNOTATION, OPTION_BY_NAME
+from trace_tasks.scoring import ADDITIVE, ANNOTATION_ONLY, ANSWER_AND_ANNOTATION, OPTION_BY_NAME
 
 
 def number(value: Any, digits: int = 4) -> str:
@@ -39,7 +39,12 @@ def _echoed(scores: Mapping[str, Any], name: str) -> Any:
 
 def answer_mode(scores: Mapping[str, Any]) -> bool:
     """True when the row was scored in answer mode (the annotation stays out of the task reward)."""
-    return bool(_echoed(scores, "trace_reward_mode") != ANSWER_AND_ANNOTATION)
+    return _echoed(scores, "trace_reward_mode") not in (ANSWER_AND_ANNOTATION, ANNOTATION_ONLY)
+
+
+def annotation_only(scores: Mapping[str, Any]) -> bool:
+    """True when the row was scored in the annotation_only mode (no answer; the task reward is the annotation reward)."""
+    return bool(_echoed(scores, "trace_reward_mode") == ANNOTATION_ONLY)
 
 
 def gated(scores: Mapping[str, Any]) -> bool:
@@ -53,6 +58,8 @@ def task_line(scores: Mapping[str, Any]) -> str:
     a, n = number(_echoed(scores, "answer_weight")), number(_echoed(scores, "annotation_weight"))
     if answer_mode(scores):
         return f"task {task} = answer {answer} (answer mode: the annotation is not part of the reward)"
+    if annotation_only(scores):
+        return f"task {task} = annotation {annotation} (annotation_only mode: no answer, nothing gates it)"
     if gated(scores):
         return f"task {task} = answer {answer} x ({a} + {n} x annotation {annotation})  [gated]"
     return f"task {task} = {a} x answer {answer} + {n} x annotation {annotation}  [additive]"
@@ -71,6 +78,8 @@ def overall_line(scores: Mapping[str, Any]) -> str:
 
 def answer_line(scores: Mapping[str, Any]) -> str:
     """Right or wrong, and what that does to the annotation's share (the gate)."""
+    if annotation_only(scores):
+        return "no answer (annotation_only mode)"
     right = scores.get("answer_reward") == 1.0
     verdict = "right" if right else "wrong"
     text = f"answer {verdict} (answer_reward {number(scores.get('answer_reward'))})"

@@ -28,7 +28,7 @@ from trace_tasks.cli._views.frames import readings_hint
 from trace_tasks.data import CompiledInstance
 from trace_tasks.errors import one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
-from trace_tasks.scoring import LENIENT, UNPARSED, ScoringOptions, Trail, canonical_text, required_keys
+from trace_tasks.scoring import ANNOTATION_ONLY, LENIENT, UNPARSED, ScoringOptions, Trail, canonical_text, required_keys
 
 SHOW_CHARS = 300
 SHOW_KEYS = 20
@@ -137,6 +137,9 @@ def _extraction(trail: Trail, opts: ScoringOptions) -> list[str]:
 
 
 def _answer(trail: Trail, instance: CompiledInstance, result: Mapping[str, float]) -> list[str]:
+    options = trail.options
+    if instance.answer_spec is None or (options is not None and options.trace_reward_mode == ANNOTATION_ONLY):
+        return ["", "Answer: none read (annotation_only mode: the task reward is the annotation reward)"]
     reads_json = instance.answer_spec.reads_json_strings
     expected = instance.data["answer_gt"]["value"]
     return [

@@ -115,6 +115,12 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_OUTPUT,
         help=f"the HTML file (default %(default)s); {REPLACED_WHEN_DONE}",
     )
+    parser.add_argument(
+        "--tool-call",
+        metavar="JSON",
+        default=None,
+        help="the tool call the scores were read from (score's --tool-call): its rows echo only that one was declared",
+    )
     parser.add_argument("--baseline", metavar="OTHER_SCORES", help="another scores file to compare with, per type and row by row")
     parser.add_argument(
         "--sample", type=int_at_least(0), default=10, metavar="N", help="random cases shown (default %(default)s)"
@@ -321,9 +327,9 @@ def audit_fields(args: argparse.Namespace, scored: Row | None) -> dict[str, Any]
         return {}
     from trace_tasks.cli._views import audit  # loaded when asked: most reports have no --instances
 
-    options = {**run_options(scored), "point_half_life_px": None} if scored is not None else {}
+    options = {**run_options(scored, args.tool_call), "point_half_life_px": None} if scored is not None else {}
     with open_binary(args.instances) as fh:
-        instances = audit.load(read_lines(fh, args.instances), args.instances)
+        instances = audit.load(read_lines(fh, args.instances), args.instances, options.get("trace_reward_mode"))
     result = audit.audit(instances.compiled, options, audit.DEFAULT_THRESHOLD)
     note = (
         f"{len(instances.problems)} problem(s) in the instances file: those instances are left out." if instances.problems else ""
@@ -419,11 +425,13 @@ def build_cases(args: argparse.Namespace, rows: Iterable[Row]) -> dict[int, Case
             instance_data = instances.get(row.id) if isinstance(row.id, str) else None
         else:
             instance_data = {k: v for k, v in data.items() if k != "response"}
-        cases[row.number] = explained_case(row, response, instance_data, args.instances)
+        cases[row.number] = explained_case(row, response, instance_data, args.instances, args.tool_call)
     return cases
 
 
-def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, instances_path: str = "") -> Case:
+def explained_case(
+    row: Row, response: str, data: Mapping[str, Any] | None, instances_path: str = "", tool_call: Any = None
+) -> Case:
     """The case of a row: its explanation and picture through the same code as ``trace-tasks explain``."""
     if data is None or data.get("id") != row.id:
         return Case(row, response, note=f"instance {row.id!r} not found in the instances file")
@@ -431,7 +439,7 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
         return Case(row, response)
     try:
         instance = compile_instance(dict(data))
-        explained = explain_response(response, instance, options_from(run_options(row)))
+        explained = explain_response(response, instance, options_from(run_options(row, tool_call)))
     except (ValueError, TraceTasksError) as exc:
         return Case(row, response, note=f"not explained: {exc}")
     note = ""
@@ -455,10 +463,13 @@ def _json(value: Any) -> str:
 def predicted_expected(explained: Any) -> tuple[tuple[str, str], tuple[str, str]]:
     """(answer, annotation) the response gave, as the scorer read them, and those the instance expects, as JSON text."""
     trail, data = explained.trail, explained.instance.data
-    gt = data.get("annotation_gt")
+    gt, answer = data.get("annotation_gt"), data.get("answer_gt")  # answer_gt: absent in annotation_only
     return (
         (_json(trail.predicted_answer), _json(trail.prediction)),
-        (_json(data["answer_gt"]["value"]), _json(gt.get("value") if isinstance(gt, Mapping) else None)),
+        (
+            _json(answer.get("value") if isinstance(answer, Mapping) else None),
+            _json(gt.get("value") if isinstance(gt, Mapping) else None),
+        ),
     )
 
 

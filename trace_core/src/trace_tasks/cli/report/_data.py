@@ -648,7 +648,7 @@ def options_differences(now: Mapping[str, Any], before: Mapping[str, Any]) -> li
     ]
 
 
-def run_options(row: Row) -> dict[str, Any]:
+def run_options(row: Row, tool_call: Any = None) -> dict[str, Any]:
     """The scoring options a row was scored with, from its echoes (``docs/contracts.md`` section 7).
 
     The half-life is the row's own resolved ``annotation_point_half_life_px``
@@ -667,6 +667,8 @@ def run_options(row: Row) -> dict[str, Any]:
                 options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
         else:
             options[option.name] = option.default if got is None else got
+    # The echo says a tool call was declared, not which: the report's --tool-call names it (docs/cli.md).
+    options["tool_call"] = tool_call if s.get("trace_tool_call") == 1.0 else None
     half_life = s.get("annotation_point_half_life_px")  # not an echo: the context the family reports
     options["point_half_life_px"] = float(half_life) if _finite(half_life) and half_life > 0 else None
     return options
