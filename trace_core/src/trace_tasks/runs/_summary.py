@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trace_tasks.runs._failure_kinds import NO_JSON, no_json
+from trace_tasks.runs._mismatches import PARSED, MismatchCounts
 
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.
@@ -99,6 +100,8 @@ class Summary:
         self.zero_variance_groups = 0
         #: The open group: ``[id, its first overall, rows, all equal so far]``, or None.
         self._group: list[Any] | None = None
+        #: Each mismatch kind per annotation type (rows scored with their metrics only: ``Trail(hints=True)``).
+        self.mismatches = MismatchCounts()
 
     def add_metrics(self, annotation_type: str, row_id: Any, overall: float, values: Mapping[str, float]) -> None:
         """A scored row's field metrics (after :meth:`add_scores` of the same row).
@@ -157,6 +160,7 @@ class Summary:
             self.by_group.setdefault(name, _Totals()).merge(totals)
         # Each side's open group is closed: a group split between two merged parts counts as two.
         self.with_metrics = self.with_metrics or other.with_metrics
+        self.mismatches.merge(other.mismatches)
         self._close_group()
         groups, zero = other._group_counts()
         self.groups += groups
@@ -175,6 +179,10 @@ class Summary:
             }
             for name, totals in by_type.items():
                 totals["metrics"] = self.by_type[name].metrics()
+            if self.mismatches.by_type:
+                overall["mismatches"] = self.mismatches.overall()
+                for name, totals in by_type.items():
+                    totals["mismatches"] = self.mismatches.to_dict(name)
         data = {
             "lines": self.lines,
             "scored": self.overall.count,
@@ -208,6 +216,7 @@ class Summary:
         rule = "-" * len(line(headers))
         out = [line(headers), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]
         out.append(f"{self.lines} lines: {self.overall.count} scored, {self.errors} failed (see the 'error' field)")
+        out += self.mismatch_lines()
         if self.group_by is not None:
             group_rows = [self._row(name, self.by_group[name]) for name in sorted(self.by_group)]
             cells = [[f"{self.group_by}", *headers[1:]], *group_rows]
@@ -215,6 +224,17 @@ class Summary:
             widths[:] = group_widths
             out += ["", line(cells[0]), "-" * len(line(cells[0])), *(line(r) for r in group_rows)]
         return "\n".join(out)
+
+    def mismatch_lines(self) -> list[str]:
+        """One line per annotation type with mismatches: each kind and its count (none when nothing was found)."""
+        lines = []
+        for name in sorted(self.mismatches.by_type):
+            kinds = self.mismatches.kinds(name)
+            if kinds:
+                parsed = self.mismatches.by_type[name][PARSED]
+                found = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+                lines.append(f"mismatches in {name} ({parsed} parsed predictions): {found}")
+        return lines
 
     @staticmethod
     def _row(name: str, totals: _Totals) -> list[str]:
