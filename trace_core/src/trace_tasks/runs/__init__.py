@@ -47,6 +47,7 @@ from trace_tasks.runs._failure_kinds import (
 )
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
 from trace_tasks.runs._metrics import METRICS_KEY, score_compiled_with_metrics
+from trace_tasks.runs._mismatches import MISMATCHES_KEY, MismatchCounts
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
 from trace_tasks.runs._rows import InstanceIndex, combined_slots, joined_slots
 from trace_tasks.runs._run import score_files
@@ -67,6 +68,7 @@ __all__ = [
     "EXIT_USAGE",
     # rows, their scores and the summary
     "METRICS_KEY",
+    "MISMATCHES_KEY",
     "NOT_AN_OBJECT",
     "NOT_AN_OBJECT_MEANING",
     "NO_JSON",
@@ -79,6 +81,7 @@ __all__ = [
     "InputFailed",
     "InstanceIndex",
     "Line",
+    "MismatchCounts",
     "OutputClosed",
     "OutputFailed",
     "OutputLocked",

@@ -21,6 +21,7 @@ import attrs
 
 from trace_tasks.runs import (
     METRICS_KEY,
+    MISMATCHES_KEY,
     InstanceIndex,
     Summary,
     combined_slots,
@@ -68,8 +69,11 @@ def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], sum
         overall, options = found
         result = score_compiled_with_metrics(slot, options_from(dict(options)))
         values = result.pop(METRICS_KEY, None)
+        mismatches = result.pop(MISMATCHES_KEY, None)
         if values is None:
             continue
+        if mismatches is not None:
+            summary.mismatches.add(slot.annotation_type, mismatches)
         rescored += 1
         disagreeing += result.get("overall") != overall
         summary.add_scores(slot.annotation_type, result)
