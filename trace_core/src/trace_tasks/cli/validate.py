@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
+from trace_tasks.cli._options import add_scoring_options
 from trace_tasks.cli._views.explanation import escape_surrogates
 from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
-from trace_tasks.runs import EXIT_FAILED, EXIT_OK, STDIO, InputFailed, dumps, open_binary, read_lines
+from trace_tasks.runs import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIO, InputFailed, dumps, open_binary, read_lines
+from trace_tasks.scoring import resolve_frame
 
 EXIT_PROBLEMS = EXIT_FAILED
 
@@ -63,6 +66,7 @@ def register(subparsers: Any) -> None:
             "(a top-level field, or a dotted path such as metadata.task) besides the same answer and annotation types"
         ),
     )
+    add_scoring_options(parser, only=("prediction_frame",))  # an instance scored in a frame needs its image size
     parser.set_defaults(func=run)
 
 
@@ -116,7 +120,9 @@ class Tally:
         return sum(self.warnings.values())
 
 
-def file_findings(path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None) -> Iterator[Finding]:
+def file_findings(
+    path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None, prediction_frame: str = "pixel"
+) -> Iterator[Finding]:
     """Every problem and warning of one instance file, in order (the group rules' warnings last).
 
     ``tally.lines`` counts the lines read; ``notes`` collects, per annotation
@@ -124,7 +130,7 @@ def file_findings(path: str, tally: Tally, notes: dict[str, str] | None = None, 
     """
     seen_ids: dict[str, int] = {}
     image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
-    lint = DatasetLint(group_by=group_by, image_dir=image_dir)
+    lint = DatasetLint(group_by=group_by, image_dir=image_dir, prediction_frame=prediction_frame)
     with open_binary(path) as fh:
         for line in read_lines(fh, "<stdin>" if path == STDIO else path):
             tally.lines += 1
@@ -189,13 +195,18 @@ def summary_line(tally: Tally, files: int, strict: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        args.prediction_frame = resolve_frame(args.prediction_frame)
+    except ValueError as exc:
+        print(f"trace-tasks validate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     tally = Tally()
     notes: dict[str, str] = {}
     as_json = args.json
     for path in args.files:
         name = "<stdin>" if path == STDIO else path
         try:
-            for finding in file_findings(path, tally, notes, args.group_by):
+            for finding in file_findings(path, tally, notes, args.group_by, args.prediction_frame):
                 tally.add(finding)
                 if not args.quiet:
                     print(_json(name, finding) if as_json else _text(name, finding))

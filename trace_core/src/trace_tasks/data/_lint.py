@@ -712,8 +712,11 @@ class DatasetLint:
         group_by: str | None = None,
         image_dir: str | os.PathLike[str] | None = None,
         cls: type[TraceInstance] = TrainInstance,
+        prediction_frame: Any = None,
     ) -> None:
         self.group_by = group_by
+        #: The frame the instances will be scored in: a frame other than pixel needs each one's image size.
+        self.prediction_frame = resolve_frame(prediction_frame)
         self.image_dir = None if image_dir is None else os.fspath(image_dir)
         self.cls = cls
         self.lines = 0
@@ -727,7 +730,7 @@ class DatasetLint:
         """Validate one instance dict and take it into the groups; its report, warnings included."""
         registry = get_registry()
         self.lines += 1
-        problems, parts = check(data, self.cls, registry)
+        problems, parts = check(data, self.cls, registry, self.prediction_frame)
         warnings: tuple[DataWarning, ...] = ()
         if not problems:
             facts = _parts_facts(data, parts, registry)
