@@ -237,7 +237,8 @@ def test_report_of_a_scores_file_holding_surrogates_is_written(tmp_path: Path) -
     no_traceback(proc)
     assert proc.returncode == 0
     html = page.read_text(encoding="utf-8")
-    assert "bad \ufffd thing" in html and "sur\\ud800id" in html  # the id as its repr, the error as text
+    # the id as text (no quotes), its lone surrogate shown as U+FFFD like the error's
+    assert "bad \ufffd thing" in html and "id sur\ufffdid" in html and "\ud800" not in html
 
 
 @pytest.mark.slow  # a real interpreter: its own standard streams and their encodings

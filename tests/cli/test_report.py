@@ -77,9 +77,18 @@ def test_the_example_report_is_self_contained(tmp_path: Path, example_scores: Pa
     assert "108: 108 scored, 0 not scored" in html
     # The per-type means are the score command's own summary figures.
     assert '<tr><td>bbox_set_map</td><td class="n">9</td><td class="n">9</td><td class="n">0.379</td>' in html
-    assert html.count('<div class="case"') == 20
+    assert html.count('<div class="case"') == 30  # 10 worst, 10 correct answer worst annotation, 10 sampled
+    correct = html.split('id="correct-worst"', 1)[1].split('id="sample"', 1)[0]
+    by_line = {r["line"]: r for r in _rows(example_scores)}
+    lines = [int(n) for n in re.findall(r"input line (\d+)", correct)]
+    assert len(lines) == 10 and all(by_line[n]["answer_reward"] == 1 for n in lines)
+    lowest = sorted(r["annotation_reward"] for r in by_line.values() if r.get("answer_reward") == 1)
+    assert min(by_line[n]["annotation_reward"] for n in lines) == lowest[0]
     if _has_pillow():
-        assert html.count('src="data:image/png;base64,') == 20  # every case has its overlay
+        # every case has its whole overlay, and a crop to its target and prediction when that leaves much out
+        assert html.count('<img alt="overlay of ') == 30
+        crops = html.count('<img class="crop" ')
+        assert 0 < crops <= 30 and html.count('src="data:image/png;base64,') == 30 + crops
     assert "annotation 0.3055" in html or "/ max(" in html  # explanations carry the family's formula
 
 
@@ -121,15 +130,20 @@ def test_histogram_bars_add_up_to_the_scored_rows_of_each_type(tmp_path: Path, e
         per_type[kind] = per_type.get(kind, 0) + 1
     charts = _type_rows(html, "histograms")
     assert set(charts) == set(per_type)
+    keys = ("overall", "answer_reward", "annotation_reward", "format")
     for kind, cells in charts.items():
         svgs = re.findall(r"<svg.*?</svg>", cells)
         assert len(svgs) == 4  # overall, answer, annotation, format
-        for svg in svgs:
+        values = {key: [r[key] for r in _rows(example_scores) if row_type(r) == kind] for key in keys}
+        for svg, key in zip(svgs, keys, strict=True):
+            if set(values[key]) <= {0, 1}:  # a 0/1 component: one bar, the share at 1
+                assert 'class="share"' in svg
+                assert f'data-ones="{values[key].count(1)}" data-total="{per_type[kind]}"' in svg
+                continue
             counts = [int(c) for c in re.findall(r'data-count="(\d+)"', svg)]
             assert len(counts) == 10 and sum(counts) == per_type[kind]
-    # The format histogram holds only 0s and 1s: the first and last bins.
-    format_counts = [int(c) for c in re.findall(r'data-count="(\d+)"', re.findall(r"<svg.*?</svg>", charts["bbox"])[3])]
-    assert format_counts[1:9] == [0] * 8 and format_counts[0] + format_counts[9] == 9
+    # The answer and format of this run hold only 0s and 1s: shares, not histograms.
+    assert 'data-binary="answer_reward"' in charts["bbox"] and 'data-binary="format"' in charts["bbox"]
 
 
 def test_histogram_bins() -> None:
@@ -255,7 +269,7 @@ def test_without_instances_cases_show_the_breakdown_only(tmp_path: Path, example
     code, _, err = _report(str(example_scores), "-o", str(html_path), "--worst", "2", "--sample", "0")
     assert code == 0, err
     html = html_path.read_text(encoding="utf-8")
-    assert html.count('<div class="case"') == 2 and "<img" not in html
+    assert html.count('<div class="case"') == 4 and "<img" not in html  # 2 worst, 2 correct answer worst annotation
     assert "No --instances: cases show the reward breakdown only" in html
     assert "answer wrong (answer_reward 0): gated, the annotation earns nothing" in html
 

@@ -72,22 +72,24 @@ def test_the_report_loads_without_console_messages_and_shows_the_numbers(report:
     dom = proc.stdout
     assert "108: 108 scored, 0 not scored" in dom
     assert "<td>bbox_set_map</td>" in dom and ">0.379<" in dom  # the per-type mean overall score prints too
-    assert dom.count('class="case"') == 20
-    assert dom.count("<svg") >= 48  # 12 types x 4 components
+    assert dom.count('class="case"') == 30  # worst, correct answer worst annotation, sample
+    assert dom.count("<svg") >= 48  # 12 types x 4 components (a histogram or a 0/1 share)
+    assert "30 of 30 cases shown" in dom  # the filter bar's script ran, and hides nothing by default
 
 
 @needs_chromium
-def test_a_screenshot_of_the_report_is_not_blank(report: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("width", [1400, 420])
+def test_a_screenshot_of_the_report_is_not_blank(report: Path, tmp_path: Path, width: int) -> None:
     pil = pytest.importorskip("PIL.Image", reason="Pillow is the optional extra trace-core[viz]")
     shot = tmp_path / "shot.png"
-    proc = _chromium("--window-size=1200,1600", f"--screenshot={shot}", report.as_uri(), cwd=tmp_path)
+    proc = _chromium(f"--window-size={width},1600", f"--screenshot={shot}", report.as_uri(), cwd=tmp_path)
     assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
     with pil.open(shot) as image:
         rgb = image.convert("RGB")
-        assert rgb.size == (1200, 1600)
+        assert rgb.size == (width, 1600)
         colours = rgb.getcolors(maxcolors=1 << 24) or []
         white = sum(count for count, colour in colours if colour == (255, 255, 255))
-        assert len(colours) > 50 and white < 0.97 * 1200 * 1600  # text, tables and bars, not an empty page
+        assert len(colours) > 50 and white < 0.97 * width * 1600  # text, tables and bars, not an empty page
         assert any(colour == (0x3B, 0x6F, 0xD6) for _, colour in colours)  # the histogram bars' blue
 
 
@@ -126,7 +128,7 @@ PROBE = (
 def test_case_cards_are_compact_at_two_widths(report: Path, tmp_path: Path, width: int, tallest: int) -> None:
     probe = tmp_path / "probe.html"
     html = report.read_text(encoding="utf-8")
-    assert html.count('class="case"') == 20 and html.count('src="data:image/png;base64,') in (0, 20)
+    assert html.count('class="case"') == 30 and html.count('<img alt="overlay of ') in (0, 30)
     probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     proc = _chromium(f"--window-size={width},1600", "--dump-dom", probe.as_uri(), cwd=tmp_path)
     assert proc.returncode == 0 and _console(proc.stderr) == [], proc.stderr[-2000:]
@@ -135,3 +137,39 @@ def test_case_cards_are_compact_at_two_widths(report: Path, tmp_path: Path, widt
     assert found is not None and widths is not None, proc.stdout[-500:]
     assert 100 < int(found.group(1)) <= tallest  # the issue's cards were about 900 px tall
     assert int(widths.group(1)) <= int(widths.group(2))  # nothing wider than the window
+
+
+@needs_chromium
+def test_the_filters_hide_the_cases_and_rows_that_do_not_match(report: Path, tmp_path: Path) -> None:
+    html = report.read_text(encoding="utf-8")
+    cards = re.findall(r'<div class="case" data-line="\d+" data-id="([^"]*)" data-type="([^"]*)" data-kind="([^"]*)"', html)
+    assert len(cards) == 30
+    want = [c for c in cards if c[1] == "bbox" and c[2] == "wrong_answer"]
+    assert 0 < len(want) < 30  # the filter below keeps some cards and hides others
+    proc = _chromium("--dump-dom", report.as_uri() + "#filter=type=bbox&kind=wrong_answer", cwd=tmp_path)
+    assert proc.returncode == 0 and _console(proc.stderr) == [], proc.stderr[-2000:]
+    shown = re.findall(r'<div class="case" data-line="\d+" data-id="[^"]*" data-type="([^"]*)" data-kind="([^"]*)">', proc.stdout)
+    hidden = re.findall(r'<div class="case" [^>]*hidden=""', proc.stdout)
+    assert shown == [(c[1], c[2]) for c in want] and len(hidden) == 30 - len(want)
+    assert f"{len(want)} of 30 cases shown" in proc.stdout
+    failures = proc.stdout.split('<table class="failures sortable">', 1)[1].split("</table>", 1)[0]
+    visible = re.findall(r'<tr(?: class="all")? data-type="([^"]+)">', failures)
+    assert visible == ["bbox", "all"]  # the other types' rows are hidden, the all row stays
+    # the id search: a part of one id
+    target = cards[0][0]
+    proc = _chromium("--dump-dom", report.as_uri() + f"#filter=q={target}", cwd=tmp_path)
+    count = sum(1 for c in cards if target.lower() in c[0].lower())
+    assert f"{count} of 30 cases shown" in proc.stdout
+
+
+@needs_chromium
+def test_a_report_of_several_runs_loads_and_draws_its_curves(report: Path, tmp_path: Path) -> None:
+    scores = report.parent / "scores.jsonl"
+    page = tmp_path / "runs.html"
+    proc = run_cli("report", str(scores), str(scores), "--label", "a", "--label", "b", "-o", str(page))
+    assert proc.returncode == 0, proc.stderr.decode()
+    proc2 = _chromium("--dump-dom", page.as_uri(), cwd=tmp_path)
+    assert proc2.returncode == 0 and _console(proc2.stderr) == [], proc2.stderr[-2000:]
+    assert '<tr data-run="a">' in proc2.stdout and '<tr data-run="b">' in proc2.stdout
+    # per type (12) and all, 9 series, 2 dots each
+    assert proc2.stdout.count('<circle class="point"') == 13 * 9 * 2

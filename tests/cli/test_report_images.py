@@ -37,7 +37,8 @@ def _image(path: Path, fmt: str, size: tuple[int, int] = (64, 48)) -> Path:
 def _pictures(html: str) -> list[Any]:
     return [
         Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
-        for data in re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+        # the whole overlay of each case of the worst section (a crop's <img> starts with its class)
+        for data in re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)"', html.split('id="correct-worst"')[0])
     ]
 
 

@@ -42,12 +42,22 @@ def test_histograms_share_one_scale_and_label_their_axes(tmp_path: Path, scores:
     types = sorted(
         {k[len("annotation_type_") :] for r in rows for k, v in r.items() if k.startswith("annotation_type_") and v == 1.0}
     )
-    assert len(charts) == 4 * len(types)
-    # The one scale: the largest share of one bin of any chart, computed from the rows.
+    # A 0/1 component of a type is one share bar, not a histogram (and not on the histograms' scale).
+    binary = {
+        (kind, key)
+        for kind in types
+        for key in ("overall", "answer_reward", "annotation_reward", "format")
+        if {r[key] for r in rows if r.get(f"annotation_type_{kind}") == 1.0} <= {0, 1}
+    }
+    assert len(charts) == 4 * len(types) - len(binary)
+    assert len(re.findall(r'<svg class="share"', section)) == len(binary)
+    # The one scale: the largest share of one bin of any histogram, computed from the rows.
     top = 0.0
     for kind in types:
         mine = [r for r in rows if r.get(f"annotation_type_{kind}") == 1.0]
         for key in ("overall", "answer_reward", "annotation_reward", "format"):
+            if (kind, key) in binary:
+                continue
             bins = [0] * 10
             for r in mine:
                 bins[min(math.floor(r[key] * 10), 9)] += 1

@@ -235,7 +235,7 @@ def test_the_page_compares_row_by_row(tmp_path: Path, scores: Path) -> None:
     assert f"{len(rows)} rows paired; 0 of this run" in section
     # the biggest improvements: bbox rows, by how much they moved (0.25, or their whole overall when below it)
     moved = sorted(((min(v, 0.25), r["line"]) for r, v in ((r, r["overall"]) for r in rows) if r.get("annotation_type_bbox") == 1.0 and v > 0), key=lambda m: (-m[0], m[1]))  # fmt: skip
-    listed = re.findall(r'<tr data-line="(\d+)">', section.split("Biggest improvements", 1)[1].split("Biggest drops", 1)[0])
+    listed = re.findall(r'<tr data-line="(\d+)"', section.split("Biggest improvements", 1)[1].split("Biggest drops", 1)[0])
     assert [int(n) for n in listed] == [line for _, line in moved[:10]]
     assert 'Biggest drops</h3><p class="muted">none</p>' in section
     assert "<title>+0.250</title>" in section  # the bars' values on hover
@@ -244,7 +244,8 @@ def test_the_page_compares_row_by_row(tmp_path: Path, scores: Path) -> None:
 def test_cases_put_predicted_and_expected_up_front(scores: Path) -> None:
     html = _page(str(scores), "--instances", str(COMBINED), "--worst", "12", "--sample", "0")
     inputs = [json.loads(line) for line in COMBINED.read_text().splitlines()]
-    cards = re.findall(r'<div class="case" data-line="\d+">(.*?)</div><details>', html, re.S)
+    worst_section = html.split('id="worst"', 1)[1].split('id="correct-worst"', 1)[0]
+    cards = re.findall(r'<div class="case" data-line="\d+"[^>]*>(.*?)</div><details>', worst_section, re.S)
     assert len(cards) == 12
     for card in cards:
         line = int(re.search(r"input line (\d+)", card).group(1))  # type: ignore[union-attr]

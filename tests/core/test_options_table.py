@@ -42,6 +42,7 @@ DEPARTING = {
     "answer_weight": 3,
     "annotation_weight": 1,
     "point_half_life_px": 40.0,
+    "answer_relative_tolerance": "0.1",  # read as text by the command line, resolved to 0.1
     "trace_recovery": "final_only",
     "format_accept_answer_tag": True,
     "prediction_frame": "rel1000",
@@ -66,6 +67,7 @@ def test_the_echo_keys_are_the_contracts() -> None:
     start = LEADING_KEYS.index("format_weight")
     assert LEADING_KEYS[start : LEADING_KEYS.index("format_structure_ok")] == OPTION_KEYS
     assert OPT_IN_KEYS == (
+        "trace_answer_relative_tolerance",
         "trace_recovery_lenient",
         "trace_recovery_outside_think",
         "trace_recovery_final_only",

@@ -26,6 +26,8 @@ BBOX = "trace-plugins-bbox"
 GIOU_DIST = "trace-plugins-bbox-giou"
 V0 = "bbox_soft_iou_v0"
 V1 = "bbox_giou_v1"
+#: The box family's own pinnable click versions of bbox (issue 39), listed after its default.
+CLICK = ["bbox_click_hit_v0", "bbox_click_soft_v0"]
 PIN = {"TRACE_TASKS_REWARD_IDS": f"bbox={V1}"}
 
 #: name -> (prediction, bbox_soft_iou_v0 reward, bbox_giou_v1 reward, or None for a parse failure) against [0, 0, 10, 10].
@@ -136,7 +138,7 @@ def test_it_is_found_through_its_entry_point_and_owns_nothing(default: Any) -> N
 
 
 def test_installing_it_leaves_v0_current(default: Any) -> None:
-    assert default["bbox"] == {"reward_ids": [V0, V1], "default": V0, "current": V0, "pinned_by": None}
+    assert default["bbox"] == {"reward_ids": [V0, *CLICK, V1], "default": V0, "current": V0, "pinned_by": None}
     assert default["built"]["annotation"] == {"id": V0, "type": "bbox"}
     assert default["valid"][V0] is None
     assert default["valid"][V1] is not None and V0 in default["valid"][V1]
@@ -145,7 +147,7 @@ def test_installing_it_leaves_v0_current(default: Any) -> None:
 
 def test_a_v0_contract_scores_as_before(default: Any, make_venv: Any) -> None:
     before = _run(make_venv(CORE, BBOX))  # the same script without the giou wheel
-    assert before["metadata"] is None and before["bbox"]["reward_ids"] == [V0]
+    assert before["metadata"] is None and before["bbox"]["reward_ids"] == [V0, *CLICK]
     assert default["scores"][V0] == before["scores"][V0]
     for name, (_, expected, _) in CASES.items():
         got = _reward(default["scores"][V0][name])
@@ -155,7 +157,7 @@ def test_a_v0_contract_scores_as_before(default: Any, make_venv: Any) -> None:
 
 
 def test_pinned_the_builder_emits_v1_and_v1_scores_by_giou(pinned: Any) -> None:
-    assert pinned["bbox"] == {"reward_ids": [V0, V1], "default": V0, "current": V1, "pinned_by": "TRACE_TASKS_REWARD_IDS"}
+    assert pinned["bbox"] == {"reward_ids": [V0, *CLICK, V1], "default": V0, "current": V1, "pinned_by": "TRACE_TASKS_REWARD_IDS"}
     assert pinned["built"] == {
         "reward_contract_version": "v0",
         "answer": {"id": "answer_exact_match_v0", "type": "integer"},
@@ -192,8 +194,8 @@ def test_pinned_validation_message_names_the_pin(pinned: Any) -> None:
 def test_plugins_check_passes_with_both_ids(with_bbox: Any) -> None:
     proc = with_bbox.run(["trace-tasks", "plugins", "--check"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # 5 box ids, bbox_sequence_aligned_iou_v0 (pinnable, issue 37 item 19) and bbox_giou_v1.
-    assert proc.stdout.startswith("OK: 5 annotation types, 7 reward ids, 3 plugins checked")
+    # 5 box ids, bbox_sequence_aligned_iou_v0 (pinnable, issue 37 item 19), the two click versions of bbox (issue 39) and bbox_giou_v1.
+    assert proc.stdout.startswith("OK: 5 annotation types, 9 reward ids, 3 plugins checked")
     listing = json.loads(with_bbox.run(["trace-tasks", "plugins", "--json"], env=PIN).stdout)
     assert listing["pins"] == {"bbox": {"reward_id": V1, "pinned_by": "TRACE_TASKS_REWARD_IDS"}}
     assert {k: listing["added_reward_ids"][V1][k] for k in ("annotation_type", "plugin", "owner", "current")} == {

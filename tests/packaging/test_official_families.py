@@ -208,7 +208,13 @@ def test_installed_console_script_lists_the_three_families(make_venv: Any) -> No
     for dist, info in by_dist.items():
         assert info["version"] == "0.1.0"
         assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == dist)
-        # The default of each type is current; the sequence types also offer a pinnable aligned version.
-        offered = {"bbox_sequence_aligned_iou_v0", "point_sequence_aligned_distance_v0"}
+        # The default of each type is current; the sequence types also offer a pinnable aligned version,
+        # and the box family its pinnable click versions of bbox (issue 39).
+        offered = {
+            "bbox_sequence_aligned_iou_v0",
+            "point_sequence_aligned_distance_v0",
+            "bbox_click_hit_v0",
+            "bbox_click_soft_v0",
+        }
         assert info["current_reward_ids"] == [rid for rid in info["reward_ids"] if rid not in offered]
     assert {t: e["current_reward_id"] for t, e in listing["annotation_types"].items()} == RESOLVER_TABLE

@@ -84,6 +84,8 @@ HOOKS = {
     "trace_explain_annotation", "trace_draw_annotation", "trace_native_annotation", "trace_scale_annotation",
     "trace_frame_annotation", "trace_reread_annotation",
 }  # fmt: skip
+#: The box family also declares its click versions of ``bbox`` (issue 39): their own prediction form needs a RewardIdSpec.
+CLICK_IDS = ["bbox_click_hit_v0", "bbox_click_soft_v0"]
 
 
 def _one_error_line(proc: subprocess.CompletedProcess[str], error: str) -> str:
@@ -96,7 +98,11 @@ def _one_error_line(proc: subprocess.CompletedProcess[str], error: str) -> str:
 
 
 #: The official families offer one more version for their sequence types, pinnable only (issue 37, item 19).
-OFFERED = {"bbox_sequence": ["bbox_sequence_aligned_iou_v0"], "point_sequence": ["point_sequence_aligned_distance_v0"]}
+OFFERED = {
+    "bbox": CLICK_IDS,
+    "bbox_sequence": ["bbox_sequence_aligned_iou_v0"],
+    "point_sequence": ["point_sequence_aligned_distance_v0"],
+}
 
 
 def test_json_lists_the_installed_families() -> None:
@@ -134,7 +140,8 @@ def test_json_lists_the_installed_families() -> None:
         }
         if info["distribution"]:
             assert info["entry_point"].startswith(f"{info['name']} = ")
-            assert set(info["hooks"]) == HOOKS
+            extra = {"trace_reward_ids"} if info["distribution"] == "trace-plugins-bbox" else set()
+            assert set(info["hooks"]) == HOOKS | extra
             assert sorted(info["annotation_types"]) == sorted(t for t in RESOLVER_TABLE if FAMILY[t] == info["distribution"])
     assert listing["annotation_types"] == {
         t: {"plugin": FAMILY[t].rsplit("-", 1)[-1], "reward_ids": [rid, *OFFERED.get(t, [])], "default_reward_id": rid,
@@ -178,7 +185,10 @@ def test_pins_are_shown_with_what_set_them() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[1] == "4 plugins, 12 annotation types, 8 answer types, 1 pinned"
     (row,) = [r.split() for r in table_rows(proc.stdout, "ANNOTATION TYPE") if r.startswith("bbox ")]
-    assert row == ["bbox", "bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0*"]
+    assert row == [
+        "bbox", "bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0*,",
+        "bbox_click_hit_v0,", "bbox_click_soft_v0",
+    ]  # fmt: skip
     listing = json.loads(run_cli("plugins", "--json", TRACE_TASKS_REWARD_IDS="bbox=bbox_soft_iou_v0").stdout)
     assert listing["pins"] == {"bbox": {"reward_id": "bbox_soft_iou_v0", "pinned_by": "TRACE_TASKS_REWARD_IDS"}}
     assert listing["annotation_types"]["bbox"]["pinned_by"] == "TRACE_TASKS_REWARD_IDS"
@@ -281,7 +291,13 @@ def test_reward_ids_added_by_another_plugin_are_listed(
     out = capsys.readouterr().out
     assert table_rows(out, "ADDED REWARD ID") == ["bbox_giou_v1     bbox             bbox_giou    bbox   no"]
     (row,) = [r for r in table_rows(out, "ANNOTATION TYPE") if r.startswith("bbox ")]
-    assert row.split(None, 5)[1:] == ["bbox", "bbox_soft_iou_v0", "bbox_soft_iou_v0", "-", "bbox_soft_iou_v0*, bbox_giou_v1"]
+    assert row.split(None, 5)[1:] == [
+        "bbox",
+        "bbox_soft_iou_v0",
+        "bbox_soft_iou_v0",
+        "-",
+        "bbox_soft_iou_v0*, bbox_click_hit_v0, bbox_click_soft_v0, bbox_giou_v1",
+    ]
 
     assert main(["plugins", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
@@ -302,7 +318,7 @@ def test_reward_ids_added_by_another_plugin_are_listed(
     assert table_rows(out, "ADDED REWARD ID")[0].split()[-1] == "yes"
     (row,) = [r for r in table_rows(out, "ANNOTATION TYPE") if r.startswith("bbox ")]
     assert row.split(None, 5)[1:] == [
-        "bbox", "bbox_soft_iou_v0", "bbox_giou_v1", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0, bbox_giou_v1*",
+        "bbox", "bbox_soft_iou_v0", "bbox_giou_v1", "TRACE_TASKS_REWARD_IDS", "bbox_soft_iou_v0, bbox_click_hit_v0, bbox_click_soft_v0, bbox_giou_v1*",
     ]  # fmt: skip
 
 
@@ -311,10 +327,10 @@ def test_check_passes_on_the_installed_families() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (
         proc.stdout
-        == "OK: 12 annotation types, 14 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
+        == "OK: 12 annotation types, 16 reward ids, 4 plugins checked by the family test kit (trace_tasks.family.check_family), no problems\n"
     )
     report = json.loads(run_cli("plugins", "--check", "--json").stdout)
-    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 14, "plugins": 4}, "problems": []}
+    assert report == {"ok": True, "checked": {"annotation_types": 12, "reward_ids": 16, "plugins": 4}, "problems": []}
 
 
 def test_check_prints_each_problem_on_one_line_and_exits_1(register: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -289,7 +289,8 @@ def test_every_hook_through_pluggy_returns_the_responsible_answer(register: Any,
     types = {spec.name for answer in hook.trace_annotation_types() for spec in answer}
     assert {"interval", "bbox", "point", "segment_set"} <= types
     added = [(spec.reward_id, spec.annotation_type) for answer in hook.trace_reward_ids() for spec in answer]
-    assert added == [(GIOU, "bbox")]
+    # The box family declares its click versions (their own prediction form) through the same hook.
+    assert sorted(added) == [("bbox_click_hit_v0", "bbox"), ("bbox_click_soft_v0", "bbox"), (GIOU, "bbox")]
     answers = {spec.name for answer in hook.trace_answer_types() for spec in answer}
     assert {"integer", "matrix", "hex_color"} <= answers
 
@@ -525,7 +526,11 @@ def test_installing_giou_changes_nothing_until_pinned(register: Any, giou_reward
     register(giou_rewards, "bbox_giou")
     registry = get_registry()
     entry = registry.annotation_types["bbox"]
-    assert entry.reward_ids == (SOFT_IOU, GIOU) and entry.current_reward_id == SOFT_IOU and entry.pinned_by is None
+    assert (
+        entry.reward_ids == (SOFT_IOU, "bbox_click_hit_v0", "bbox_click_soft_v0", GIOU)
+        and entry.current_reward_id == SOFT_IOU
+        and entry.pinned_by is None
+    )
     assert registry.reward_ids[GIOU].plugin == "bbox_giou" and not registry.reward_ids[GIOU].current
     assert resolve_reward_contract(answer_type="integer", annotation_type="bbox").to_dict() == v0
     after = _score("bbox", BOX_TARGET, BOX_NEAR, v0)

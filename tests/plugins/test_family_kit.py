@@ -73,7 +73,9 @@ def test_the_circle_example_passes_the_kit(register: Any, circle_plugin: object)
 
 def test_the_giou_example_passes_the_kit_beside_the_bbox_owner(register: Any, giou_rewards: object) -> None:
     register(giou_rewards, "bbox_giou")
-    assert get_registry().annotation_types["bbox"].reward_ids == ("bbox_soft_iou_v0", "bbox_giou_v1")
+    assert get_registry().annotation_types["bbox"].reward_ids == (
+        "bbox_soft_iou_v0", "bbox_click_hit_v0", "bbox_click_soft_v0", "bbox_giou_v1",
+    )  # fmt: skip
     assert_family_ok(types="bbox")  # both ids, the owner's and the third party's
 
 

@@ -114,6 +114,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="leave the field metrics (acc@iou0.5, f1@iou0.5, ...) out of --summary-json: each response is then scored without a trail",
     )
+    parser.add_argument(
+        "--columns",
+        choices=("all", "stable"),
+        default="all",
+        help="all (default: every result key) or stable: no option echoes, aliases or one-hots, and the annotation "
+        "type as a string column 'annotation_type' (JSON Lines, local engine)",
+    )
     add_scoring_options(parser)
     parser.set_defaults(func=run)
 
@@ -144,4 +151,5 @@ def settings(args: argparse.Namespace, options: dict[str, Any]) -> RunSettings:
         metrics=not args.no_metrics,
         quiet=args.quiet,
         options=options,
+        output_columns=args.columns,
     )

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from trace_tasks.errors import ContractError, MissingFamilyError, UnknownTypeError, listed, shown
-from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, Registry, get_registry
+from trace_tasks.plugins import ANSWER_REWARD_CONTRACT_ID, ANSWER_VERSIONS, PINS_ENV, Registry, get_registry
 
 REWARD_CONTRACT_VERSION = "v0"
 
@@ -88,7 +88,7 @@ def resolve_reward_contract(*, answer_type: str, annotation_type: str) -> Reward
         )
     return RewardContract(
         REWARD_CONTRACT_VERSION,
-        RewardContractSide(ANSWER_REWARD_CONTRACT_ID, answer),
+        RewardContractSide(registry.current_answer_reward_id(answer), answer),
         RewardContractSide(annotation_id, annotation),
     )
 
@@ -145,19 +145,22 @@ def _version_problems(payload: Mapping[str, Any]) -> list[ContractProblem]:
     return [ContractProblem("version", f"{_ROOT}.reward_contract_version", message, f"{message}; {got}")]
 
 
-def _answer_id_problems(answer: Mapping[str, Any] | None) -> list[ContractProblem]:
-    """Rule 3: one answer contract scores every answer type."""
-    if answer is None or answer["id"] == ANSWER_REWARD_CONTRACT_ID:
+def _answer_id_problems(answer: Mapping[str, Any] | None, registry: Registry) -> list[ContractProblem]:
+    """Rule 2: the answer type's current answer reward id (``answer_exact_match_v0`` unless the user pinned a version)."""
+    if answer is None:
         return []
-    message = f"reward_contract.answer.id must be {ANSWER_REWARD_CONTRACT_ID!r}"
-    return [
-        ContractProblem(
-            "answer_id",
-            f"{_ROOT}.answer.id",
-            message,
-            f"{message} (every answer type is scored by it); got {shown(answer['id'])}",
-        )
-    ]
+    kind = answer["type"].strip() if isinstance(answer["type"], str) else ""
+    current = registry.current_answer_reward_id(kind)
+    if answer["id"] == current:
+        return []
+    message = f"reward_contract.answer.id must be {current!r}"
+    if current != ANSWER_REWARD_CONTRACT_ID:
+        why = f"the user pinned it for answer type {kind!r}"
+    elif answer["id"] in ANSWER_VERSIONS:
+        why = f"{answer['id']!r} is not current: pin it ({PINS_ENV}={kind}={answer['id']}) or rebuild the contracts"
+    else:
+        why = "every answer type is scored by it unless a version is pinned"
+    return [ContractProblem("answer_id", f"{_ROOT}.answer.id", message, f"{message} ({why}); got {shown(answer['id'])}")]
 
 
 def _family_problems(registry: Registry, declared: str | None, first_only: bool) -> list[ContractProblem]:
@@ -275,7 +278,7 @@ def contract_problems(
     if stop(answer_side):
         return problems
     answer = payload["answer"] if not answer_side else None
-    if stop(_answer_id_problems(answer)):
+    if stop(_answer_id_problems(answer, get_registry())):
         return problems
     annotation_side = _side_problems(payload, "annotation", first_only)
     if stop(annotation_side):

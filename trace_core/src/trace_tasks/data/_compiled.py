@@ -35,6 +35,7 @@ from trace_tasks.scoring import (
     frame_problem,
     half_life_px,
     prepare_target,
+    relaxed_answer,
     resolve_frame,
     resolve_options,
     run,
@@ -108,6 +109,7 @@ class CompiledInstance:
         answer = parts.answer  # prepared by validation, as the scorer prepares it
         prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
         prepared.model_size = parts.size_model
+        prepared.relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
         return cls(
             data,
             spec,

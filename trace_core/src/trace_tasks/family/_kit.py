@@ -22,7 +22,12 @@ Per annotation type, with the examples the owner declares
 ``parse``
     every example parses, to something other than ``None``.
 ``self-score``
-    an example scored against itself gets 1.0 (within 1e-12).
+    an example scored against itself gets 1.0 (within 1e-12); for a version
+    that reads its prediction in its own form (``RewardIdSpec.parse_prediction``,
+    a click against a box), each declared ``prediction_examples`` triple gets
+    its declared reward instead, and the hostile corpus of its prediction
+    examples is read by its parse (such a version never sees the owner's
+    values as predictions, and the owner draws only its targets).
 ``contract``
     every score result is an :class:`~trace_tasks.family.AnnotationScore` with a
     finite reward in [0, 1] and finite ``annotation_*`` diagnostics (what the
@@ -405,7 +410,11 @@ class _TypeCheck:
         self.report = report
         self.spec = entry.spec
         self.shape = self.spec.shape if self.spec is not None else ""
-        self.rewards: list[RewardEntry] = [registry.reward_ids[rid] for rid in entry.reward_ids if rid in registry.reward_ids]
+        rewards = [registry.reward_ids[rid] for rid in entry.reward_ids if rid in registry.reward_ids]
+        # Versions whose prediction is the owner's parse, and versions that read their prediction in their own form
+        # (RewardIdSpec.parse_prediction, a click scored against a box): the latter get predictions of their form only.
+        self.rewards: list[RewardEntry] = [r for r in rewards if r.parse is None]
+        self.own_form: list[RewardEntry] = [r for r in rewards if r.parse is not None]
         self.draw_hook_checked = False
 
     def problem(self, check: str, message: str, reward_id: str = "") -> None:
@@ -581,6 +590,78 @@ class _TypeCheck:
                     self.problem(
                         "frame", f"{what} converted with {how} draws at {_short(after)}, expected {meaning}: {_short(expected)}"
                     )
+        for reward in self.own_form:
+            self.check_own_form(reward, parsed)
+
+    # -- versions that read their prediction in their own form
+
+    def check_own_form(self, reward: RewardEntry, parsed: list[tuple[Any, Any]]) -> None:
+        """A version with ``parse_prediction``: its declared (prediction, target, reward) triples, then hostile values.
+
+        The triples stand in for the self-score: each prediction parses with the version's parse, each target
+        with the owner's, and the score is the declared reward (within 1e-12). Hostile values are read by the
+        version's parse (the corpus of its prediction examples) and scored against every target example, and
+        the owner's hostile survivors are scored as targets of the first prediction example.
+        """
+        rid = reward.reward_id
+        spec = reward.spec
+        triples = tuple(spec.prediction_examples) if spec is not None else ()
+        if not triples:
+            self.problem("examples", "declares parse_prediction but no prediction_examples: nothing can be checked", rid)
+            return
+        predictions: list[Any] = []
+        for i, triple in enumerate(triples):
+            try:
+                raw_p, raw_t, expected = triple
+                p = self.parse_prediction(reward, copy.deepcopy(raw_p))
+                t = self.parse(copy.deepcopy(raw_t))
+            except Exception as exc:
+                self.problem("parse", f"prediction example #{i} {_short(triple)} does not parse: {_exc(exc)}", rid)
+                continue
+            predictions.append(p)
+            what = f"prediction example #{i} {_short(raw_p)} against {_short(raw_t)}"
+            first = self.score(reward, p, t, what)
+            if first is None:
+                continue
+            if not isinstance(expected, (int, float)) or abs(first[0] - float(expected)) > TOLERANCE:
+                self.problem("self-score", f"{what} scores {first[0]!r}, declared {expected!r}", rid)
+            self.deterministic(reward, p, t, what, first)
+            self.explain(reward, p, t, what, first)
+            self.hook_score(reward, p, t, what, first)
+        for j, (_, t) in enumerate(parsed):
+            for i, p in enumerate(predictions):
+                self.score(reward, p, t, f"prediction example #{i} against example #{j}")
+            self.explain_nothing(reward, t, f"no prediction against example #{j}")
+        self.own_form_hostile(reward, triples, predictions, [value for _, value in parsed])
+
+    def own_form_hostile(self, reward: RewardEntry, triples: Sequence[Any], predictions: list[Any], targets: list[Any]) -> None:
+        """The hostile corpus of the version's prediction examples, read by its parse, against every target."""
+        rid = reward.reward_id
+        for raw in hostile_values(tuple(t[0] for t in triples if isinstance(t, tuple) and len(t) == 3)):
+            shown = _short(raw)
+            try:
+                value = self.parse_prediction(reward, raw)
+            except AnnotationParseError:
+                continue
+            except Exception as exc:
+                self.problem(
+                    "hostile", f"parse_prediction of {shown} raised {_exc(exc)}; only AnnotationParseError may escape", rid
+                )
+                continue
+            if value is None:
+                self.problem("hostile", f"parse_prediction of {shown} returned None; raise AnnotationParseError instead", rid)
+                continue
+            for j, target in enumerate(targets):
+                self.score(reward, value, target, f"parsed {shown} against example #{j}", hostile=True)
+        if predictions:
+            for raw in hostile_values(tuple(self.spec.examples) if self.spec is not None else ()):
+                value = self._parse_quietly(raw)
+                if value is not _MISSING and value is not None:
+                    self.score(reward, predictions[0], value, f"prediction example #0 against parsed {_short(raw)}", hostile=True)
+
+    def parse_prediction(self, reward: RewardEntry, value: Any) -> Any:
+        assert reward.parse is not None
+        return reward.parse(annotation_type=self.name, value=value)
 
     def check_examples(self, reward: RewardEntry, parsed: list[tuple[Any, Any]]) -> None:
         rid = reward.reward_id
@@ -755,7 +836,7 @@ class _TypeCheck:
     def explain(self, reward: RewardEntry, p: Any, t: Any, what: str, scored: _Checked) -> None:
         if reward.explain is None:
             if self.entry.draw is not None and self.shape == "scalar":
-                self.draw(p, what)
+                self.draw(t if reward.parse is not None else p, what)  # a version's own prediction form: the owner's target
             return
         rid = reward.reward_id
         try:
@@ -773,7 +854,7 @@ class _TypeCheck:
             return
         if not _close(got, scored):
             self.problem("explain", f"the explanation of {what} has score {_short(got)}, but scoring gave {_short(scored)}", rid)
-        self.draw_explained(explanation, what)
+        self.draw_explained(explanation, what, own_form=reward.parse is not None)
         self.hook_explain(reward, p, t, what, explanation)
 
     def explain_nothing(self, reward: RewardEntry, t: Any, what: str) -> None:
@@ -795,11 +876,14 @@ class _TypeCheck:
             self.problem("explain", f"explaining {what} (prediction=None) gives reward {_short(reward_value)}, expected 0", rid)
         self.draw_explained(explanation, what)
 
-    def draw_explained(self, explanation: AnnotationExplanation, what: str) -> None:
+    def draw_explained(self, explanation: AnnotationExplanation, what: str, *, own_form: bool = False) -> None:
         if self.entry.draw is None:
             return
-        items = [x for pair in explanation.pairs for x in (pair.prediction, pair.target)]
-        items += [*explanation.unmatched_predictions, *explanation.unmatched_targets]
+        if own_form:  # the owner draws its type's values; a version's own prediction form is not one of them
+            items = [*(pair.target for pair in explanation.pairs), *explanation.unmatched_targets]
+        else:
+            items = [x for pair in explanation.pairs for x in (pair.prediction, pair.target)]
+            items += [*explanation.unmatched_predictions, *explanation.unmatched_targets]
         for item in items:
             self.draw(getattr(item, "value", item), f"item {getattr(item, 'label', '?')!r} of {what}")
 

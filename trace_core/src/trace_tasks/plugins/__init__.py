@@ -12,7 +12,12 @@ The scoring pipeline and the tools come in through this door; a family author
 imports from :mod:`trace_tasks.family` instead.
 """
 
-from trace_tasks.plugins._answer_types import ANSWER_REWARD_CONTRACT_ID, BUILTIN_ANSWER_TYPES
+from trace_tasks.plugins._answer_types import (
+    ANSWER_RELAXED_ID,
+    ANSWER_REWARD_CONTRACT_ID,
+    ANSWER_VERSIONS,
+    BUILTIN_ANSWER_TYPES,
+)
 from trace_tasks.plugins._drawables import (
     DRAWABLES,
     Box,
@@ -72,7 +77,9 @@ from trace_tasks.plugins._schema import (
 
 __all__ = [
     "ALLOW_ENV",
+    "ANSWER_RELAXED_ID",
     "ANSWER_REWARD_CONTRACT_ID",
+    "ANSWER_VERSIONS",
     "BLOCK_ENV",
     "BUILTIN_ANSWER_TYPES",
     "BUILTIN_PLUGIN_NAME",

@@ -17,6 +17,11 @@ from trace_tasks.plugins._records import AnswerTypeSpec
 from trace_tasks.reading import from_numpy, load_json
 
 ANSWER_REWARD_CONTRACT_ID = "answer_exact_match_v0"
+#: The opt-in evaluation policy (docs/contracts.md §4.1): relative tolerance for numbers, letters as written.
+ANSWER_RELAXED_ID = "answer_relaxed_match_v0"
+#: Answer reward versions beside ``answer_exact_match_v0`` (every answer type's default), with the types each
+#: scores. Never current unless the user pins one for an answer type (``TRACE_TASKS_REWARD_IDS=number=...``).
+ANSWER_VERSIONS: dict[str, tuple[str, ...]] = {ANSWER_RELAXED_ID: ("number", "option_letter")}
 
 # --- ground-truth value checks (instance validation) -------------------------------------
 # A built-in type never allows null: the atomic-answer rule reads {"answer": null} as the

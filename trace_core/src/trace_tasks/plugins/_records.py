@@ -117,6 +117,10 @@ class AnnotationTypeSpec:
             _non_empty(self, attribute, rid)
 
 
+def _triples(value: Iterable[tuple[Any, Any, float]]) -> tuple[tuple[Any, Any, float], ...]:
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class RewardIdSpec:
     """A reward version a plugin scores for an annotation type, which another plugin may own.
@@ -125,11 +129,25 @@ class RewardIdSpec:
     ``bbox_giou_v1`` for ``bbox`` without touching the bbox family. The scorer
     receives the values the type's owner parsed. Declaring an id never makes it
     current: only the owner's default or the user's pin does.
+
+    A version whose **prediction** is written in another form than the type's
+    value (a click ``[x, y]`` scored against a ``bbox`` target) declares that
+    form: ``parse_prediction`` parses one raw predicted value (raising
+    ``AnnotationParseError`` on a wrong shape, like a parse hook), and the
+    scorer then receives its parse as the prediction and the owner's parse as
+    the target; ``prediction_form`` says the form in words and
+    ``prediction_examples`` are ``(prediction, target, reward)`` triples of raw
+    values the family test kit parses and scores (the reward to within 1e-12).
+    Without ``parse_prediction`` the prediction is the owner's parse, as the
+    target is.
     """
 
     reward_id: str = attrs.field(validator=_non_empty)
     annotation_type: str = attrs.field(validator=_non_empty)
     description: str = ""
+    parse_prediction: Callable[[Any], Any] | None = None
+    prediction_form: str = ""
+    prediction_examples: tuple[tuple[Any, Any, float], ...] = attrs.field(default=(), converter=_triples)
 
 
 @attrs.frozen(slots=True)

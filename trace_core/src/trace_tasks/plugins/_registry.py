@@ -40,7 +40,7 @@ from trace_tasks.errors import (
     suggest,
 )
 from trace_tasks.plugins import hookspecs
-from trace_tasks.plugins._answer_types import BuiltinAnswerTypes
+from trace_tasks.plugins._answer_types import ANSWER_REWARD_CONTRACT_ID, ANSWER_VERSIONS, BuiltinAnswerTypes
 from trace_tasks.plugins._markers import PROJECT_NAME
 from trace_tasks.plugins._records import AnnotationTypeSpec, AnswerTypeSpec, RewardIdSpec
 
@@ -115,7 +115,13 @@ class AnnotationTypeEntry:
 
 @attrs.frozen(slots=True)
 class RewardEntry:
-    """One reward id: which type it scores, whether it is current, who scores (and explains) it."""
+    """One reward id: which type it scores, whether it is current, who scores (and explains) it.
+
+    ``parse`` is the version's own parse of a prediction (``RewardIdSpec.parse_prediction``,
+    called as a parse hook is: ``parse(annotation_type=..., value=...)``), ``None`` when the
+    prediction is the owner's parse; ``spec`` is the declaring ``RewardIdSpec`` (``None`` for an
+    owner's own id).
+    """
 
     reward_id: str
     annotation_type: str
@@ -124,6 +130,8 @@ class RewardEntry:
     score: Callable[..., Any]
     explain: Callable[..., Any] | None = None
     description: str = ""
+    parse: Callable[..., Any] | None = None
+    spec: RewardIdSpec | None = None
 
 
 @attrs.frozen(slots=True)
@@ -142,6 +150,13 @@ class Registry:
     #: Official annotation types whose family is installed but was not loaded, and the variable that
     #: filtered it out (:data:`ALLOW_ENV` or :data:`BLOCK_ENV`): ``{"bbox": "TRACE_TASKS_DISABLE_PLUGINS"}``.
     disabled: Mapping[str, str] = attrs.field(factory=dict)
+    #: Answer types whose current answer reward id the user pinned (``{"number": "answer_relaxed_match_v0"}``);
+    #: every other answer type is scored by ``answer_exact_match_v0``.
+    answer_reward_ids: Mapping[str, str] = attrs.field(factory=dict)
+
+    def current_answer_reward_id(self, answer_type: str) -> str:
+        """The answer reward id contracts name for ``answer_type``: the user's pin, else ``answer_exact_match_v0``."""
+        return self.answer_reward_ids.get(answer_type, ANSWER_REWARD_CONTRACT_ID)
 
     def annotation_type(self, name: str) -> AnnotationTypeEntry:
         """The entry for ``name``; raises for a missing official family or an unknown type."""
@@ -444,9 +459,13 @@ def _owned_types(pm: pluggy.PluginManager, who: _Who) -> dict[str, tuple[str, An
 
 
 def _declared_ids(
-    pm: pluggy.PluginManager, owners: Mapping[str, tuple[str, AnnotationTypeSpec]], who: _Who
+    pm: pluggy.PluginManager,
+    owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
+    who: _Who,
+    specs: dict[str, RewardIdSpec],
 ) -> dict[str, tuple[str, str, str]]:
-    """reward id -> (declaring plugin, annotation type, description), owners' ids first."""
+    """reward id -> (declaring plugin, annotation type, description), owners' ids first; ``specs`` gets the
+    ``RewardIdSpec`` of each id declared through ``trace_reward_ids``."""
     declared: dict[str, tuple[str, str, str]] = {}
 
     def add(plugin: str, rid: str, annotation_type: str, description: str) -> None:
@@ -463,7 +482,20 @@ def _declared_ids(
             add(plugin, rid, name, spec.description)
     for plugin, item in _call_each(pm, "trace_reward_ids", RewardIdSpec):
         add(plugin, item.reward_id, item.annotation_type, item.description)
+        specs[item.reward_id] = item
     return declared
+
+
+def _prediction_parse(spec: RewardIdSpec | None) -> Callable[..., Any] | None:
+    """A version's own prediction parse, called as a parse hook is (``annotation_type=``, ``value=``)."""
+    parse_prediction = spec.parse_prediction if spec is not None else None
+    if parse_prediction is None:
+        return None
+
+    def parse(annotation_type: str, value: Any) -> Any:
+        return parse_prediction(value)
+
+    return parse
 
 
 def _defaults(
@@ -500,14 +532,27 @@ def _defaults(
     return defaults
 
 
+def _answer_pin(name: str, rid: str, source: str, fix: str | None, answer_pins: dict[str, str]) -> None:
+    """An answer reward version pinned for an answer type (``number=answer_relaxed_match_v0``), checked."""
+    if rid != ANSWER_REWARD_CONTRACT_ID and name not in ANSWER_VERSIONS[rid]:
+        scored = ", ".join(ANSWER_VERSIONS[rid])
+        advice = fix or "pin it for an answer type it scores"
+        raise RewardPinError(f"{advice}: {source} pins {name}={rid}, but {rid!r} scores only the answer types {scored}")
+    if rid != ANSWER_REWARD_CONTRACT_ID:
+        answer_pins[name] = rid
+
+
 def _apply_pins(
     pins: Mapping[str, tuple[str, str]],
     owners: Mapping[str, tuple[str, AnnotationTypeSpec]],
     declared: Mapping[str, tuple[str, str, str]],
     defaults: dict[str, str],
     disabled: Mapping[str, str],
+    answer_pins: dict[str, str],
 ) -> dict[str, str]:
     """The current id of each type, with the user's pins checked and applied; returns ``type -> pin source``.
+
+    A pin of an answer reward version for an answer type goes to ``answer_pins`` instead.
 
     A bad pin's message leads with what to do (correct or remove the pin, load
     the family), then says what is wrong; the type's registered ids come last.
@@ -515,6 +560,9 @@ def _apply_pins(
     pinned_by: dict[str, str] = {}
     for name, (rid, source) in pins.items():
         fix = f"correct or remove {name}={rid} in {PINS_ENV}" if source == PINS_ENV else None
+        if name not in owners and (rid in ANSWER_VERSIONS or rid == ANSWER_REWARD_CONTRACT_ID):
+            _answer_pin(name, rid, source, fix, answer_pins)
+            continue
         if name not in owners:
             family = _family_advice(name, disabled)
             advice = fix or "pin a type an installed family owns"
@@ -558,19 +606,32 @@ def _index(
             raise PluginValidationError(
                 f"{who(plugin)} declares annotation type {name!r} but no trace_parse_annotation", plugin=plugin
             )
-    declared = _declared_ids(pm, owners, who)
+    specs: dict[str, RewardIdSpec] = {}
+    declared = _declared_ids(pm, owners, who, specs)
     for rid, (plugin, _, _) in declared.items():
         if plugin not in scorers:
             raise PluginValidationError(f"{who(plugin)} declares reward id {rid!r} but no trace_score_annotation", plugin=plugin)
     current = _defaults(pm, owners, declared, who)
     defaults = dict(current)
     disabled = {t: skipped[dist] for t, dist in OFFICIAL_TYPES.items() if dist in skipped and t not in owners}
-    pinned_by = _apply_pins(pins, owners, declared, current, disabled)
+    answer_pins: dict[str, str] = {}
+    pinned_by = _apply_pins(pins, owners, declared, current, disabled, answer_pins)
 
     reward_ids: dict[str, RewardEntry] = {}
     orphans: dict[str, RewardEntry] = {}
     for rid, (plugin, name, description) in declared.items():
-        entry = RewardEntry(rid, name, plugin, current.get(name) == rid, scorers[plugin], explainers.get(plugin), description)
+        declared_spec = specs.get(rid)
+        entry = RewardEntry(
+            rid,
+            name,
+            plugin,
+            current.get(name) == rid,
+            scorers[plugin],
+            explainers.get(plugin),
+            description,
+            _prediction_parse(declared_spec),
+            declared_spec,
+        )
         (reward_ids if name in owners else orphans)[rid] = entry
     annotation_types = {
         name: AnnotationTypeEntry(
@@ -623,7 +684,7 @@ def _index(
                 hooks=tuple(sorted(h.name for h in pm.get_hookcallers(plugin_obj) or ())),
             )
         )
-    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans, disabled)
+    return Registry(pm, tuple(infos), annotation_types, reward_ids, answer_types, indicators, orphans, disabled, answer_pins)
 
 
 _lock = threading.Lock()

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trace_tasks.runs import _data_warnings
+from trace_tasks.runs._columns import STABLE_COLUMNS, stable_record
 from trace_tasks.runs._engine import chunk_size, score_chunks, worker_pool
 from trace_tasks.runs._jsonl import Line, open_source, read_lines
 from trace_tasks.runs._output import STDIO, guard
@@ -107,12 +108,14 @@ def _write_all(
     chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
     try:
         metrics = settings.wants_metrics
+        stable = settings.output_columns == STABLE_COLUMNS
         for group, results in score_chunks(chunks, options=options, workers=workers, pool=pool, metrics=metrics):
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
                 # One write per line: the output stream is guarded (a Python-level call per write).
-                out.write(output_record(slot, next(scored) if slot.item is not None else None, summary))
+                record = output_record(slot, next(scored) if slot.item is not None else None, summary)
+                out.write(stable_record(record) if stable else record)
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:
         progress.close()

@@ -48,6 +48,8 @@ def score_files(settings: RunSettings) -> RunResult:
 
 def _run(settings: RunSettings, plan: Plan) -> RunResult:
     """The planned run: the engine, then the table, the summary file and the exit status, once for every engine."""
+    if settings.output_columns != "all" and (settings.engine == "ray" or any(job.format == PARQUET for job in plan.jobs)):
+        raise UsageError("--columns stable is for JSON Lines outputs of the local engine (Parquet has a fixed schema)")
     if settings.columns and any(job.format == PARQUET for job in plan.jobs):
         raise UsageError(
             "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"

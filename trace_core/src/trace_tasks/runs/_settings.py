@@ -51,6 +51,8 @@ class RunSettings:
     :param summary: also write the summary as JSON to this file (``"-"``: standard output), or ``None``.
     :param metrics: with ``summary``, compute the field metrics (a trail per response costs time).
     :param quiet: no progress bar and no summary table on standard error.
+    :param output_columns: ``"all"`` (every result key, the default) or ``"stable"`` (``score --columns``:
+        no option echo, alias or one-hot; the type as ``annotation_type``; JSON Lines on the local engine).
     :param options: the scorer options as :func:`trace_tasks.score_trace_response` names them; the
         defaults fill the rest (the summary echoes all of them as given; they are validated when the run starts).
     """
@@ -68,6 +70,7 @@ class RunSettings:
     metrics: bool = True
     quiet: bool = False
     options: Mapping[str, Any] = attrs.field(factory=dict, converter=_with_defaults, hash=False)
+    output_columns: str = attrs.field(default="all", validator=attrs.validators.in_(("all", "stable")))
 
     @property
     def columns(self) -> tuple[str, ...]:

@@ -48,7 +48,17 @@ from trace_tasks.scoring._frames import (
     smart_resize,
 )
 from trace_tasks.scoring._image_size import HEIGHT_KEYS, NESTED_KEYS, WIDTH_KEYS, find_image_size, size_from
-from trace_tasks.scoring._metrics import ANSWER_ACCURACY, IOU_THRESHOLDS, SIMILARITY_THRESHOLDS, SIZE_MAE, row_metrics, shape_of
+from trace_tasks.scoring._metrics import (
+    ANSWER_ACCURACY,
+    CLICK_ACC,
+    CLICK_METRIC,
+    IOU_THRESHOLDS,
+    RELAXED_ACCURACY,
+    SIMILARITY_THRESHOLDS,
+    SIZE_MAE,
+    row_metrics,
+    shape_of,
+)
 from trace_tasks.scoring._mismatches import ANSWER_TAG_IGNORED, MISMATCH_GAIN, THINK, Mismatch, row_mismatches
 from trace_tasks.scoring._options import (
     ADDITIVE,
@@ -89,6 +99,7 @@ from trace_tasks.scoring._pipeline import (
     Trail,
     frame_problem,
     prepare_target,
+    relaxed_answer,
     required_keys,
     run,
 )
@@ -100,6 +111,13 @@ from trace_tasks.scoring._plugin_calls import (
     is_diagnostic_key,
     parse_value,
     report_plugin_bug,
+)
+from trace_tasks.scoring._relaxed import (
+    RELAXED_TOLERANCE,
+    read_number,
+    read_option_letter,
+    relaxed_match,
+    relaxed_number_match,
 )
 from trace_tasks.scoring._results import (
     CORE_RESULT_KEYS,
@@ -121,6 +139,8 @@ __all__ = [
     "ANSWER_ACCURACY",
     "ANSWER_AND_ANNOTATION",
     "ANSWER_TAG_IGNORED",
+    "CLICK_ACC",
+    "CLICK_METRIC",
     "CORE_RESULT_KEYS",
     "DEFAULT_HALF_LIFE_PX",
     "DEFAULT_MAX_PIXELS",
@@ -160,6 +180,8 @@ __all__ = [
     "PREDICTION_FRAMES",
     "RECOVERY_MODES",
     "RELATIVE_FRAMES",
+    "RELAXED_ACCURACY",
+    "RELAXED_TOLERANCE",
     "RESIZED",
     "RESIZE_KEYS",
     "REWARD_KEYS",
@@ -199,7 +221,12 @@ __all__ = [
     "options_from",
     "parse_value",
     "prepare_target",
+    "read_number",
+    "read_option_letter",
     "read_string_literal",
+    "relaxed_answer",
+    "relaxed_match",
+    "relaxed_number_match",
     "report_plugin_bug",
     "required_keys",
     "resolve_answer_tag",

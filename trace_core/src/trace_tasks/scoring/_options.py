@@ -28,6 +28,7 @@ from trace_tasks.scoring._frames import (
     resolve_frame,
     resolve_resize,
 )
+from trace_tasks.scoring._relaxed import RELAXED_TOLERANCE
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -167,6 +168,16 @@ def _half_life(value: Any, name: str = "point_half_life_px") -> float | None:
             f"Trace {name} must be at most {MAX_POINT_HALF_LIFE_PX:g} px, got {_shown(value)}: "
             "a larger half-life scores every predicted point on any real image as a hit"
         )
+    return number
+
+
+def _tolerance(value: Any, name: str = "answer_relative_tolerance") -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise OptionError(f"Trace {name} must be a number in [0, 1), got {_shown(value)}: {exc}") from exc
+    if not 0.0 <= number < 1.0:  # 1 or more would accept every number of the target's sign (and 0 for any target)
+        raise OptionError(f"Trace {name} must be in [0, 1) (0.05 is ChartQA's 5%), got {_shown(value)}")
     return number
 
 
@@ -380,6 +391,14 @@ class ScoringOptions:
         None, "--point-half-life-px", _half_life,
         "half-life in pixels for points and segments; overrides the image-size policy",
         cli=NUMBER, metavar="PX",
+    )  # fmt: skip
+    answer_relative_tolerance: float = _option(
+        RELAXED_TOLERANCE, "--answer-relative-tolerance", _tolerance,
+        "relative tolerance of answer_relaxed_match_v0 for number answers, in [0, 1) (0.05: ChartQA's relaxed "
+        "accuracy); used only when a contract names that pinned version",
+        # cli=TEXT, resolved to a float here: the report decodes an absent NUMBER echo as 0.0, which an opt-in
+        # echo (present only beside another departure) would hit; TEXT decodes an absent echo as the default.
+        echo=(Echo("trace_answer_relative_tolerance"),), opt_in=True, cli=TEXT, metavar="R",
     )  # fmt: skip
     trace_recovery: str = _option(
         LENIENT, "--recovery", _recovery,

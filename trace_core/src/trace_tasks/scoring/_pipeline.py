@@ -52,6 +52,7 @@ from typing import Any
 from trace_tasks.errors import AnnotationParseError, OptionError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
+    ANSWER_RELAXED_ID,
     AnnotationExplanation,
     AnnotationTypeEntry,
     NativeFormat,
@@ -84,6 +85,7 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
+from trace_tasks.scoring._relaxed import relaxed_match
 from trace_tasks.scoring._results import compose_result
 
 __all__ = [
@@ -145,6 +147,8 @@ class Target:
     _context: ScoringContext | None = None
     #: The declared ``model_image_size`` ``(width, height)`` of the ``resized`` frame (``None``: smart_resize).
     model_size: Size | None = None
+    #: ``(answer type, raw answer_gt value)`` when the contract names the pinned ``answer_relaxed_match_v0``.
+    relaxed: tuple[str, Any] | None = None
 
     @classmethod
     def compiled(
@@ -170,6 +174,7 @@ class Target:
         other.answer, other.answer_parse_ok, other.reads_json = self.answer, self.answer_parse_ok, self.reads_json
         other.type_name, other.entry, other.reward, other.problem = self.type_name, self.entry, self.reward, self.problem
         other._parsed, other._size, other.model_size = self._parsed, size, self.model_size
+        other.relaxed = self.relaxed
         return other
 
     def image_size(self) -> Size | None:
@@ -207,6 +212,7 @@ def prepare_target(
         target.answer, target.answer_parse_ok = answer_target(answer_gt["value"], reads_json_strings=reads_json), 1.0
         if not reads_json:
             target.reads_json = False
+        target.relaxed = relaxed_answer(answer_gt, reward_contract, registry)
     else:
         target = Target()  # no answer: the defaults never match
     if not is_mapping(annotation_gt) or not isinstance(annotation_gt.get("type"), str):
@@ -298,6 +304,19 @@ def frame_problem(opts: ScoringOptions, target: Target) -> str:
 _frame_support: dict[tuple[int, str], tuple[AnnotationTypeEntry, str]] = {}
 
 
+def relaxed_answer(answer_gt: Any, reward_contract: Any, registry: Registry) -> tuple[str, Any] | None:
+    """``(answer type, raw value)`` when the contract names ``answer_relaxed_match_v0`` and the user pinned it
+    for the answer type (docs/contracts.md §4.1), else ``None`` (exact match, as every contract without it)."""
+    side = reward_contract.get("answer") if is_mapping(reward_contract) else None
+    if not is_mapping(side) or side.get("id") != ANSWER_RELAXED_ID or not is_mapping(answer_gt):
+        return None
+    kind = answer_gt.get("type")
+    kind = kind.strip() if isinstance(kind, str) else ""
+    if registry.current_answer_reward_id(kind) != ANSWER_RELAXED_ID or "value" not in answer_gt:
+        return None
+    return (kind, answer_gt["value"])
+
+
 class Trail:
     """What one run saw at each step, kept when :func:`run` is given a trail (explain, reports).
 
@@ -386,7 +405,9 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     predicted = ext.answer(text)
     prepared = target.answer
     kind = type(predicted)
-    if lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
+    if target.relaxed is not None:  # the pinned evaluation policy the contract names (§4.1)
+        matched = relaxed_match(predicted, target.relaxed, opts.answer_relative_tolerance)
+    elif lean and kind is int and type(prepared) is int:  # an integer answer: its canonical form is itself
         matched = predicted == prepared
     elif lean and kind is str and type(prepared) is str and not (target.reads_json and predicted.lstrip()[:1] in JSON_STARTS):
         matched = predicted.strip().casefold() == prepared  # an option letter or a word: no JSON literal to read
@@ -439,7 +460,8 @@ def _annotate(
     parsed = UNPARSED
     if prediction is not None:
         why = trail.parse_errors if trail is not None else None
-        parsed = parse_value(entry.parse, entry.name, prediction, literal_left, why)
+        # A version may read its prediction in its own form (RewardIdSpec.parse_prediction), else the owner's parse.
+        parsed = parse_value(reward.parse or entry.parse, entry.name, prediction, literal_left, why)
         if parsed is UNPARSED and opts.annotation_native and entry.native is not None:  # opt-in: the model's own shape
             parsed = _read_native(ann, entry, prediction, parsed_target, literal_left, trail)
     written = parsed
@@ -639,7 +661,7 @@ def _native(
     trail.native = native
     if not trail.hints or native.converted is None or target is None or target is UNPARSED or context is None:
         return
-    converted = parse_value(entry.parse, entry.name, native.converted, literal_left)
+    converted = parse_value(reward.parse or entry.parse, entry.name, native.converted, literal_left)
     if converted is not UNPARSED:
         trail.native_reward = _reward_of(reward, converted, target, context)
 

@@ -599,6 +599,55 @@ def png_bytes(explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs:
     return buffer.getvalue()
 
 
+#: A crop is kept only when it leaves out at least this share of the image area (else the full picture says it all).
+CROP_AT_MOST = 0.6
+#: Room around the drawn items in a crop: this share of the region's larger side, and at least :data:`CROP_MARGIN_PX`.
+CROP_MARGIN = 0.25
+CROP_MARGIN_PX = 24
+
+
+def crop_box(points: Sequence[tuple[float, float]], picture: Picture) -> tuple[int, int, int, int] | None:
+    """The picture's rectangle ``(left, top, right, bottom)`` around the drawn ``points`` (source pixels), with a margin.
+
+    ``None`` when there is no point, or when the rectangle would keep more than
+    :data:`CROP_AT_MOST` of the image area (nothing to gain from a crop).
+    """
+    area_w, area_h = picture.area
+    points = [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y) and max(abs(x), abs(y)) < 1e9]
+    if not points or area_w <= 0 or area_h <= 0:
+        return None
+    xs = [picture.at(x, y)[0] for x, y in points]
+    ys = [picture.at(x, y)[1] for x, y in points]
+    ox, oy = picture.origin
+    margin = max(CROP_MARGIN * max(max(xs) - min(xs), max(ys) - min(ys)), CROP_MARGIN_PX * picture.scale)
+    left, right = max(min(xs) - margin, ox), min(max(xs) + margin, ox + area_w)
+    top, bottom = max(min(ys) - margin, oy), min(max(ys) + margin, oy + area_h)
+    if right - left < 2 or bottom - top < 2 or (right - left) * (bottom - top) > CROP_AT_MOST * area_w * area_h:
+        return None
+    return round(left), round(top), round(right), round(bottom)
+
+
+def png_views(explanation: AnnotationExplanation, draw_item: DrawItem, **kwargs: Any) -> tuple[bytes, bytes | None]:
+    """:func:`render_image` as PNG bytes, and its crop to the region of the targets and predictions (or ``None``).
+
+    The crop (:func:`crop_box`) is cut from the same drawing, so it shows the
+    same outlines and labels at the image's own resolution; a report shows it
+    first, with the whole picture one click away.
+    """
+    canvas, picture = render_image(explanation, draw_item, **kwargs)
+    targets, predictions, _ = figures(explanation, draw_item, owner=kwargs["owner"], metric=kwargs.get("metric", "similarity"))
+    points = [p for f in targets + predictions for p in f.placed().points]
+    box = crop_box(points, picture)
+    crop = None
+    if box is not None:
+        buffer = io.BytesIO()
+        canvas.crop(box).save(buffer, format="PNG", optimize=True)
+        crop = buffer.getvalue()
+    buffer = io.BytesIO()
+    canvas.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue(), crop
+
+
 # --- the image under an overlay ----------------------------------------------------------------
 
 #: The largest image file drawn under a case's overlay (bytes).

@@ -32,7 +32,7 @@ import argparse
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trace_tasks.cli._options import FileRoles, int_at_least
 from trace_tasks.cli._views import drawing as _drawing
@@ -50,6 +50,8 @@ from trace_tasks.cli.report._data import (
     run_options,
 )
 from trace_tasks.cli.report._html import Case, Report, page
+from trace_tasks.cli.report._runs import RunSummary, RunTotals, StepTotals, labels_for
+from trace_tasks.cli.report._shares import Binary, CorrectWorst
 from trace_tasks.data import compile_instance
 from trace_tasks.errors import TraceTasksError
 from trace_tasks.runs import (
@@ -84,7 +86,26 @@ def register(subparsers: Any) -> None:
             "(rows paired by id and line, else id)."
         ),
     )
-    parser.add_argument("scores", metavar="SCORES", help="scores file written by 'trace-tasks score' (.jsonl, .jsonl.gz)")
+    parser.add_argument(
+        "scores",
+        metavar="SCORES",
+        nargs="+",
+        help="scores file written by 'trace-tasks score' (.jsonl, .jsonl.gz); several (checkpoints, in order) are drawn "
+        "as curves over the runs and tabulated side by side, the other sections showing the last",
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        metavar="NAME",
+        default=None,
+        help="the name of a SCORES file on the page, once per file in order (default: the file's name)",
+    )
+    parser.add_argument(
+        "--step",
+        metavar="COLUMN",
+        default=None,
+        help="one SCORES file holding several steps: split it by this column (kept by 'score --keep COLUMN') into runs",
+    )
     parser.add_argument("--instances", metavar="I", help="the instances scored (with their 'response' unless --responses)")
     parser.add_argument("--responses", metavar="R", help="the responses file scored with --responses")
     parser.add_argument(
@@ -125,7 +146,11 @@ def register(subparsers: Any) -> None:
     )
 
 
-def stream_scores(path: str, into: Aggregate | BaselineIndex, *also: Aggregate) -> None:
+class _Sink(Protocol):
+    def add(self, row: Row) -> None: ...
+
+
+def stream_scores(path: str, into: _Sink, *also: _Sink) -> None:
     """Every row of a scores file into ``into`` (and ``also``), one at a time; :class:`UsageError` naming the first bad line."""
     source = "<stdin>" if path == STDIO else path
     with open_binary(path) as fh:
@@ -139,9 +164,38 @@ def stream_scores(path: str, into: Aggregate | BaselineIndex, *also: Aggregate) 
             raise UsageError(str(exc)) from None
 
 
+def _check_runs(args: argparse.Namespace) -> None:
+    paths = args.scores
+    if args.label is not None and len(args.label) != len(paths):
+        raise UsageError(
+            f"--label is given {len(args.label)} time(s) for {len(paths)} SCORES file(s): give one per file, in order"
+        )
+    if args.step is not None and len(paths) != 1:
+        raise UsageError("--step splits one SCORES file into runs: give one file, or several files without --step")
+
+
 def run(args: argparse.Namespace) -> int:
+    if isinstance(args.scores, str):  # a caller building the namespace by hand
+        args.scores = [args.scores]
+    args.label = getattr(args, "label", None)
+    args.step = getattr(args, "step", None)
+    _check_runs(args)
     if args.responses is not None and args.instances is None:
         raise UsageError("--responses needs --instances (the responses are explained against their instances)")
+    paths = list(args.scores)
+    labels = labels_for(paths, args.label)
+    runs: list[RunSummary] | None = None
+    last_runs: list[RunTotals | StepTotals] = []
+    if len(paths) > 1:  # the earlier runs: their aggregates only, one file at a time
+        runs = []
+        for path, label in zip(paths[:-1], labels[:-1], strict=True):
+            earlier = RunTotals(label)
+            stream_scores(path, earlier)
+            runs.append(earlier.summary())
+        last_runs.append(RunTotals(labels[-1]))
+    elif args.step is not None:
+        last_runs.append(StepTotals(args.step))
+    args.scores = paths[-1]  # the other sections show the last run
     index, before = None, None
     if args.baseline:  # first: its rows are joined with this run's as they stream
         index, before = BaselineIndex(), Aggregate()
@@ -152,12 +206,27 @@ def run(args: argparse.Namespace) -> int:
         worst=args.worst, sample=args.sample, seed=args.seed, group_by=getattr(args, "group_by", None) or None,
         keep_lines=wants_metrics, baseline=index,
     )  # fmt: skip
-    stream_scores(args.scores, found)
+    binary, correct = Binary(), CorrectWorst(args.worst)
+    stream_scores(args.scores, found, binary, correct, *last_runs)
+    runs_note = ""
+    for totals in last_runs:
+        if isinstance(totals, StepTotals):
+            runs = totals.summaries()
+            if not runs:
+                raise UsageError(
+                    f"--step {args.step}: no row of {args.scores} has the column {args.step!r} (top level or under "
+                    f"'extra'): score with --keep {args.step} to carry it"
+                )
+            if totals.without:
+                runs_note = f"{totals.without} row(s) have no {args.step} and are in no run."
+        else:
+            assert runs is not None
+            runs.append(totals.summary())
     table = found.type_table()
-    worst_rows, sample_rows = found.worst(), found.sample()
-    cases = build_cases(args, [*worst_rows, *sample_rows])
+    worst_rows, sample_rows, correct_rows = found.worst(), found.sample(), correct.rows()
+    cases = build_cases(args, [*worst_rows, *sample_rows, *correct_rows])
     report = Report(
-        title=f"trace-tasks report: {args.scores}",
+        title=f"trace-tasks report: {args.scores}" + (f" and {len(paths) - 1} earlier run(s)" if len(paths) > 1 else ""),
         summary=summary(args, found, table),
         table=table,
         histograms=found.histograms(),
@@ -171,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
         **audit_fields(args, found.first_scored),
         **metrics_fields(args, found),
         **group_fields(args, found),
+        runs=runs,
+        runs_note=runs_note,
+        binary=binary.binary(),
+        correct_worst=[cases[r.number] for r in correct_rows],
     )
     html = page(
         report,
@@ -185,7 +258,8 @@ def run(args: argparse.Namespace) -> int:
         assert out is not None
         out.write(html)
     if args.output != STDIO:
-        print(f"wrote {args.output}: {found.all.rows} rows, {len(report.worst)} worst cases, {len(report.sample)} sampled")
+        over = f", {len(runs)} runs" if runs is not None else ""
+        print(f"wrote {args.output}: {found.all.rows} rows, {len(report.worst)} worst cases, {len(report.sample)} sampled{over}")
     return EXIT_OK
 
 
@@ -369,9 +443,9 @@ def explained_case(row: Row, response: str, data: Mapping[str, Any] | None, inst
     formula = explained.explanation.formula if explained.explanation is not None else ""
     breakdown = tuple(reward_breakdown(row.scores, reward_id=explained.reward_id, formula=formula))
     image, refused = _image(instance.data.get("image"), instances_path)
-    picture, why = _picture(explained, image)
+    picture, crop, why = _picture(explained, image)
     notes = "; ".join(n for n in (note, refused, why) if n)
-    return Case(row, response, explained.lines, picture, notes, breakdown, *predicted_expected(explained))
+    return Case(row, response, explained.lines, picture, notes, breakdown, *predicted_expected(explained), crop=crop)
 
 
 def _json(value: Any) -> str:
@@ -410,14 +484,14 @@ def _image(image: Any, instances_path: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
-    """The overlay as PNG bytes (over ``image`` when given), or why there is none."""
+def _picture(explained: Any, image: str | None) -> tuple[bytes | None, bytes | None, str]:
+    """The overlay as PNG bytes (over ``image`` when given) and its crop to the drawn items, or why there is none."""
     explanation = explained.explanation
     if explanation is None or not _drawing.pillow_available():
-        return None, ""
+        return None, None, ""
     entry = explained.instance.annotation_entry
     if entry.draw is None:
-        return None, f"the {entry.name!r} family cannot draw"
+        return None, None, f"the {entry.name!r} family cannot draw"
     draw = entry.draw
 
     def draw_item(value: Any) -> Any:
@@ -426,12 +500,12 @@ def _picture(explained: Any, image: str | None) -> tuple[bytes | None, str]:
     metric = metric_name(explanation.metric)
     context = explained.context
     try:
-        picture = _drawing.png_bytes(
+        picture, crop = _drawing.png_views(
             explanation, draw_item, owner=f"the plugin {entry.plugin!r}",
             size=context.image_size if context else None, image_path=image, metric=metric,
             header=[f"{explained.instance.data.get('id')}: {entry.name} ({explained.reward_id})"],
             half_life=context.half_life_px if context is not None and metric != "IoU" else None, hint=explained.hint,
         )  # fmt: skip
     except (_drawing.CannotDraw, OSError, ValueError) as exc:
-        return None, f"no picture: {exc}"
-    return picture, ""
+        return None, None, f"no picture: {exc}"
+    return picture, crop, ""

@@ -71,7 +71,10 @@ def _finite(value: Any) -> TypeGuard[float]:
 
 
 def row_type(scores: Mapping[str, Any]) -> str:
-    """The annotation type a scores row names with its ``annotation_type_<name>`` indicator at 1.0."""
+    """The annotation type a scores row names: its ``annotation_type`` (``score --columns stable``), else its indicator at 1.0."""
+    named = scores.get("annotation_type")
+    if isinstance(named, str) and named:
+        return named
     for key, value in scores.items():
         if key.startswith(TYPE_PREFIX) and value == 1.0:
             return key[len(TYPE_PREFIX) :]
@@ -592,7 +595,10 @@ def run_options(row: Row) -> dict[str, Any]:
     for option in OPTIONS:  # decoded from the echo the options table spells
         got = option.decode(s)
         if option.cli == NUMBER:
-            options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
+            if got is None:  # no echo (score --columns stable): the option's default
+                options[option.name] = option.default
+            else:
+                options[option.name] = float(got) if _finite(got) else (0.0 if option.echo else None)
         else:
             options[option.name] = option.default if got is None else got
     half_life = s.get("annotation_point_half_life_px")  # not an echo: the context the family reports

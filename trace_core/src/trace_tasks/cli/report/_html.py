@@ -30,8 +30,11 @@ from trace_tasks.cli.report._data import (
     Paired,
     Row,
     TypeStats,
+    failure_kind,
 )
-from trace_tasks.cli.report._svg import delta_bar_svg, histogram_svg
+from trace_tasks.cli.report._runs import SERIES, Estimate, RunSummary
+from trace_tasks.cli.report._svg import curve_svg, delta_bar_svg, histogram_svg, share_svg
+from trace_tasks.runs import group_name
 
 #: Characters of a response shown in a case (the rest is counted, not shown).
 EXCERPT_CHARS = 1200
@@ -43,33 +46,51 @@ table { border-collapse: collapse; margin: .5em 0; } th, td { padding: 2px 8px; 
 th { text-align: left; background: #f4f4f4; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.all td { font-weight: bold; border-top: 1px solid #999; }
 .wide { overflow-x: auto; } .pos { color: #2a8a2a; } .neg { color: #c03030; } .muted { color: #777; }
-pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; word-break: break-all; max-height: 24em; overflow: auto; }
+pre { background: #f7f7f7; padding: .5em; white-space: pre-wrap; overflow-wrap: anywhere; }
 .case { border: 1px solid #ddd; border-radius: 4px; padding: .5em 1em; margin: 1em 0; }
 .case img { max-width: 100%; border: 1px solid #ccc; }
 .grid td { vertical-align: top; } table.summary th { background: none; white-space: nowrap; }
 tr.flag td { background: #fff4d6; }
 @media (max-width: 600px) {
   body { padding: 0 .4em; font-size: 13px; } th, td { padding: 2px 4px; }
-  .case { padding: .4em .5em; } table.summary td { word-break: break-all; }
+  .case { padding: .4em .5em; } table.summary td { overflow-wrap: anywhere; }
+  table.summary, table.summary tr, table.summary th, table.summary td { display: block; border: 0; }
+  table.summary th { padding-top: .4em; }
 }
 .case h3 { display: inline; font-size: 1em; margin: 0; } .case .overall { float: right; font-weight: bold; }
 .case table.pe { margin: .3em 0; width: 100%; table-layout: fixed; } .case table.pe th:first-child { width: 6.5em; }
-.case table.pe code { display: block; max-height: 3.6em; overflow: auto; word-break: break-all; font-size: 12px; } .case table.pe tr.expected td { background: #f3f8f3; }
+.case table.pe code { display: block; overflow-wrap: anywhere; font-size: 12px; } .case table.pe tr.expected td { background: #f3f8f3; }
 .case-main { display: flex; gap: .8em; align-items: flex-start; }
-.case-main pre.breakdown { flex: 1; margin: 0; max-height: 9.5em; font-size: 12px; }
-.case-main img { max-height: 150px; max-width: 45%; }
-.case details { margin: .2em 0; } .case details pre { max-height: 16em; font-size: 12px; }
+.case-main pre.breakdown { flex: 1; margin: 0; font-size: 12px; }
+.case-main .pic { max-width: 45%; } .case-main .pic img { max-height: 150px; max-width: 100%; display: block; }
+.case-main .pic summary { list-style: none; cursor: zoom-in; } .case-main .pic summary::-webkit-details-marker { display: none; }
+.case-main .pic[open] { max-width: 100%; flex-basis: 100%; } .case-main .pic[open] summary img { display: none; }
+.case-main .pic[open] > img { max-height: none; cursor: zoom-out; } .pic .hint { font-size: 11px; color: #777; display: block; }
+.pic[open] .hint.closed, .pic:not([open]) .hint.opened { display: none; }
+.case-main.open { flex-wrap: wrap; }
+.case details { margin: .2em 0; } .case details pre { font-size: 12px; }
+.filter { display: flex; flex-wrap: wrap; gap: .4em 1em; align-items: center; background: #f4f4f4; padding: .4em .6em;
+  border-radius: 4px; position: sticky; top: 0; z-index: 1; } .filter label { white-space: nowrap; }
+.filter input { width: 10em; } [hidden] { display: none !important; }
+h1 { overflow-wrap: anywhere; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
-@media (max-width: 600px) { .case-main { flex-direction: column; } .case-main img { max-width: 100%; } }
+@media (max-width: 600px) {
+  .case-main { flex-direction: column; } .case-main .pic { max-width: 100%; } .case-main .pic img { max-height: 120px; }
+  .case table.pe th:first-child { width: 4.8em; } .case table.pe code, .case-main pre.breakdown { font-size: 11px; }
+  .case table.pe th, .case table.pe td { padding: 1px 3px; }
+  .charts figure { width: calc(50% - .6em); } .charts svg { width: 100%; height: auto; }
+}
+.curves h3 { font-size: 1em; margin: .8em 0 .2em; } .charts { display: flex; flex-wrap: wrap; gap: .3em 1em; }
+td.est { white-space: nowrap; } .charts figure { margin: 0; } .charts figcaption { font-size: 12px; color: #555; }
 .warning { background: #fff4d6; border: 1px solid #e0b040; border-radius: 4px; padding: .5em 1em; color: #5a4300; }
 """
 
 #: The page's one script: click (or Enter on) a column head of a ``table.sortable`` to sort its rows by that column
 #: (numbers as numbers, a cell's ``data-sort`` first; the ``all`` row stays last); ``#sort=CLASS:COLUMN:asc|desc``
 #: in the address sorts a table on load (a link to a sorted view, and what the browser test uses).
-SCRIPT = """
+SORT_SCRIPT = """
 (function () {
   function key(cell) {
     var text = cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent.trim();
@@ -111,6 +132,79 @@ SCRIPT = """
 })();
 """
 
+#: The filter bar's script: the search box (a part of the id), the type, failure kind and group menus hide the case
+#: cards that do not match (``hidden``) and the table rows and curves of other types (an ``all`` row stays);
+#: ``#filter=type=bbox&kind=wrong_answer&q=abc&group=x`` in the address sets them on load.
+FILTER_SCRIPT = """
+(function () {
+  var bar = document.getElementById("filter");
+  if (!bar) { return; }
+  var fields = ["q", "type", "kind", "group"].map(function (name) { return document.getElementById("f-" + name); });
+  function wanted() {
+    var out = {};
+    fields.forEach(function (el) { if (el) { out[el.id.slice(2)] = el.value.trim(); } });
+    return out;
+  }
+  function apply() {
+    var w = wanted(), q = (w.q || "").toLowerCase(), shown = 0;
+    var cards = document.querySelectorAll(".case");
+    Array.prototype.forEach.call(cards, function (c) {
+      var ok = (!q || (c.getAttribute("data-id") || "").toLowerCase().indexOf(q) >= 0)
+        && (!w.type || c.getAttribute("data-type") === w.type)
+        && (!w.kind || c.getAttribute("data-kind") === w.kind)
+        && (!w.group || c.getAttribute("data-group") === w.group);
+      c.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("tr[data-type], div.curves[data-type]"), function (r) {
+      var t = r.getAttribute("data-type"), id = r.getAttribute("data-id");
+      r.hidden = !((!w.type || t === w.type || t === "all") && (!q || id === null || id.toLowerCase().indexOf(q) >= 0));
+    });
+    document.getElementById("f-count").textContent = shown + " of " + cards.length + " cases shown";
+    bar.setAttribute("data-shown", String(shown));
+  }
+  bar.addEventListener("submit", function (ev) { ev.preventDefault(); });
+  fields.forEach(function (el) {
+    if (el) { el.addEventListener("input", apply); el.addEventListener("change", apply); }
+  });
+  var found = /^#filter=(.*)$/.exec(window.location.hash);
+  if (found) {
+    found[1].split("&").forEach(function (part) {
+      var at = part.indexOf("="), el = document.getElementById("f-" + part.slice(0, at));
+      if (at > 0 && el) { el.value = decodeURIComponent(part.slice(at + 1)); }
+    });
+  }
+  apply();
+})();
+"""
+
+#: The page's one inline script: the table sorting, then the filter bar.
+SCRIPT = SORT_SCRIPT + FILTER_SCRIPT
+
+CORRECT_WORST_INTRO = (
+    "Rows whose answer is correct (answer reward 1) with the lowest annotation reward, taken in turn from each "
+    "annotation type (ties in file order): where the model knew the answer but did not show where."
+)
+
+
+def _menu(name: str, title: str, values: Sequence[tuple[str, str]]) -> str:
+    options = "".join(f'<option value="{e(v)}">{e(text)}</option>' for v, text in values)
+    return f'<label>{e(title)} <select id="f-{name}"><option value="">any</option>{options}</select></label>'
+
+
+def filter_bar(report: Report) -> str:
+    """The search box and menus over the case cards and the per-type rows (:data:`FILTER_SCRIPT`)."""
+    types = [(s.name, s.name) for s in report.table if s.name != ALL]
+    kinds = [(key, title) for key, title, _, _ in FAILURES] + [("none", "none"), ("not_scored", "not scored")]
+    group = ""
+    if report.groups is not None and len(report.groups) > 1:
+        group = _menu("group", report.group_by, [(s.name, s.name) for s in report.groups if s.name != ALL])
+    return (
+        '<form id="filter" class="filter" role="search"><label>id <input type="search" id="f-q" placeholder="part of an id">'
+        f"</label>{_menu('type', 'type', types)}{_menu('kind', 'failure', kinds)}{group}"
+        '<span id="f-count" class="muted" aria-live="polite"></span></form>'
+    )
+
 
 @attrs.frozen
 class Case:
@@ -125,6 +219,8 @@ class Case:
     #: (answer, annotation) as JSON text: what the response gave and what the instance expects (with --instances).
     predicted: tuple[str, str] | None = None
     expected: tuple[str, str] | None = None
+    #: The overlay cropped to the region of the target and the prediction (PNG), shown first; None: the whole picture.
+    crop: bytes | None = None
 
 
 @attrs.frozen
@@ -153,11 +249,23 @@ class Report:
     #: ``report --group-by COLUMN``: the column and its table (values, then all), or None.
     group_by: str = ""
     groups: Sequence[TypeStats] | None = None
+    #: Several runs (scores files, or the values of ``--step COLUMN``), in order; the page's other sections show the last.
+    runs: Sequence[RunSummary] | None = None
+    runs_note: str = ""
+    #: Per type, the components whose values are only 0 or 1 (drawn as a share, not a histogram).
+    binary: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    #: Rows with a correct answer and the lowest annotation reward ("correct answer, worst annotation").
+    correct_worst: Sequence[Case] = ()
 
 
 def e(text: object) -> str:
     """Escaped text (quotes too: the result may go in an attribute), each lone surrogate shown as U+FFFD."""
     return escape(without_surrogates(str(text))[0], quote=True)
+
+
+def id_text(row_id: object) -> str:
+    """An id as the page shows it: text as it is (no quotes), anything else as JSON (``score --group-by``'s naming)."""
+    return row_id if isinstance(row_id, str) else group_name(row_id)
 
 
 def num(x: float, digits: int = 3) -> str:
@@ -224,20 +332,30 @@ def top_share(histograms: Mapping[str, Mapping[str, Sequence[int]]]) -> float:
     return top or 1.0
 
 
-def histograms_section(histograms: Mapping[str, Mapping[str, Sequence[int]]]) -> str:
+def _chart(name: str, key: str, title: str, counts: Sequence[int], binary: bool, scale: float) -> str:
+    if binary:  # only 0 and 1: the share at 1 says it all (a 1 is in the last bin, a 0 in the first)
+        return f'<td data-binary="{e(key)}">{share_svg(counts[-1], sum(counts), label=f"{name} {title}")}</td>'
+    return f"<td>{histogram_svg(counts, label=f'{name} {title}', top_share=scale)}</td>"
+
+
+def histograms_section(
+    histograms: Mapping[str, Mapping[str, Sequence[int]]], binary: Mapping[str, frozenset[str]] | None = None
+) -> str:
+    binary = binary or {}
     head = "".join(f"<th>{e(title)}</th>" for _, title in COMPONENTS)
-    scale = top_share(histograms)
+    scale = top_share(
+        {name: {k: c for k, c in per_key.items() if k not in binary.get(name, ())} for name, per_key in histograms.items()}
+    )
     rows = []
     for name, per_key in histograms.items():
-        cells = "".join(
-            f"<td>{histogram_svg(per_key[key], label=f'{name} {title}', top_share=scale)}</td>" for key, title in COMPONENTS
-        )
+        cells = "".join(_chart(name, key, title, per_key[key], key in binary.get(name, ()), scale) for key, title in COMPONENTS)
         rows.append(f'<tr data-type="{e(name)}"><td>{e(name)}</td>{cells}</tr>')
     return (
         '<h2 id="histograms">Reward components per type</h2>'
         f'<p class="muted">Scored rows in ten bins over [0, 1]. Bar heights are shares of the type\'s scored rows, '
         f"on one scale for every chart (0 to {100 * scale:.0f}%), so bars compare across types and components; "
-        "hover a bar for its count.</p>"
+        "hover a bar for its count. A component whose values are only 0 or 1 for a type (an answer, a format gate) is "
+        "one bar: the share of rows at 1.</p>"
         f'<div class="wide"><table class="grid"><tr><th>type</th>{head}</tr>{"".join(rows)}</table></div>'
     )
 
@@ -358,6 +476,54 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str =
     )
 
 
+def _estimate(found: Estimate | None) -> str:
+    """A mean and the half-width of its 95% interval (``0.512 ± 0.012``), ``-`` without values."""
+    if found is None or not found.n:
+        return '<td class="n muted">-</td>'
+    half = f" ± {found.high - found.mean:.3f}" if found.stderr is not None else ""
+    se = f"{found.stderr:.6f}" if found.stderr is not None else ""
+    return f'<td class="n est" data-mean="{found.mean:.6f}" data-stderr="{se}">{found.mean:.3f}{half}</td>'
+
+
+def runs_section(runs: Sequence[RunSummary], note: str = "") -> str:
+    """The runs side by side (a row each: every series over all types), then per type a curve of each series over the runs."""
+    head = "".join(f"<th>{e(title)}</th>" for _, title in SERIES)
+    rows = []
+    for run in runs:
+        estimates = run.estimates.get(ALL, {})
+        cells = "".join(_estimate(estimates.get(key)) for key, _ in SERIES)
+        rows.append(
+            f'<tr data-run="{e(run.label)}"><td>{e(run.label)}</td><td class="n">{run.rows.get(ALL, 0)}</td>'
+            f'<td class="n">{run.scored}</td>{cells}</tr>'
+        )
+    types = [ALL, *sorted({name for run in runs for name in run.estimates} - {ALL})]
+    blocks = []
+    for name in types:
+        charts = []
+        for key, title in SERIES:
+            points: list[tuple[str, float, float, float] | None] = []
+            for run in runs:
+                found = run.estimates.get(name, {}).get(key)
+                points.append((run.label, found.mean, found.low, found.high) if found is not None and found.n else None)
+            charts.append(
+                f'<figure data-series="{e(key)}"><figcaption>{e(title)}</figcaption>'
+                f"{curve_svg(points, label=f'{name} {title}')}</figure>"
+            )
+        blocks.append(
+            f'<div class="curves" data-type="{e(name)}"><h3>{e(name)}</h3><div class="charts">{"".join(charts)}</div></div>'
+        )
+    return (
+        f'<h2 id="runs">Over {len(runs)} runs</h2>'
+        '<p class="muted">Each run\'s mean over its scored rows, with the half-width of the 95% interval (mean ± 1.96 '
+        "standard errors; standard error = sample standard deviation / √n). A failure column is the share of scored rows "
+        f"in that category. The sections below the curves show the last run.{' ' + e(note) if note else ''}</p>"
+        f'<div class="wide"><table class="runs sortable"><tr><th>run</th><th>rows</th><th>scored</th>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
+        '<p class="muted">Per type, each series over the runs (left to right): a dot is the mean, its bar the 95% '
+        "interval; hover a dot for its numbers.</p>" + "".join(blocks)
+    )
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a response, with the length of what was left out."""
     return text if len(text) <= limit else f"{text[:limit]}\n... ({len(text) - limit} more characters of {len(text)})"
@@ -385,16 +551,36 @@ def _predicted_expected(case: Case) -> str:
     )
 
 
-def case_html(case: Case) -> str:
+def _picture_html(case: Case) -> str:
+    """The overlay: its crop first with the whole picture one click away (a ``<details>``, no script), or the whole picture."""
+    assert case.picture is not None
+    alt = e("overlay of " + id_text(case.row.id))
+    full = f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(case.picture).decode("ascii")}">'
+    if case.crop is None:
+        return f'<div class="pic">{full}</div>'
+    crop = base64.b64encode(case.crop).decode("ascii")
+    return (
+        f'<details class="pic"><summary><img class="crop" alt="{alt} (cropped to the target and prediction)" '
+        f'src="data:image/png;base64,{crop}"><span class="hint closed">cropped: click for the full image</span>'
+        f'<span class="hint opened">the full image (click to crop)</span></summary>{full}</details>'
+    )
+
+
+def case_html(case: Case, group_by: str = "") -> str:
     """A compact card: a one-line title with the overall, predicted vs expected, the breakdown beside a thumbnail.
 
     The response and the explanation are folded below (their first lines are
     what the strip above already says).
     """
     row = case.row
-    title = f"{row.type} · id {row.id!r} · scores line {row.number}" + (f" · input line {row.line}" if row.line else "")
+    title = f"{row.type} · id {id_text(row.id)} · scores line {row.number}" + (f" · input line {row.line}" if row.line else "")
     overall = f' <span class="overall">overall {row.scores["overall"]:.3f}</span>' if row.scored else ""
-    parts = [f'<div class="case" data-line="{row.number}"><h3>{e(title)}</h3>{overall}', _predicted_expected(case)]
+    kind = failure_kind(row) if row.scored else "not_scored"
+    attributes = f'data-line="{row.number}" data-id="{e(id_text(row.id))}" data-type="{e(row.type)}" data-kind="{kind}"'
+    if group_by:
+        extra = row.scores.get("extra")
+        attributes += f' data-group="{e(group_name(extra.get(group_by) if isinstance(extra, Mapping) else None))}"'
+    parts = [f'<div class="case" {attributes}><h3>{e(title)}</h3>{overall}', _predicted_expected(case)]
     main = []
     if row.error is not None:
         main.append(f"<p>not scored: {e(row.error)}</p>")
@@ -402,8 +588,7 @@ def case_html(case: Case) -> str:
         lines = case.breakdown or tuple(reward_breakdown(row.scores))
         main.append(f'<pre class="breakdown">{e(chr(10).join(lines))}</pre>')
     if case.picture is not None:
-        data = base64.b64encode(case.picture).decode("ascii")
-        main.append(f'<img alt="{e("overlay of " + str(row.id))}" src="data:image/png;base64,{data}">')
+        main.append(_picture_html(case))
     parts.append(f'<div class="case-main">{"".join(main)}</div>')
     if case.response is not None:
         parts.append(
@@ -454,7 +639,7 @@ def _changes_table(name: str, title: str, changes: Sequence[Change]) -> str:
     if not changes:
         return f'<h3>{e(title)}</h3><p class="muted">none</p>'
     rows = "".join(
-        f'<tr data-line="{c.number}"><td class="n">{c.number}</td><td>{e(repr(c.id))}</td>'
+        f'<tr data-line="{c.number}" data-type="{e(c.type)}" data-id="{e(id_text(c.id))}"><td class="n">{c.number}</td><td>{e(id_text(c.id))}</td>'
         f'<td class="n">{c.line if c.line is not None else "-"}</td><td>{e(c.type)}</td>'
         f'<td class="n">{num(c.before)}</td><td class="n">{num(c.now)}</td>{signed(c.delta)}<td>{delta_bar_svg(c.delta)}</td></tr>'
         for c in changes
@@ -465,18 +650,19 @@ def _changes_table(name: str, title: str, changes: Sequence[Change]) -> str:
     )
 
 
-def cases_section(anchor: str, title: str, intro: str, cases: Sequence[Case]) -> str:
-    body = "".join(case_html(c) for c in cases) or '<p class="muted">no rows</p>'
+def cases_section(anchor: str, title: str, intro: str, cases: Sequence[Case], group_by: str = "") -> str:
+    body = "".join(case_html(c, group_by) for c in cases) or '<p class="muted">no rows</p>'
     return f'<h2 id="{anchor}">{e(title)}</h2><p class="muted">{e(intro)}</p>{body}'
 
 
 def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> str:
     """The whole HTML document."""
     sections = [
+        *([runs_section(report.runs, report.runs_note)] if report.runs is not None else []),
         summary_section(report),
         type_table_section(report.table),
         *([group_table_section(report.group_by, report.groups)] if report.groups is not None else []),
-        histograms_section(report.histograms),
+        histograms_section(report.histograms, report.binary),
         failures_section(report.table),
     ]
     if report.metrics is not None:
@@ -487,11 +673,15 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         sections.append(baseline_section(report.deltas, report.baseline_name, report.baseline_warning))
     if report.paired is not None:
         sections.append(paired_section(report.paired, report.baseline_name))
-    sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst))
-    sections.append(cases_section("sample", "Random sample", sample_intro, report.sample))
+    group_by = report.group_by if report.groups is not None else ""
+    sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst, group_by))
+    sections.append(
+        cases_section("correct-worst", "Correct answer, worst annotation", CORRECT_WORST_INTRO, report.correct_worst, group_by)
+    )
+    sections.append(cases_section("sample", "Random sample", sample_intro, report.sample, group_by))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(report.title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{e(report.title)}</h1>" + "".join(sections) + f"<script>{SCRIPT}</script></body></html>\n"
+        f"<h1>{e(report.title)}</h1>{filter_bar(report)}" + "".join(sections) + f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -74,3 +74,77 @@ def delta_bar_svg(change: float | None, *, width: int = 80, height: int = 12) ->
         f'<rect x="{x:.1f}" y="2" width="{length:.1f}" height="{height - 4}" fill="{colour}"/>'
         f'<line x1="{middle}" y1="0" x2="{middle}" y2="{height}" stroke="{AXIS_RGB}"/></svg>'
     )
+
+
+def curve_svg(
+    points: Sequence[tuple[str, float, float, float] | None], *, label: str, width: int = 210, height: int = 110
+) -> str:
+    """A curve over runs on [0, 1]: per run its mean (a dot) and its 95% interval (a whisker); None: a gap.
+
+    ``points`` are (run label, mean, low, high) in run order, one x position
+    each; a dot carries ``data-mean``, ``data-low`` and ``data-high`` (a test
+    reads the chart back) and shows its run and values on hover.
+    """
+    left, bottom, top_pad, right = 30, 14, 6, 6
+    plot_w, plot_h = width - left - right, height - bottom - top_pad
+    step = plot_w / max(len(points) - 1, 1)
+
+    def y(v: float) -> float:
+        return top_pad + plot_h * (1.0 - min(max(v, 0.0), 1.0))
+
+    marks: list[str] = []
+    path: list[str] = []
+    segments: list[list[str]] = []
+    for n, point in enumerate(points):
+        x = left + (n * step if len(points) > 1 else plot_w / 2)
+        if point is None:
+            if path:
+                segments.append(path)
+            path = []
+            continue
+        run, mean, low, high = point
+        path.append(f"{x:.1f},{y(mean):.1f}")
+        marks.append(
+            f'<line x1="{x:.1f}" y1="{y(low):.1f}" x2="{x:.1f}" y2="{y(high):.1f}" stroke="{BAR_RGB}" stroke-opacity=".45" '
+            f'stroke-width="3"/><circle class="point" cx="{x:.1f}" cy="{y(mean):.1f}" r="2.5" fill="{BAR_RGB}" '
+            f'data-mean="{mean:.6f}" data-low="{low:.6f}" data-high="{high:.6f}"><title>{escape(label)}, {escape(run)}: '
+            f"{mean:.3f} (95% interval {low:.3f} to {high:.3f})</title></circle>"
+        )
+    if path:
+        segments.append(path)
+    lines = "".join(
+        f'<polyline points="{" ".join(s)}" fill="none" stroke="{BAR_RGB}" stroke-width="1.2"/>' for s in segments if len(s) > 1
+    )
+    base = top_pad + plot_h
+    first = escape(points[0][0]) if points and points[0] else ""
+    last = escape(points[-1][0]) if points and points[-1] else ""
+    return (
+        f'<svg class="curve" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(label)}">'
+        f'<line x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" stroke="{AXIS_RGB}"/>'
+        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base}" stroke="{AXIS_RGB}"/>'
+        f'<line x1="{left}" y1="{y(0.5):.1f}" x2="{width - right}" y2="{y(0.5):.1f}" stroke="#eee"/>'
+        f'<text x="{left - 3}" y="{top_pad + 8}" font-size="10" text-anchor="end">1</text>'
+        f'<text x="{left - 3}" y="{y(0.5) + 3:.1f}" font-size="10" text-anchor="end">0.5</text>'
+        f'<text x="{left - 3}" y="{base}" font-size="10" text-anchor="end">0</text>'
+        f'<text x="{left}" y="{height - 2}" font-size="9">{first[:14]}</text>'
+        f'<text x="{width - right}" y="{height - 2}" font-size="9" text-anchor="end">{last[:14]}</text>'
+        + lines
+        + "".join(marks)
+        + "</svg>"
+    )
+
+
+def share_svg(ones: int, total: int, *, label: str, width: int = 230, height: int = 40) -> str:
+    """A 0/1 component as one bar: the share of rows at 1 (``data-ones``, ``data-total``), the count beside it."""
+    share = ones / total if total else 0.0
+    plot_w = width - 4
+    return (
+        f'<svg class="share" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(label)}: {100 * share:.1f}% at 1" data-ones="{ones}" data-total="{total}">'
+        f"<title>{escape(label)}: {ones} of {total} rows at 1 ({100 * share:.1f}%), {total - ones} at 0</title>"
+        f'<rect x="2" y="4" width="{plot_w}" height="14" fill="#eee"/>'
+        f'<rect x="2" y="4" width="{plot_w * share:.1f}" height="14" fill="{BAR_RGB}"/>'
+        f'<text x="2" y="32" font-size="11">{100 * share:.0f}% at 1 ({ones} of {total})</text>'
+        "</svg>"
+    )
