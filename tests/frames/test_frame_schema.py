@@ -96,3 +96,12 @@ def test_schema_command_takes_the_frame() -> None:
         plain.stdout
         == run_cli("schema", "--answer-type", "integer", "--annotation-type", "point", "--prediction-frame", "pixel").stdout
     )
+
+
+def test_the_bounds_are_checked_by_schema_problems() -> None:
+    from trace_tasks.family import schema_problems
+
+    schema = response_json_schema(answer_type="integer", annotation_type="bbox", prediction_frame="rel1000")
+    assert schema_problems({"answer": 1, "annotation": [100, 200, 300, 400]}, schema) == []
+    assert schema_problems({"answer": 1, "annotation": [100, 200, 1200, 400]}, schema)
+    assert schema_problems({"answer": 1, "annotation": [100.5, 200, 300, 400]}, schema)
