@@ -142,3 +142,22 @@ def test_final_only_without_the_tag_option_warns(tmp_path: Path, capsys: pytest.
     options["format_accept_answer_tag"] = True
     score_files(RunSettings(input=str(path), output=str(tmp_path / "o.jsonl"), summary=str(tmp_path / "s.json"), options=options))
     assert "--format-accept-answer-tag" not in capsys.readouterr().err
+
+
+def test_the_report_failure_table_counts_each_kind(tmp_path: Path) -> None:
+    from tests.cli.helpers import run_cli
+
+    path, rows = _dataset(tmp_path)
+    scores, html = tmp_path / "scores.jsonl", tmp_path / "report.html"
+    score_files(RunSettings(input=str(path), output=str(scores), quiet=True))
+    done = run_cli("report", str(scores), "--instances", str(path), "--no-audit", "-o", str(html))
+    assert done.returncode == 0, done.stderr
+    text = html.read_text()
+    failures = text[text.index('id="failures"') : text.index("</ul>", text.index('id="failures"'))]
+    for kind in ("rel1000", "rel1", "xywh", "resized", "rel1000_yx", "think"):
+        count = sum(kind in _diagnoses(inst, response) for _, inst, response in rows)
+        assert f">mismatch {kind}</th>" in failures and f"<b>mismatch {kind}</b>:" in failures
+        assert f'data-count="{count}"' in failures
+    # Without --instances there is no trail to count from: no mismatch column.
+    run_cli("report", str(scores), "-o", str(html))
+    assert "mismatch" not in html.read_text()[html.read_text().index('id="failures"') :].split("</table>")[0]

@@ -113,3 +113,17 @@ def written_json(trail: Trail) -> dict[str, Any]:
         return {}
     written = None if trail.written_prediction is UNPARSED else trail.written_prediction
     return {"prediction_frame": opts.prediction_frame, "written_prediction": written}
+
+
+def kind_meaning(kind: str) -> str:
+    """A mismatch kind's definition (the report's failure-table legend)."""
+    if kind == THINK:
+        return "the scored object was recovered from inside <think>...</think>, not from the text after it"
+    if kind == ANSWER_TAG_IGNORED:
+        return "final_only read a final <answer> block whose tags the format refused (format 0; --format-accept-answer-tag)"
+    flag = _flag(kind)
+    return (
+        f"the prediction read as {reading_words(kind)} would score at least 0.25 more annotation reward than it earned"
+        + (f" ({flag} declares it)" if flag else "")
+        + "; never scored"
+    )

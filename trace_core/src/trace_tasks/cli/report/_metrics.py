@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.cli.report._data import ALL
 from trace_tasks.runs import (
     METRICS_KEY,
     MISMATCHES_KEY,
@@ -41,6 +42,8 @@ class RunMetrics:
     overall: Mapping[str, float]
     rescored: int
     disagreeing: int
+    #: Per type (and ``all``): the re-scored rows of each mismatch kind (``trace_tasks.scoring.row_mismatches``).
+    mismatches: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
 
 
 def run_metrics(by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], instances: str, responses: str | None) -> RunMetrics:
@@ -57,7 +60,9 @@ def run_metrics(by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], instances:
                 disagreeing, rescored = _score(joined_slots(read_lines(rfh, responses), index), by_line, summary)
     data = summary.to_dict()
     by_type = {name: totals.get("metrics", {}) for name, totals in data["by_annotation_type"].items()}
-    return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing)
+    mismatches = {name: summary.mismatches.kinds(name) for name in summary.mismatches.by_type}
+    mismatches[ALL] = summary.mismatches.overall()
+    return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing, mismatches)
 
 
 def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], summary: Summary) -> tuple[int, int]:
