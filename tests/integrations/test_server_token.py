@@ -329,3 +329,28 @@ def test_bad_limits_and_tokens_are_one_line_and_exit_2(
 )  # fmt: skip
 def test_loopback_hosts(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_allowed_host_flags_reach_the_workers(fake_uvicorn: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A tokenless server on the network called as http://rm-node:PORT gets 403 until the name is allowed.
+    argv = ["serve", "--host", "0.0.0.0", "--port", "0", "--insecure-no-token"]
+    assert main([*argv, "--allowed-host", "rm-node", "--allowed-host", "rm-node.cluster"]) == 0
+    config = json.loads(os.environ[CONFIG_ENV])
+    assert config["allowed_hosts"] == ["rm-node", "rm-node.cluster"]
+    app = server_module.app_from_env()  # what each uvicorn worker builds
+    for host, status in [("rm-node:5000", 200), ("rm-node.cluster", 200), ("other-node:5000", 403)]:
+        assert _health_status(app, host) == status, host
+    monkeypatch.setenv(server_module.ALLOWED_HOSTS_ENV, "gpu-7")
+    assert main(argv) == 0  # without the flag the workers read the environment variable
+    assert "allowed_hosts" not in json.loads(os.environ[CONFIG_ENV])
+    assert _health_status(server_module.app_from_env(), "gpu-7:5000") == 200
+    assert main([*argv, "--allowed-host", ""]) == 2  # an empty name is a mistake, said before starting
+
+
+def _health_status(app: Any, host: str) -> int:
+    async def go() -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://10.0.0.5:5000") as http:
+            return (await http.get("/health", headers={"host": host})).status_code
+
+    return asyncio.run(go())

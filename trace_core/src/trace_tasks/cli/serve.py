@@ -1,9 +1,10 @@
-"""``trace-tasks serve``: the OpenRLHF remote reward protocol over HTTP.
+"""``trace-tasks serve``: the OpenRLHF remote reward protocol (and NeMo Gym's ``/verify``) over HTTP.
 
 Binds to 127.0.0.1 unless told otherwise. With ``--token`` (or
 ``TRACE_TASKS_SERVER_TOKEN``) every request but ``GET /health`` must carry the
 shared secret; a ``--host`` other machines can reach needs one, or an explicit
-``--insecure-no-token``. FastAPI and uvicorn are imported only when the command
+``--insecure-no-token``; without a token a request's ``Host`` must name the
+address listened on or an ``--allowed-host`` name. FastAPI and uvicorn are imported only when the command
 runs (``pip install 'trace-core[server]'``).
 """
 
@@ -23,6 +24,7 @@ from trace_tasks.cli._options import add_scoring_options, scoring_options
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand to the ``trace-tasks`` parser."""
     from trace_tasks.integrations.server import (
+        ALLOWED_HOSTS_ENV,
         DEFAULT_BODY_TIMEOUT_SECONDS,
         DEFAULT_HEADER_TIMEOUT_SECONDS,
         DEFAULT_MAX_CLIENT_UPLOADS,
@@ -32,10 +34,10 @@ def register(subparsers: Any) -> None:
 
     parser = subparsers.add_parser(
         "serve",
-        help="serve rewards over HTTP (OpenRLHF --remote_rm_url protocol)",
+        help="serve rewards over HTTP (OpenRLHF --remote_rm_url protocol, NeMo Gym /verify)",
         description=(
             "Serve POST /get_reward ({query, prompts, labels} -> {rewards, scores, extra_logs}) and "
-            "GET /health with FastAPI and uvicorn. Labels are trace instances (JSON strings or objects), "
+            "POST /verify (NeMo Gym's resources-server protocol) and GET /health with FastAPI and uvicorn. Labels are trace instances (JSON strings or objects), "
             "validated before scoring: a batch with an invalid label gets 422 listing every problem. "
             f"A --host other machines can reach needs --token or {TOKEN_ENV} (or --insecure-no-token). "
             "Needs: pip install 'trace-core[server]'."
@@ -71,6 +73,15 @@ def register(subparsers: Any) -> None:
         "--insecure-no-token",
         action="store_true",
         help="serve a --host other machines can reach without a token: anyone who can connect gets rewards scored",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a host name clients call the server by (http://NAME:PORT), besides the address it listens on; "
+        "repeatable, '*' for any. Without a token any other Host gets 403 (it guards against DNS rebinding); "
+        f"with a token, Host is checked only when this is given. Default ${ALLOWED_HOSTS_ENV} (comma-separated)",
     )
     parser.add_argument(
         "--body-timeout",
@@ -158,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
             "token": token,
             **options,
         }
+        if args.allowed_host is not None:
+            config["allowed_hosts"] = args.allowed_host
         try:
             create_app(**config)  # fail here, with a message, rather than inside every worker
         except OptionError as exc:

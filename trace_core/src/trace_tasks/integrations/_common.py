@@ -142,7 +142,7 @@ def to_plain(value: Any, _depth: int = 0) -> Any:
     return value
 
 
-def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str, Any]:
+def load_instance(ground_truth: Any, *, where: str = "ground truth", decoded: bool = False) -> dict[str, Any]:
     """The instance mapping of a trainer row: a mapping, or a JSON string (or bytes) of one.
 
     Fields stored as their own JSON strings (one dataset column per field) are
@@ -150,7 +150,9 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
     :class:`~trace_tasks.errors.RecordError` (a ``ValueError``, with ``where``
     in the message) when the row is not an instance at all: this is the
     dataset's fault, never the model's. Whether the instance can be scored
-    is :func:`compile_ground_truth`'s business.
+    is :func:`compile_ground_truth`'s business. ``decoded``: the caller decoded
+    ``ground_truth`` from JSON itself (the reward server's request body), so it
+    holds no numpy values and is not copied.
     """
     if isinstance(ground_truth, (bytes, bytearray)):
         ground_truth = ground_truth.decode("utf-8", errors="replace")
@@ -173,7 +175,7 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth") -> dict[str
         value = ground_truth.get(name)
         if isinstance(value, str):
             value = load_instance_field(value, name=name, where=where)
-        elif not from_json:  # JSON holds no numpy values: skip the copy
+        elif not (from_json or decoded):  # JSON holds no numpy values: skip the copy
             value = to_plain(value)
         instance[name] = value
     for name in REQUIRED_FIELDS:
@@ -197,6 +199,8 @@ def load_instance_field(value: str, *, name: str, where: str) -> Any:
 
 
 _Compiled = tuple[CompiledInstance, dict[str, Any]]
+#: What :func:`compile_ground_truth` returns: the compiled instance and the row's other scorer inputs.
+CompiledEntry = _Compiled
 #: Rows already compiled, by their raw value (the ground truth's JSON string, or
 #: the tuple of a row's JSON-string columns): a rollout of a known row skips
 #: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
@@ -229,7 +233,7 @@ def _raw_cost(key: Hashable) -> int:
     return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * size
 
 
-def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _Compiled:
+def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", decoded: bool = False) -> _Compiled:
     """The compiled instance of a trainer row, and the row's other scorer inputs.
 
     Validates through the strict path (cached by content in
@@ -241,6 +245,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
     ``ValueError``, for either). The second value holds the inputs that are
     not part of the instance (``image_sizes``), to pass to
     :meth:`~trace_tasks.data.CompiledInstance.score`; treat it as read-only.
+    ``decoded``: as for :func:`load_instance`.
     """
     key = _raw_key(ground_truth)
     if key is not None:
@@ -254,7 +259,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth") -> _
             if hit is not None:
                 _raw.move_to_end(key)
                 return hit
-    instance = load_instance(ground_truth, where=where)
+    instance = load_instance(ground_truth, where=where, decoded=decoded)
     fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
     compiled = INSTANCE_CACHE.compile(fields, record=where)
     log_warnings(compiled, where)

@@ -71,6 +71,7 @@ from trace_tasks.integrations._common import (
     ON_INVALID,
     REFUSED_KEY,
     SPECIAL_TOKENS,
+    CompiledEntry,
     compile_ground_truth,
     log_error,
     logged_keys,
@@ -88,6 +89,7 @@ __all__ = [
     "extract_response",
     "make_reward_func",
     "reward_func",
+    "score_compiled",
     "score_queries",
 ]
 
@@ -184,6 +186,26 @@ def score_queries(
     keys = logged_keys(log_keys, options)
     prompts = _check_lengths(queries, prompts, labels)
     entries = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
+    for i, query in enumerate(queries):
+        response_text(query, where=position(i, "queries"), name="a query")
+    return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
+
+
+def score_compiled(
+    queries: Sequence[Any],
+    prompts: Sequence[Any] | None,
+    entries: Sequence[CompiledEntry],
+    options: Mapping[str, Any] | None = None,
+    *,
+    log_keys: str = "all",
+) -> dict[str, Any]:
+    """:func:`score_queries` with labels already compiled (one :func:`compile_ground_truth` entry a query).
+
+    The reward server validates every label before scoring any and hands its
+    entries here, so no label is compiled (or linted) twice.
+    """
+    keys = logged_keys(log_keys, options)
+    prompts = _check_lengths(queries, prompts, entries)
     for i, query in enumerate(queries):
         response_text(query, where=position(i, "queries"), name="a query")
     return _score_entries(queries, prompts, entries, options, keys, refused_key=False)

@@ -1,4 +1,4 @@
-"""OpenRLHF's remote reward protocol over HTTP (needs ``pip install 'trace-core[server]'``).
+"""OpenRLHF's remote reward protocol and NeMo Gym's ``/verify`` over HTTP (needs ``pip install 'trace-core[server]'``).
 
 ``trace-tasks serve`` runs :func:`create_app` under uvicorn, with
 :class:`RequestHeadTimeout` as its HTTP protocol.
@@ -6,6 +6,10 @@
 * ``POST /get_reward`` with ``{"query": [...], "prompts": [...], "labels": [...]}``
   answers ``{"rewards": [...], "scores": [...], "extra_logs": {key: [...]}}``
   (see :mod:`trace_tasks.integrations.openrlhf`).
+* ``POST /verify`` answers NeMo Gym's resources-server protocol (``nemo-gym``
+  0.7.0): a ``BaseVerifyRequest`` whose row fields hold the trace instance in, a
+  ``BaseMultiRewardVerifyResponse`` (``reward``, ``reward_components``) out
+  (:func:`verify_body`), under the same bounds, token and refusals.
 * ``GET /health`` answers ``{"status": "ok", "version": ..., "build": "pure" | "compiled", "annotation_types": [...]}``.
 
 The body is hostile input, and so is the connection (:class:`BodyLimit`), and
@@ -57,14 +61,22 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote_plus
 
-from trace_tasks.data import InstanceCache, InstanceError
+from trace_tasks.data import InstanceError
 from trace_tasks.errors import MissingFamilyError, OptionError, TraceTasksError
-from trace_tasks.integrations import _common
-from trace_tasks.integrations._common import load_instance, log_error, logged_keys, require, scorer_options
-from trace_tasks.integrations.openrlhf import score_queries
+from trace_tasks.integrations._common import (
+    CompiledEntry,
+    compile_ground_truth,
+    load_instance,
+    log_error,
+    logged_keys,
+    require,
+    scorer_options,
+)
+from trace_tasks.integrations.openrlhf import score_compiled
 from trace_tasks.plugins import get_registry
 
 __all__ = [
@@ -76,6 +88,8 @@ __all__ = [
     "DEFAULT_MAX_INFLIGHT_BYTES",
     "DEFAULT_MAX_REQUEST_BYTES",
     "DEFAULT_MAX_WAIT_SECONDS",
+    "INSTANCE_ROW_FIELDS",
+    "NEMO_GYM_RELEASE",
     "RETRY_AFTER_SECONDS",
     "TOKEN_ENV",
     "BodyLimit",
@@ -84,8 +98,10 @@ __all__ = [
     "app_from_env",
     "check_token",
     "create_app",
+    "output_text",
     "strip_token",
     "validate_labels",
+    "verify_body",
 ]
 
 log = logging.getLogger(__name__)
@@ -634,10 +650,6 @@ def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | Non
     return queries, prompts, labels
 
 
-#: The instance fields of a label that are validated (``image_sizes`` is a scorer input, not an instance field).
-LABEL_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "metadata")
-
-
 class InvalidLabels(TraceTasksError, ValueError):
     """Labels that cannot be scored honestly; ``errors`` holds ``(label index, InstanceError)`` pairs."""
 
@@ -656,49 +668,114 @@ class InvalidLabels(TraceTasksError, ValueError):
         }
 
 
-def _label_cache() -> InstanceCache:
-    # The adapters' shared cache when there is one, so scoring finds the labels compiled here.
-    cache = getattr(_common, "INSTANCE_CACHE", None)
-    return cache if isinstance(cache, InstanceCache) else _OWN_CACHE
+def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None) -> list[CompiledEntry]:
+    """Validate every label before scoring any; their compiled entries, for scoring.
 
-
-_OWN_CACHE = InstanceCache(maxsize=4096)
-
-
-def validate_labels(labels: list[Any]) -> None:
-    """Validate every label before scoring any.
-
-    Raises :class:`~trace_tasks.errors.RecordError` (a ``ValueError``) for a
-    label that is no instance at all (not JSON, a required field missing),
+    Each label is compiled once (strictly, through the adapters' cache by
+    content; a raw JSON label met before is not even parsed again) and its
+    entry handed to scoring, which compiles nothing. Raises
+    :class:`~trace_tasks.errors.RecordError` (a ``ValueError``) for a label
+    that is no instance at all (not JSON, a required field missing),
     :class:`MissingFamilyError` for a type whose official family is not
-    installed or is disabled (a deployment error), and
-    :class:`InvalidLabels` listing every problem of every invalid label.
+    installed or is disabled (a deployment error), and :class:`InvalidLabels`
+    listing every problem of every invalid label. ``names``: what the errors
+    call each label (default ``labels[i]``).
     """
-    registry = get_registry()
-    cache = _label_cache()
     errors: list[tuple[int, InstanceError]] = []
+    entries: list[CompiledEntry] = []
     for i, label in enumerate(labels):
-        where = f"labels[{i}]"
-        instance = load_instance(label, where=where)
-        fields = {name: instance.get(name) for name in LABEL_FIELDS if instance.get(name) is not None}
-        annotation = fields.get("annotation_gt")
-        name = annotation.get("type") if isinstance(annotation, Mapping) else None
-        missing = registry.missing_family(name.strip()) if isinstance(name, str) else None
-        if missing is not None:
-            raise missing
+        record = names[i] if names is not None else f"labels[{i}]"
         try:
-            cache.compile(fields, record=where)
+            # decoded: every label comes out of the request body's json.loads (no numpy value to copy out).
+            entries.append(compile_ground_truth(label, where=record, decoded=True))
         except InstanceError as exc:
+            _raise_missing_family(label, record)
             errors.append((i, exc))
     if errors:
         raise InvalidLabels(errors)
+    return entries
+
+
+def _raise_missing_family(label: Any, record: str) -> None:
+    """Raise :class:`MissingFamilyError` when ``label``'s type belongs to an official family not installed (or disabled)."""
+    annotation = load_instance(label, where=record).get("annotation_gt")
+    name = annotation.get("type") if isinstance(annotation, Mapping) else None
+    missing = get_registry().missing_family(name.strip()) if isinstance(name, str) else None
+    if missing is not None:
+        raise missing
 
 
 def _validate_and_score(
     queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any], log_keys: str
 ) -> Any:
-    validate_labels(labels)
-    return score_queries(queries, prompts, labels, options, log_keys=log_keys)
+    entries = validate_labels(labels)
+    return score_compiled(queries, prompts, entries, options, log_keys=log_keys)
+
+
+#: The NeMo Gym release whose ``/verify`` models this server answers.
+NEMO_GYM_RELEASE = "0.7.0"
+#: A NeMo Gym row's own fields that make its trace instance (beside ``responses_create_params``).
+INSTANCE_ROW_FIELDS: tuple[str, ...] = ("answer_gt", "annotation_gt", "reward_contract", "image_size", "image_sizes", "metadata")
+#: What the refusals of ``/verify`` call the instance.
+VERIFY_RECORD = "the row's trace instance"
+#: ``BaseRunRequest.capture_rollout_id``'s alias: excluded when NeMo Gym dumps a verify response.
+_ROLLOUT_ID_ALIAS = "_ng_rollout_id"
+
+
+def output_text(response: Mapping[str, Any]) -> str:
+    """The text of a Responses API ``response``: its message items' ``output_text`` parts, joined.
+
+    What NeMo Gym's text verifiers read (``resources_servers/equivalence_rule/app.py``
+    l.76-83 at 0.7.0; the ``openai`` ``Response.output_text`` property).
+    Reasoning items and tool calls are not read; anything malformed in the
+    model's output is skipped (hostile input never raises).
+    """
+    parts: list[str] = []
+    output = response.get("output")
+    for item in output if isinstance(output, list) else ():
+        if not isinstance(item, Mapping) or item.get("type") != "message":
+            continue
+        content = item.get("content")
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, Mapping) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+    return "".join(parts)
+
+
+def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any], log_keys: str) -> dict[str, Any]:
+    """NeMo Gym's ``/verify``: a ``BaseVerifyRequest`` in, a ``BaseMultiRewardVerifyResponse`` out.
+
+    The request is NeMo Gym's row as its agent posts it: ``responses_create_params``,
+    the model's ``response`` and the row's own fields, among them the trace
+    instance's (:data:`INSTANCE_ROW_FIELDS`). The answer echoes the request
+    (less ``_ng_rollout_id``, as NeMo Gym's own ``model_dump`` does) with
+    ``reward`` (``overall``, clipped to [0, 1]), ``reward_components`` (the
+    logged keys), each component also as a top-level number unless the row has
+    a field of that name (NeMo Gym's metrics read top-level numbers only), and
+    the defaults ``mask_sample``/``failure_kind``/``failure_reason``. Raises
+    :class:`~trace_tasks.errors.OptionError` for a request of the wrong shape and
+    what :func:`validate_labels` raises for a broken instance.
+    """
+    if not isinstance(payload.get("responses_create_params"), Mapping):
+        raise OptionError('"responses_create_params" must be an object (NeMo Gym\'s BaseRunRequest)')
+    response = payload.get("response")
+    if not isinstance(response, Mapping) or not isinstance(response.get("output"), list):
+        raise OptionError('"response" must be a Responses API response with an "output" list (NeMo Gym\'s BaseVerifyRequest)')
+    keys = logged_keys(log_keys, options)
+    label = {name: payload[name] for name in INSTANCE_ROW_FIELDS if name in payload}
+    [(compiled, inputs)] = validate_labels([label], names=[VERIFY_RECORD])
+    result = compiled.score(output_text(response), **inputs, **options)
+    components = {key: float(result.get(key, 0.0)) for key in keys}
+    answer = {name: value for name, value in payload.items() if name != _ROLLOUT_ID_ALIAS}
+    answer.update({key: value for key, value in components.items() if key not in payload})
+    answer.update(
+        reward=min(max(float(result.get("overall", 0.0)), 0.0), 1.0),
+        reward_components=components,
+        mask_sample=False,
+        failure_kind=None,
+        failure_reason=None,
+    )
+    return answer
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -790,30 +867,46 @@ def create_app(
             "annotation_types": sorted(registry.annotation_types),
         }
 
-    @app.post("/get_reward")
-    @app.post("/get_reward/")
-    async def get_reward(request: Request) -> Any:
+    async def answer(request: Request, shape: str, work: Callable[[dict[str, Any]], Any]) -> Any:
+        """Parse the body, run ``work`` on it in a worker thread, and map refusals to their status (one policy for every endpoint)."""
         body = await request.body()
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             return JSONResponse({"detail": f"request body is not valid JSON: {exc}"}, status_code=400)
         if not isinstance(payload, dict):
-            return JSONResponse({"detail": "request body must be a JSON object with query, prompts, labels"}, status_code=422)
+            return JSONResponse({"detail": f"request body must be a JSON object with {shape}"}, status_code=422)
         try:
-            queries, prompts, labels = _check_lists(payload)
-            return await run_in_threadpool(_validate_and_score, queries, prompts, labels, picked, log_keys)
+            return await run_in_threadpool(work, payload)
         except MissingFamilyError as exc:
             log_error(log, "trace_tasks serve: %s", exc)
             return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
         except InvalidLabels as exc:
-            log_error(log, "trace_tasks serve: 422, a request with broken trace instances in its labels: %s", _preview(str(exc)))
+            log_error(log, "trace_tasks serve: 422, a request with broken trace instances: %s", _preview(str(exc)))
             return JSONResponse(exc.body(), status_code=422)
         except (ValueError, TypeError) as exc:
             return JSONResponse({"detail": str(exc)}, status_code=422)
         except Exception as exc:  # a bug of ours must not take the server down
             log.exception("trace_tasks serve: unexpected error")
             return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+
+    def get_reward_work(payload: dict[str, Any]) -> Any:
+        queries, prompts, labels = _check_lists(payload)
+        return _validate_and_score(queries, prompts, labels, picked, log_keys)
+
+    @app.post("/get_reward")
+    @app.post("/get_reward/")
+    async def get_reward(request: Request) -> Any:
+        return await answer(request, "query, prompts, labels", get_reward_work)
+
+    @app.post("/verify")
+    @app.post("/verify/")
+    async def verify(request: Request) -> Any:
+        return await answer(
+            request,
+            "responses_create_params, response and the trace instance's fields",
+            partial(verify_body, options=picked, log_keys=log_keys),
+        )
 
     return BodyLimit(
         app,

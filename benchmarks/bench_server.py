@@ -1,0 +1,152 @@
+"""The reward server's work per row against a plain ``score_trace_response`` call, in instructions.
+
+Run from the repository root under callgrind (load-independent), every mode in one process::
+
+    OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --instr-atstart=no \\
+        --callgrind-out-file=/tmp/bench_server/cg.out \\
+        .venv/bin/python benchmarks/bench_server.py --callgrind /tmp/bench_server/cg.out
+
+(run the interpreter itself: valgrind does not follow ``uv run`` into its child.)
+The rows are seeded (benchmarks/workload.py, mode ``answer_and_annotation``, each
+row its own label: distinct labels, so no cache helps). Three warm-up rows of
+every annotation type go through every mode first, uninstrumented (plugins
+loaded, scipy's solver imported). Then for each mode callgrind's counters are
+zeroed, the rows scored, and the counts dumped (``CALLGRIND_ZERO_STATS`` /
+``CALLGRIND_DUMP_STATS_AT`` through a three-function helper built with the
+C compiler against valgrind's ``callgrind.h``); the script reads each dump's
+``totals`` and prints instructions per row:
+
+* ``plain``: ``score_trace_response(**row)`` for each row;
+* ``server``: what ``POST /get_reward`` runs in its worker thread for each row,
+  one row a request as OpenRLHF 0.11.2 sends them (``_validate_and_score``:
+  every label validated, then scored);
+* ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``).
+
+The HTTP layer (uvicorn, FastAPI, ``BodyLimit``) is not counted: it does not
+depend on the label. Without ``--callgrind`` the script prints wall-clock
+microseconds per row, for a quick look only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workload import ANNOTATION_TYPES, make_item  # type: ignore[import-not-found]
+
+from trace_tasks import score_trace_response
+from trace_tasks.integrations import server
+
+MODE = "answer_and_annotation"
+PROMPT = "<|im_start|>user\nFind the objects.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def make_rows(count: int, seed: int = 20261204) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    return [make_item(rng, ANNOTATION_TYPES[i % len(ANNOTATION_TYPES)], MODE) for i in range(count)]
+
+
+def label_of(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key not in ("response", "trace_reward_mode")}
+
+
+def run_plain(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        score_trace_response(**row)
+
+
+def run_server(rows: list[dict[str, Any]]) -> None:
+    options = {"trace_reward_mode": MODE}
+    for row in rows:
+        server._validate_and_score([PROMPT + row["response"]], [PROMPT], [label_of(row)], options, "charted")
+
+
+def run_verify(rows: list[dict[str, Any]]) -> None:
+    options = {"trace_reward_mode": MODE}
+    for row in rows:
+        body = {
+            "responses_create_params": {"input": [{"role": "user", "content": "Find the objects."}]},
+            "response": {"output": [{"type": "message", "content": [{"type": "output_text", "text": row["response"]}]}]},
+            **label_of(row),
+        }
+        server.verify_body(json.loads(json.dumps(body)), options, "charted")
+
+
+RUNS = {"plain": run_plain, "server": run_server, "verify": run_verify}
+
+
+CALLGRIND_HELPER = """
+#include <valgrind/callgrind.h>
+void bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void bench_zero(void) { CALLGRIND_ZERO_STATS; }
+void bench_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+
+
+def callgrind_helper(folder: Path) -> ctypes.CDLL:
+    """The client requests of valgrind's ``callgrind.h`` as C functions (they are inline assembly: no Python binding)."""
+    source, library = folder / "helper.c", folder / "helper.so"
+    source.write_text(CALLGRIND_HELPER)
+    compiler = os.environ.get("CC", "cc")
+    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return ctypes.CDLL(str(library))
+
+
+def dumped_totals(out_file: str, count: int) -> list[int]:
+    """The ``totals:`` (or ``summary:``) line of each of the last ``count`` dumps beside ``out_file``."""
+    folder = Path(out_file).parent
+    dumps = sorted(folder.glob(Path(out_file).name + ".*"), key=lambda path: int(path.suffix[1:]))[-count:]
+    totals = []
+    for dump in dumps:
+        lines = dump.read_text().splitlines()
+        line = next(line for line in lines if line.startswith(("totals:", "summary:")))
+        totals.append(int(line.split()[1]))
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=120)
+    parser.add_argument("--modes", nargs="+", choices=list(RUNS), default=list(RUNS))
+    parser.add_argument(
+        "--callgrind",
+        metavar="OUT_FILE",
+        help="count instructions: valgrind's --callgrind-out-file (under valgrind --tool=callgrind --instr-atstart=no)",
+    )
+    args = parser.parse_args()
+    # Three warm-up rows of every annotation type: the first large set imports scipy's solver.
+    warm = make_rows(3 * len(ANNOTATION_TYPES), seed=1)
+    rows = make_rows(args.rows)
+    runs = {mode: RUNS[mode] for mode in args.modes if mode != "verify" or hasattr(server, "verify_body")}
+    for run in runs.values():
+        run(warm)
+    if not args.callgrind:
+        for mode, run in runs.items():
+            start = time.perf_counter()
+            run(rows)
+            print(f"{mode}: {(time.perf_counter() - start) / len(rows) * 1e6:.0f} us per row (wall clock)")
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        helper = callgrind_helper(Path(folder))
+        helper.bench_start()
+        for mode, run in runs.items():
+            helper.bench_zero()
+            run(rows)
+            helper.bench_dump(mode.encode())
+    for mode, total in zip(runs, dumped_totals(args.callgrind, len(runs)), strict=True):
+        print(f"{mode}: {total / len(rows):,.0f} instructions per row ({total:,} for {len(rows)} rows)")
+
+
+if __name__ == "__main__":
+    main()
