@@ -92,12 +92,15 @@ def test_a_truncated_gzip_input_says_reading_failed_and_keeps_the_output(tmp_pat
 # --- inputs and outputs that cannot be opened: exit 2 ----------------------------------------------
 
 
-def test_a_directory_as_input_is_a_usage_error_like_a_missing_file_for_validate(tmp_path: Path) -> None:
-    for path in (tmp_path, tmp_path / "missing.jsonl"):
-        proc = run_cli("validate", str(path))
-        assert proc.returncode == 2
-        reason = "Is a directory" if path == tmp_path else "No such file or directory"
-        assert _one_line(proc.stderr) == f"trace-tasks validate: error: cannot open {path}: {reason}"
+def test_an_empty_directory_as_input_is_a_usage_error_like_a_missing_file_for_validate(tmp_path: Path) -> None:
+    # validate takes what score takes: a directory of shards; one holding none is a usage error
+    proc = run_cli("validate", str(tmp_path))
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr).startswith(f"trace-tasks validate: error: directory {tmp_path} holds no input files")
+    missing = tmp_path / "missing.jsonl"
+    proc = run_cli("validate", str(missing))
+    assert proc.returncode == 2
+    assert _one_line(proc.stderr) == f"trace-tasks validate: error: cannot open {missing}: No such file or directory"
 
 
 def test_score_reads_a_directory_and_refuses_an_empty_one_or_a_missing_file(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def _surrogate_file(tmp_path: Path) -> Path:
         [
             _with_response(instance("before")),
             _with_response(instance(SURROGATE_ID)),
-            _with_response({**instance("key"), "extra\ud801": 1}),  # the converter's message quotes the key
+            _with_response({**instance("key"), "extra\ud801": 1}),  # no instance field: ignored, named escaped in a warning
             _with_response(instance("after")),
         ],
     )
@@ -89,7 +89,7 @@ def _check_surrogate_rows(rows: list[dict[str, Any]]) -> None:
     assert rows[0]["overall"] == rows[3]["overall"] == 1.0
     assert rows[1]["id"] == SURROGATE_ID  # written escaped, read back exactly
     assert rows[1]["error"].startswith("line 2: invalid instance: $.id: holds a lone surrogate ('\\ud800' at character 3)")
-    assert "extra\ud801" in rows[2]["error"]
+    assert rows[2]["overall"] == 1.0 and "error" not in rows[2]  # its column that is no instance field is ignored
 
 
 def test_score_to_a_file_writes_every_line_escaped(tmp_path: Path) -> None:
@@ -98,7 +98,9 @@ def test_score_to_a_file_writes_every_line_escaped(tmp_path: Path) -> None:
     no_traceback(proc)
     assert proc.returncode == 1
     _check_surrogate_rows(strict_lines(out))
-    assert strict_loads((tmp_path / "s.json").read_text(encoding="utf-8"))["errors"] == 2
+    summary = strict_loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert summary["errors"] == 1 and summary["ignored_columns"] == ["extra\ud801"]
+    assert b"ignored 1 input column that is no instance field: extra\\ud801" in proc.stderr
 
 
 def test_score_to_stdout_writes_every_line_escaped(tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_score_to_stdout_writes_every_line_escaped(tmp_path: Path) -> None:
     no_traceback(proc)
     assert proc.returncode == 1
     _check_surrogate_rows(strict_lines(proc.stdout))
-    assert b"4 lines: 2 scored, 2 failed" in proc.stderr  # the summary table, after every line
+    assert b"4 lines: 3 scored, 1 failed" in proc.stderr  # the summary table, after every line
 
 
 def test_score_joined_layout_escapes_response_ids(tmp_path: Path) -> None:

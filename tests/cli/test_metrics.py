@@ -17,6 +17,19 @@ import pytest
 from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, instance, run_cli, write_lines
 from trace_tasks.runs._summary import Summary
 
+#: The group statistics under ``metrics`` (overall, and per type with groups).
+GROUP_KEYS = (
+    "groups",
+    "zero_variance_groups_share",
+    "pass@k",
+    "group_std_mean",
+    "majority@k",
+    "majority_groups",
+    "zero_variance_all_wrong_answer",
+    "zero_variance_all_unparsed",
+    "zero_variance_identical_other",
+)
+
 
 def _iou(a: list[float], b: list[float]) -> float:
     w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
@@ -172,7 +185,9 @@ def test_scores_are_the_same_with_metrics(tmp_path: Path) -> None:
     assert plain.stdout == with_metrics.stdout and plain.returncode == with_metrics.returncode == 0
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["overall"]["metrics"]["groups"] == 36  # 3 responses per instance, one after another
-    assert set(summary["by_annotation_type"]["bbox"]["metrics"]) == {"acc@iou0.5", "acc@iou0.75", "answer_accuracy"}
+    field = {"acc@iou0.5", "acc@iou0.75", "answer_accuracy"}
+    assert set(summary["by_annotation_type"]["bbox"]["metrics"]) == field | set(GROUP_KEYS)  # bbox has groups too
+    assert set(summary["by_annotation_type"]["bbox"]["metrics_stderr"]) == field
 
 
 def test_no_metrics_leaves_them_out(tmp_path: Path) -> None:
@@ -204,7 +219,13 @@ def test_summary_merge_is_exact_and_pickles() -> None:
     merged = pickle.loads(pickle.dumps(first))
     merged.merge(pickle.loads(pickle.dumps(second)))
     assert merged.to_dict() == whole.to_dict()
-    assert whole.to_dict()["overall"]["metrics"] == {"answer_accuracy": 1.0, "groups": 3, "zero_variance_groups_share": 2 / 3}
+    metrics = whole.to_dict()["overall"]["metrics"]
+    assert {key: metrics[key] for key in ("answer_accuracy", "groups", "zero_variance_groups_share", "pass@k")} == {
+        "answer_accuracy": 1.0,
+        "groups": 3,
+        "zero_variance_groups_share": 2 / 3,
+        "pass@k": 1.0,  # every row has answer_accuracy 1
+    }
     assert whole.to_dict() == whole.to_dict()  # reading closes nothing
 
 

@@ -35,7 +35,11 @@ def _reference(instance: dict[str, Any], response: str, **options: Any) -> dict[
     return score_trace_response(response=response, **{k: instance[k] for k in FIELDS if k in instance}, **options)
 
 
-@pytest.mark.parametrize("case", BROKEN, ids=lambda case: case.name)
+#: A combined line's column that is no instance field is no part of the instance: ignored, named in a warning.
+IGNORED_IN_COMBINED = "unknown-field"
+
+
+@pytest.mark.parametrize("case", [c for c in BROKEN if c.name != IGNORED_IN_COMBINED], ids=lambda case: case.name)
 def test_one_file_layout_error_line_names_the_problem(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = good_instance()
     path = _write(
@@ -51,6 +55,18 @@ def test_one_file_layout_error_line_names_the_problem(case: Case, tmp_path: Path
     assert "overall" not in rows[1]
     assert {k: v for k, v in rows[0].items() if k not in ("id", "line")} == _reference(good, GOOD_RESPONSE)
     assert {k: v for k, v in rows[2].items() if k not in ("id", "line")} == _reference(good, "2")
+
+
+def test_one_file_layout_ignores_a_column_that_is_no_instance_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = next(c for c in BROKEN if c.name == IGNORED_IN_COMBINED)
+    path = _write(tmp_path / "combined.jsonl", [{**case.instance(), "response": GOOD_RESPONSE}] * 2)
+    assert main(["score", str(path), "-q"]) == 0
+    captured = capsys.readouterr()
+    rows = _rows(captured.out)
+    assert [{k: v for k, v in row.items() if k not in ("id", "line")} for row in rows] == [
+        _reference(good_instance(), GOOD_RESPONSE)
+    ] * 2
+    assert captured.err.count("warning: ignored 1 input column") == 1 and "extra_field" in captured.err  # once per run
 
 
 @pytest.mark.parametrize("case", BROKEN, ids=lambda case: case.name)

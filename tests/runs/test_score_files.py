@@ -125,7 +125,7 @@ def _rows_of_whole(tmp_path: Path, shards: Path) -> list[dict[str, Any]]:
         (RunSettings(input=STDIO, responses=STDIO), "only one of INPUT and --responses"),
         (RunSettings(input=str(COMBINED), summary=STDIO), "would both go to standard output"),
         (RunSettings(input=str(COMBINED), address="ray://x:1"), "add --engine ray"),
-        (RunSettings(input=str(COMBINED), keep=("kind",), output="o.parquet"), "only JSON Lines outputs hold"),
+        (RunSettings(input=str(COMBINED), keep=("kind",), engine="ray"), "not supported by --engine ray"),
     ],
 )
 def test_settings_no_engine_can_run_are_refused_before_anything_is_read(settings: RunSettings, words: str) -> None:

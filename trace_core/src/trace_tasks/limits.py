@@ -95,6 +95,13 @@ MAX_TARGET_ASSIGNMENT_CELLS = 4_000_000
 #: at load 3.6, 0.15 s at load 4.9).
 MAX_TARGET_ASSIGNMENT_WORK = 200_000_000
 
+#: Paired differences kept per cell (type, group, reward column) for a baseline's bootstrap interval
+#: (``report --baseline``): a seeded reservoir; the mean and standard error use every difference.
+MAX_BOOTSTRAP_DIFFERENCES = 5_000
+
+#: Distinct predicted answers kept per GRPO group for ``majority@k``; a group with more has no comparable answers.
+MAX_GROUP_ANSWERS = 256
+
 #: Longest physical line (in bytes, without its terminator) the command-line readers
 #: hold: ``score``, ``validate``, ``audit``, ``report`` and ``explain`` inputs. A longer
 #: line is read past in chunks, never held, and becomes an error row naming this bound

@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "instances", metavar="INSTANCES", help="instances (.jsonl, .jsonl.gz, or '-'); a 'response' field is ignored"
+        "instances",
+        metavar="INSTANCES",
+        help="instances (.jsonl, .jsonl.gz, or '-'); a combined line is read as score reads it (its 'response' ignored)",
     )
     parser.add_argument(
         "--threshold",
@@ -47,6 +49,15 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_THRESHOLD,
         metavar="T",
         help="flag an image-blind policy whose mean overall is >= T (default %(default)s)",
+    )
+    parser.add_argument(
+        "--group-by",
+        metavar="COLUMN",
+        default=None,
+        help=(
+            "audit per value of COLUMN (a field, or a dotted path such as metadata.task): the majority answer and "
+            "the tables per value and type; a COLUMN found on no line is an error naming it"
+        ),
     )
     parser.add_argument(
         "--json",
@@ -79,7 +90,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     with open_outputs(args.json) as (json_out,):
         with open_source(args.instances) as source:
-            instances = load(read_lines(source.stream, source.name), source.name)
+            instances = load(read_lines(source.stream, source.name), source.name, args.group_by)
+        if args.group_by is not None and not instances.group_found and (instances.compiled or instances.problems):
+            print(
+                f"trace-tasks audit: error: --group-by {args.group_by}: found on no line of {instances.source} "
+                "(a field, or a dotted path such as metadata.task)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         for problem in instances.problems:
             print(f"trace-tasks audit: instances: {problem}", file=sys.stderr)
         if instances.problems:
@@ -88,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 "those instances are left out of the audit, and the exit code will be 1",
                 file=sys.stderr,
             )
-        result = audit(instances.compiled, options, args.threshold)
+        result = audit(instances.compiled, options, args.threshold, instances.labels or None)
         shown: IO[str] = sys.stderr if args.json == STDIO else sys.stdout
         if instances.repeated:
             print(f"{instances.repeated} line(s) repeating an id seen before (a combined file) left out", file=shown)

@@ -64,7 +64,7 @@ from trace_tasks.cli._views.sections import (
 )
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
-from trace_tasks.runs import dumps, open_binary, read_lines
+from trace_tasks.runs import STDIO, dumps, find_shards, instance_part, open_binary, open_lines, read_lines
 from trace_tasks.scoring import UNPARSED, canonical_text, options_from, row_mismatches
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
@@ -82,11 +82,23 @@ def register(subparsers: Any) -> None:
             "the response is --response, or the line's own 'response' field."
         ),
     )
-    parser.add_argument("--instance", required=True, metavar="FILE", help="instance file (.jsonl, .jsonl.gz, '-')")
+    parser.add_argument(
+        "--instance",
+        required=True,
+        metavar="FILE",
+        help="instance file, or a combined score input (.jsonl, .jsonl.gz, .parquet, '-'): as score's INPUT",
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--line", type=int, metavar="N", help="1-based line number of the instance")
     where.add_argument("--id", metavar="ID", help="id of the instance")
     parser.add_argument("--response", metavar="TEXT|@FILE", help="the response text, or @FILE to read it (@- for stdin)")
+    parser.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="a column of the user's that is no instance field (as score --keep): left out of the instance (repeatable)",
+    )
     parser.add_argument(
         "--png",
         metavar="FILE",
@@ -110,14 +122,24 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _find_row(path: str, line_no: int | None, row_id: str | None) -> tuple[int, Any]:
+    shards = [] if path == STDIO else find_shards(path)
+    if len(shards) > 1:
+        raise LookupError(f"{path} names {len(shards)} files: give --instance one of them")
+    if shards and shards[0].format == "parquet":
+        with open_lines(shards[0]) as (lines, _):
+            return _pick(lines, path, line_no, row_id)
     with open_binary(path) as fh:
-        for line in read_lines(fh):
-            if line_no is not None and line.number == line_no:
-                if line.error is not None:
-                    raise LookupError(line.error)
-                return line.number, line.value
-            if row_id is not None and isinstance(line.value, Mapping) and line.value.get("id") == row_id:
-                return line.number, line.value
+        return _pick(read_lines(fh), path, line_no, row_id)
+
+
+def _pick(lines: Any, path: str, line_no: int | None, row_id: str | None) -> tuple[int, Any]:
+    for line in lines:
+        if line_no is not None and line.number == line_no:
+            if line.error is not None:
+                raise LookupError(line.error)
+            return line.number, line.value
+        if row_id is not None and isinstance(line.value, Mapping) and line.value.get("id") == row_id:
+            return line.number, line.value
     raise LookupError(f"no line {line_no} in {path}" if line_no is not None else f"no instance with id {row_id!r} in {path}")
 
 
@@ -168,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
         response, notes = _read_response(args.response, row)
     except (LookupError, OSError) as exc:
         return _fail(str(exc))
-    data = {k: v for k, v in row.items() if k != "response"}
+    keep = tuple(c.strip() for value in args.keep for c in value.split(",") if c.strip())
+    data, _ = instance_part(row, keep)  # a combined line's other columns are no part of the instance, as in score
+    data.pop("response", None)
     try:
         compiled = compile_instance(data, record=f"{args.instance}:{number}")
     except InstanceError as exc:  # what validate refuses is not explained: its reward would mislead

@@ -32,7 +32,21 @@ from trace_tasks.cli._views.explanation import escape_surrogates
 from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
 from trace_tasks.plugins import get_registry
-from trace_tasks.runs import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STDIO, InputFailed, dumps, open_binary, read_lines
+from trace_tasks.runs import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    MISSING,
+    STDIO,
+    InputFailed,
+    column_value,
+    dumps,
+    find_shards,
+    instance_part,
+    open_binary,
+    open_lines,
+    read_lines,
+)
 from trace_tasks.scoring import resolve_frame
 
 EXIT_PROBLEMS = EXIT_FAILED
@@ -43,15 +57,24 @@ def register(subparsers: Any) -> None:
         "validate",
         help="check instance files (structure, contracts, families, coordinates; warnings on the authoring rules)",
         description=(
-            "Check instance files (.jsonl, .jsonl.gz, or '-' for stdin): record structure, reward-contract rules, "
+            "Check instance files (.jsonl, .jsonl.gz, .parquet, a directory or a glob of them, or '-' for stdin): "
+            "record structure, reward-contract rules, "
             "installed families, target annotations that parse, unique ids, and coordinates inside the image "
             "frame when image_size is given; then warn, by rule id, on the annotation contract's authoring rules "
             "(normalised coordinates, duplicate items, counts that disagree with their set, one-item sets, one-key "
-            "maps, missing image sizes and image files, ...). A 'response' field (combined score input) is ignored. "
+            "maps, missing image sizes and image files, ...). A combined score input is accepted as score accepts it: "
+            "a line with a 'response' is checked as the instance it holds (its other columns are ignored, named in a note). "
             "Exit code 1 when any problem is found (with --strict, any warning too)."
         ),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="instance files to check")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="instance files to check (as score's INPUT)")
+    parser.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="a column of the user's that is no instance field (as score --keep): not checked (repeatable; a,b names two)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the final count")
     parser.add_argument("--strict", action="store_true", help="warnings count as problems (exit code 1)")
     parser.add_argument(
@@ -63,7 +86,8 @@ def register(subparsers: Any) -> None:
         default=None,
         help=(
             "group rules (count-mismatch, single-item-set, ...) compare instances with the same value of FIELD "
-            "(a top-level field, or a dotted path such as metadata.task) besides the same answer and annotation types"
+            "(a top-level field, or a dotted path such as metadata.task) besides the same answer and annotation types; "
+            "a FIELD found on no line is a problem naming it"
         ),
     )
     add_scoring_options(parser, only=("prediction_frame",))  # an instance scored in a frame needs its image size
@@ -121,43 +145,93 @@ class Tally:
 
 
 def file_findings(
-    path: str, tally: Tally, notes: dict[str, str] | None = None, group_by: str | None = None, prediction_frame: str = "pixel"
+    path: str,
+    tally: Tally,
+    notes: dict[str, str] | None = None,
+    group_by: str | None = None,
+    keep: tuple[str, ...] = (),
+    lines: Iterator[Any] | None = None,
+    prediction_frame: str = "pixel",
 ) -> Iterator[Finding]:
     """Every problem and warning of one instance file, in order (the group rules' warnings last).
 
     ``tally.lines`` counts the lines read; ``notes`` collects, per annotation
     type, why its image frame could not be checked (and the lint's own notes).
+    ``keep``: the user's columns, not checked; ``lines``: the file's lines when
+    already opened (a Parquet shard), else ``path`` is read as JSON Lines.
     """
+    if lines is None:
+        with open_binary(path) as fh:
+            read = read_lines(fh, "<stdin>" if path == STDIO else path)
+            yield from _findings(path, read, tally, notes, group_by, keep, prediction_frame)
+    else:
+        yield from _findings(path, lines, tally, notes, group_by, keep, prediction_frame)
+
+
+def _findings(
+    path: str,
+    lines: Iterator[Any],
+    tally: Tally,
+    notes: dict[str, str] | None,
+    group_by: str | None,
+    keep: tuple[str, ...],
+    prediction_frame: str = "pixel",
+) -> Iterator[Finding]:
     seen_ids: dict[str, int] = {}
     image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
     lint = DatasetLint(group_by=group_by, image_dir=image_dir, prediction_frame=prediction_frame)
-    with open_binary(path) as fh:
-        for line in read_lines(fh, "<stdin>" if path == STDIO else path):
-            tally.lines += 1
-            if line.error is not None:
-                yield Finding(line.number, Problem("$", line.error.split(": ", 1)[1]))
-                continue
-            data = line.value
-            combined = isinstance(data, Mapping) and "response" in data
-            if combined:  # a score input line: the instance plus its response
-                data = {k: v for k, v in data.items() if k != "response"}
-            report = lint.add(data, line.number)
-            for problem in (*report.problems, *frame_problems(report, notes)):
-                yield Finding(line.number, problem)
-            row_id = data.get("id") if isinstance(data, Mapping) else None
-            # Ids must be unique in an instance file; a combined file repeats them per response.
-            if isinstance(row_id, str) and not combined:
-                if row_id in seen_ids:
-                    yield Finding(line.number, Problem("$.id", f"duplicate id {row_id!r} (first on line {seen_ids[row_id]})"))
-                else:
-                    seen_ids[row_id] = line.number
-            for warning in report.warnings:
-                yield Finding(line.number, warning=warning)
+    ignored: set[str] = set()
+    group_found = group_by is None
+    for line in lines:
+        tally.lines += 1
+        if line.error is not None:
+            yield Finding(line.number, Problem("$", line.error.split(": ", 1)[1]))
+            continue
+        data = line.value
+        combined = isinstance(data, Mapping) and "response" in data
+        if isinstance(data, Mapping):  # a score input line: the instance it holds (as score reads it)
+            data, left_out = instance_part(data, keep)
+            ignored.update(left_out)
+            group_found = group_found or column_value(line.value, group_by or "") is not MISSING
+        report = lint.add(data, line.number)
+        for problem in (*report.problems, *frame_problems(report, notes)):
+            yield Finding(line.number, problem)
+        row_id = data.get("id") if isinstance(data, Mapping) else None
+        # Ids must be unique in an instance file; a combined file repeats them per response.
+        if isinstance(row_id, str) and not combined:
+            if row_id in seen_ids:
+                yield Finding(line.number, Problem("$.id", f"duplicate id {row_id!r} (first on line {seen_ids[row_id]})"))
+            else:
+                seen_ids[row_id] = line.number
+        for warning in report.warnings:
+            yield Finding(line.number, warning=warning)
     for warning in lint.finish():
         yield Finding(warning.line, warning=warning)
+    if not group_found and tally.lines:
+        yield Finding(
+            None, Problem("$", f"--group-by {group_by}: found on no line (a field, or a dotted path such as metadata.task)")
+        )
     if notes is not None:
         for note in lint.notes:
             notes.setdefault(f"lint: {note}", note)
+        if ignored:
+            names = ", ".join(sorted(ignored))
+            notes.setdefault(
+                f"ignored: {path}",
+                f"{path}: the combined lines' columns that are no instance field were not checked: {names} "
+                "(score ignores them too, or keeps them with --keep)",
+            )
+
+
+def _keep(values: list[str]) -> tuple[str, ...]:
+    return tuple(column.strip() for value in values for column in value.split(",") if column.strip())
+
+
+def _shards(path: str) -> list[tuple[str, Any]]:
+    """The files a FILE argument names, as score's INPUT does: ``(name, None)`` for JSON Lines, a shard for Parquet."""
+    if path == STDIO:
+        return [(path, None)]
+    return [(shard.path, shard if shard.format == "parquet" else None) for shard in find_shards(path)]
 
 
 def _text(name: str, finding: Finding) -> str:
@@ -203,13 +277,23 @@ def run(args: argparse.Namespace) -> int:
     tally = Tally()
     notes: dict[str, str] = {}
     as_json = args.json
-    for path in args.files:
+    keep = _keep(getattr(args, "keep", []))
+    paths = [found for path in args.files for found in _shards(path)]
+    for path, shard in paths:
         name = "<stdin>" if path == STDIO else path
         try:
-            for finding in file_findings(path, tally, notes, args.group_by, args.prediction_frame):
-                tally.add(finding)
-                if not args.quiet:
-                    print(_json(name, finding) if as_json else _text(name, finding))
+            if shard is None:
+                findings = file_findings(path, tally, notes, args.group_by, keep, None, args.prediction_frame)
+                for finding in findings:
+                    tally.add(finding)
+                    if not args.quiet:
+                        print(_json(name, finding) if as_json else _text(name, finding))
+            else:
+                with open_lines(shard) as (lines, _):
+                    for finding in file_findings(path, tally, notes, args.group_by, keep, lines, args.prediction_frame):
+                        tally.add(finding)
+                        if not args.quiet:
+                            print(_json(name, finding) if as_json else _text(name, finding))
         except InputFailed as exc:  # part-way through (a truncated .gz): a problem of this file; go on with the next
             tally.problems += 1
             tally.problem_lines += 1
@@ -224,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for note in notes.values():
             print(dumps({"kind": "note", "message": note}) if as_json else escape_surrogates(f"note: {note}"))
-    files = len(args.files)
+    files = len(paths)
     failed = tally.problems > 0 or (args.strict and tally.warning_count > 0)
     if as_json:
         print(

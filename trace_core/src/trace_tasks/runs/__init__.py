@@ -46,15 +46,19 @@ from trace_tasks.runs._failure_kinds import (
     no_json,
 )
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
-from trace_tasks.runs._metrics import METRICS_KEY, score_compiled_with_metrics
+from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY, score_compiled_with_metrics
 from trace_tasks.runs._mismatches import MISMATCHES_KEY, MismatchCounts
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
-from trace_tasks.runs._rows import InstanceIndex, combined_slots, joined_slots
+from trace_tasks.runs._rows import MISSING, InstanceIndex, column_value, combined_slots, instance_part, joined_slots
 from trace_tasks.runs._run import score_files
 from trace_tasks.runs._settings import ENGINES, RunResult, RunSettings
+from trace_tasks.runs._shards import find_shards, open_lines
+from trace_tasks.runs._stats import GroupStats, Moments, PairedDiffs
 from trace_tasks.runs._summary import Summary, group_name
 
 __all__ = [
+    # rows, their scores and the summary (a row's predicted answer rides under this key)
+    "ANSWER_KEY",
     # the run
     "ENGINES",
     # how a run (or a command) ends: exit statuses and the events behind them
@@ -69,6 +73,7 @@ __all__ = [
     # rows, their scores and the summary
     "METRICS_KEY",
     "MISMATCHES_KEY",
+    "MISSING",
     "NOT_AN_OBJECT",
     "NOT_AN_OBJECT_MEANING",
     "NO_JSON",
@@ -78,30 +83,37 @@ __all__ = [
     "STDIO",
     "CannotOpen",
     "EngineError",
+    "GroupStats",
     "InputFailed",
     "InstanceIndex",
     "Line",
     "MismatchCounts",
+    "Moments",
     "OutputClosed",
     "OutputFailed",
     "OutputLocked",
+    "PairedDiffs",
     "RunResult",
     "RunSettings",
     "Summary",
     "Terminated",
     "UsageError",
     "check_distinct_files",
+    "column_value",
     "combined_slots",
     "counts_text",
     "describe",
     "dumps",
     "file_warnings",
     "final_block_not_an_object",
+    "find_shards",
     "group_name",
     "guard",
+    "instance_part",
     "joined_slots",
     "no_json",
     "open_binary",
+    "open_lines",
     "open_outputs",
     "open_source",
     "read_lines",

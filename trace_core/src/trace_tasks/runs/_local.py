@@ -37,7 +37,7 @@ def run(plan: Plan, settings: RunSettings, summary: Summary) -> Scored:
     with worker_pool(options, settings.workers or 1, settings.wants_metrics) as pool:
         index = None
         for number, job in enumerate(plan.jobs):
-            with _open_job_output(job) as out:
+            with _open_job_output(job, keep) as out:
                 if number == 0 and settings.responses is not None:
                     index = _load_index(settings.input, plan.instances)
                     instance_problems = index.problems
@@ -65,11 +65,11 @@ def _load_index(spec: str, shards: tuple[Shard, ...] | None) -> InstanceIndex:
 
 
 @contextlib.contextmanager
-def _open_job_output(job: Job) -> Iterator[JsonlOutput | ParquetOutput]:
+def _open_job_output(job: Job, columns: tuple[str, ...] = ()) -> Iterator[JsonlOutput | ParquetOutput]:
     if job.output == STDIO:
         yield JsonlOutput(guard(sys.stdout, "standard output"))
         return
-    with open_shard_output(job.output, job.format) as out:
+    with open_shard_output(job.output, job.format, columns) as out:
         yield out
 
 

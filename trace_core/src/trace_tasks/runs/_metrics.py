@@ -10,6 +10,7 @@ so the row's mismatch kinds ride beside them under
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,23 @@ from trace_tasks.scoring import ScoringOptions, Trail, options_from, prepare_tar
 
 #: Where a row's metrics ride beside its scores between the scorer and the summary (never written).
 METRICS_KEY = "\x00metrics"
+#: Where a row's predicted answer rides, as JSON (``None``: no answer), for ``majority@k`` (never written).
+ANSWER_KEY = "\x00answer"
+
+
+def answer_text(trail: Trail) -> str | None:
+    """The predicted answer as comparable text (sorted-key JSON of the final object's ``answer``).
+
+    ``None`` when the final object has no ``answer`` (the scorer then reads the
+    whole text as the answer: not something two rollouts share) or it is no JSON value.
+    """
+    payload = trail.extraction.payload if trail.extraction is not None else None
+    if payload is None or payload.get("answer") is None:
+        return None
+    try:
+        return json.dumps(trail.predicted_answer, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
 
 
 def score_compiled_with_metrics(work: Any, opts: ScoringOptions) -> dict[str, Any]:
@@ -31,6 +49,7 @@ def score_compiled_with_metrics(work: Any, opts: ScoringOptions) -> dict[str, An
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}
     scores[METRICS_KEY] = row_metrics(trail, scores, shape_of(work.compiled.annotation_type))
+    scores[ANSWER_KEY] = answer_text(trail)
     scores[MISMATCHES_KEY] = row_record(trail)
     return scores
 
@@ -55,6 +74,7 @@ def score_batch_with_metrics(items: list[Mapping[str, Any]], **options: Any) -> 
             results.append({"error": f"{type(exc).__name__}: {exc}"})
             continue
         scores[METRICS_KEY] = row_metrics(trail, scores, shape_of(target.type_name))
+        scores[ANSWER_KEY] = answer_text(trail)
         scores[MISMATCHES_KEY] = row_record(trail)
         results.append(scores)
     return results

@@ -23,7 +23,7 @@ import attrs
 
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
 from trace_tasks.runs._jsonl import Line
-from trace_tasks.runs._metrics import METRICS_KEY
+from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY
 from trace_tasks.runs._mismatches import MISMATCHES_KEY
 from trace_tasks.runs._summary import Summary
 
@@ -44,6 +44,10 @@ class Slot:
     compiled: CompiledInstance | None = None
     #: The input's columns kept in the output row (``score --keep``), under ``"extra"``; ``None``: none asked for.
     extra: dict[str, Any] | None = None
+    #: The kept columns this line (or its instance) has: a column found on no line is an error of the run.
+    found: tuple[str, ...] = ()
+    #: The columns of a combined line that are no instance field and not kept: ignored, named in one warning.
+    ignored: tuple[str, ...] = ()
 
 
 def build(data: Mapping[str, Any], cache: InstanceCache, record: str | None = None) -> CompiledInstance | InstanceError:
@@ -70,34 +74,93 @@ def _response_problem(data: Mapping[str, Any]) -> str:
     return f"$.response: must be a string (the decoded model output), got {type(data['response']).__name__}"
 
 
-def _slot(line: int, instance: CompiledInstance, response: str, row_id: Any, extra: dict[str, Any] | None = None) -> Slot:
+def _slot(
+    line: int,
+    instance: CompiledInstance,
+    response: str,
+    row_id: Any,
+    extra: dict[str, Any] | None = None,
+    found: tuple[str, ...] = (),
+) -> Slot:
     item = {"response": response, **instance.scoring_kwargs()}
-    return Slot(line, row_id, item, instance.annotation_type, compiled=instance, extra=extra)
+    return Slot(line, row_id, item, instance.annotation_type, compiled=instance, extra=extra, found=found)
 
 
 #: The fields of an instance: a kept column of that name stays in the instance too (``--keep metadata``).
 _INSTANCE_KEYS = frozenset(field.name for field in attrs.fields(TrainInstance))
 
 
-def kept_columns(data: Any, keep: tuple[str, ...]) -> dict[str, Any] | None:
-    """The ``keep`` columns of an input row (``None`` for one it lacks, or a row that is no object); ``None`` when none are kept."""
-    if not keep:
-        return None
+def instance_part(data: Mapping[str, Any], keep: tuple[str, ...] = ()) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The instance an input line holds, and the columns left out of it (``score``, ``validate``, ``explain`` alike).
+
+    A combined line (it has a ``response``) is its instance fields: every other
+    column is left out (a trainer dump's ``step``; the kept ones are the
+    user's, the others ignored with a warning). A line of an instances file
+    loses only the ``keep`` columns that are no instance field: any other
+    unknown field stays, for validation to name it.
+    """
+    if "response" in data:
+        return {k: v for k, v in data.items() if k in _INSTANCE_KEYS}, tuple(
+            k for k in data if k not in _INSTANCE_KEYS and k != "response" and k not in keep
+        )
+    dropped = frozenset(keep) - _INSTANCE_KEYS
+    return {k: v for k, v in data.items() if k not in dropped}, ()
+
+
+#: What :func:`column_value` returns for a column a row does not have.
+MISSING: Any = object()
+
+
+def column_value(data: Any, column: str) -> Any:
+    """The value of ``column`` in a row: a key of that name, else a dotted path (``metadata.task``); :data:`MISSING` when absent."""
     if not isinstance(data, Mapping):
-        return dict.fromkeys(keep)
-    return {column: data.get(column) for column in keep}
+        return MISSING
+    if column in data:
+        return data[column]
+    if "." not in column:
+        return MISSING
+    node: Any = data
+    for step in column.split("."):
+        if not isinstance(node, Mapping) or step not in node:
+            return MISSING
+        node = node[step]
+    return node
+
+
+def kept_columns(data: Any, keep: tuple[str, ...], instance: Any = None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """The ``keep`` columns of an input row, and those found; ``(None, ())`` when none are kept.
+
+    A column (a key or a dotted path) is read from the row, or, when the row
+    lacks it, from ``instance`` (the joined instance's data); ``None`` where neither has it.
+    """
+    if not keep:
+        return None, ()
+    values: dict[str, Any] = {}
+    found: list[str] = []
+    for column in keep:
+        value = column_value(data, column)
+        if value is MISSING and instance is not None:
+            value = column_value(instance, column)
+        if value is MISSING:
+            values[column] = None
+        else:
+            values[column] = value
+            found.append(column)
+    return values, tuple(found)
 
 
 def combined_slots(lines: Iterable[Line], cache: InstanceCache | None = None, keep: tuple[str, ...] = ()) -> Iterator[Slot]:
     """Slots for lines that each hold an instance and its ``response`` (instances compiled through ``cache``).
 
-    ``keep`` names columns carried to the output row; one that is no instance
-    field is taken off the line before validation (it is the user's, not an unknown field).
+    The instance is the line's instance fields; its other columns (a trainer
+    dump's ``step``, ``uid``, ``data_source``) are no part of it: kept under
+    ``extra`` when ``keep`` names them, else ignored and listed in the slot's
+    ``ignored`` (the run names them in one warning).
     """
     cache = cache if cache is not None else InstanceCache()
-    dropped = frozenset(keep) - _INSTANCE_KEYS | {"response"}
+    kept = frozenset(keep)
     for line in lines:
-        extra = kept_columns(line.value, keep)
+        extra, found = kept_columns(line.value, keep)
         if line.error is not None:
             yield Slot(line.number, None, error=line.error, extra=extra)
             continue
@@ -113,13 +176,21 @@ def combined_slots(lines: Iterable[Line], cache: InstanceCache | None = None, ke
             continue
         response = _response(data)
         if response is None:
-            yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}", extra=extra)
+            yield Slot(line.number, row_id, error=f"line {line.number}: {_response_problem(data)}", extra=extra, found=found)
             continue
-        instance = build({k: v for k, v in data.items() if k not in dropped}, cache)
+        fields = {k: v for k, v in data.items() if k in _INSTANCE_KEYS}
+        ignored = (
+            ()
+            if len(fields) + 1 == len(data)
+            else tuple(k for k in data if k not in _INSTANCE_KEYS and k != "response" and k not in kept)
+        )
+        instance = build(fields, cache)
         if isinstance(instance, InstanceError):
-            yield Slot(line.number, row_id, error=f"line {line.number}: {instance.message}", extra=extra)
+            message = f"line {line.number}: {instance.message}"
+            yield Slot(line.number, row_id, error=message, extra=extra, found=found, ignored=ignored)
             continue
-        yield _slot(line.number, instance, response, row_id, extra)
+        slot = _slot(line.number, instance, response, row_id, extra, found)
+        yield attrs.evolve(slot, ignored=ignored) if ignored else slot
 
 
 @attrs.define
@@ -190,13 +261,19 @@ class InstanceIndex:
 
 
 def joined_slots(lines: Iterable[Line], index: InstanceIndex, keep: tuple[str, ...] = ()) -> Iterator[Slot]:
-    """Slots for response lines, each joined by ``id`` to an instance of ``index`` (``keep``: columns of the response line carried to the output row)."""
+    """Slots for response lines, each joined by ``id`` to an instance of ``index``.
+
+    ``keep``: columns carried to the output row, read from the response line or, when it lacks one, its instance.
+    """
     for line in lines:
-        extra = kept_columns(line.value, keep)
+        data = line.value
+        key = data.get("id") if isinstance(data, Mapping) else None
+        entry = index.by_id.get(key) if isinstance(key, str) else None
+        joined = entry[2].data if entry is not None and isinstance(entry[2], CompiledInstance) else None
+        extra, found = kept_columns(data, keep, joined)
         if line.error is not None:
             yield Slot(line.number, None, error=line.error, extra=extra)
             continue
-        data = line.value
         n = line.number
         if not isinstance(data, Mapping):
             yield Slot(
@@ -208,20 +285,21 @@ def joined_slots(lines: Iterable[Line], index: InstanceIndex, keep: tuple[str, .
         if not isinstance(row_id, str):
             yield Slot(n, row_id, error=f"line {n}: $.id: a response needs the string id of its instance", extra=extra)
         elif response is None:
-            yield Slot(n, row_id, error=f"line {n}: {_response_problem(data)}", extra=extra)
-        elif row_id not in index.by_id:
+            yield Slot(n, row_id, error=f"line {n}: {_response_problem(data)}", extra=extra, found=found)
+        elif entry is None:
             yield Slot(n, row_id, error=f"line {n}: no instance with id {row_id!r} in {index.source}", extra=extra)
         else:
-            instance_source, instance_line, instance = index.by_id[row_id]
+            instance_source, instance_line, instance = entry
             if isinstance(instance, str):
                 yield Slot(
                     n,
                     row_id,
                     error=f"line {n}: instance {row_id!r} ({instance_source} line {instance_line}) is invalid: {instance}",
                     extra=extra,
+                    found=found,
                 )
             else:
-                yield _slot(n, instance, response, row_id, extra)
+                yield _slot(n, instance, response, row_id, extra, found)
 
 
 def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -> dict[str, Any]:
@@ -233,18 +311,24 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     """
     head = {"id": slot.id, "line": slot.line}
     tail = {} if slot.extra is None else {"extra": slot.extra}
+    if slot.found:
+        summary.found_columns.update(slot.found)
+    if slot.ignored:
+        summary.ignored_columns.update(slot.ignored)
     if slot.error is not None:
-        summary.add_error()
+        summary.add_error(slot.error)
         return {**head, "error": slot.error, **tail}
     assert scores is not None
     if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
-        summary.add_error()
-        return {**head, "error": f"line {slot.line}: {scores['error']}", **tail}
+        message = f"line {slot.line}: {scores['error']}"
+        summary.add_error(message)
+        return {**head, "error": message, **tail}
     metrics = scores.pop(METRICS_KEY, None)
     mismatches = scores.pop(MISMATCHES_KEY, None)
+    answer = scores.pop(ANSWER_KEY, None)
     summary.add_scores(slot.annotation_type, scores)
     if metrics is not None:
-        summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics)
+        summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics, scores, answer)
     if mismatches is not None:
         summary.mismatches.add(slot.annotation_type, mismatches)
     if summary.group_by is not None and slot.extra is not None:

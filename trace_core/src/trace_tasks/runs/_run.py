@@ -9,6 +9,7 @@ prints the summary table, writes ``summary`` and decides the exit status.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Mapping
 from typing import IO, Any
@@ -16,9 +17,10 @@ from typing import IO, Any
 from trace_tasks.runs import _data_warnings, _local
 from trace_tasks.runs._engine import EngineError
 from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, UsageError
+from trace_tasks.runs._failure_hints import failure_note
 from trace_tasks.runs._jsonl import dumps
 from trace_tasks.runs._output import STDIO, open_outputs
-from trace_tasks.runs._plan import Plan, make_plan, output_format, report_resumed
+from trace_tasks.runs._plan import Plan, make_plan, report_resumed
 from trace_tasks.runs._settings import RunResult, RunSettings
 from trace_tasks.runs._shards import PARQUET
 from trace_tasks.runs._summary import Summary
@@ -42,18 +44,43 @@ def score_files(settings: RunSettings) -> RunResult:
     """
     options_from(settings.options)  # an OptionError names a bad one before any input is read
     _check(settings)
-    with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
-        return _run(settings, make_plan(settings, held))
+    created = _missing_directories(settings.output)
+    try:
+        with contextlib.ExitStack() as held:  # the outputs' lock, held until the run ends (a second run is refused)
+            return _run(settings, make_plan(settings, held))
+    except UsageError:
+        _remove_empty(created)  # a refused run leaves no directory behind
+        raise
+
+
+def _missing_directories(output: str | None) -> list[str]:
+    """The directories a sharded run's ``output`` would create (itself and missing parents), deepest first."""
+    if output is None or output == STDIO:
+        return []
+    missing = []
+    path = os.path.abspath(output)
+    while path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def _remove_empty(directories: list[str]) -> None:
+    """Remove the directories this run created, deepest first, as long as they are empty."""
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
 
 
 def _run(settings: RunSettings, plan: Plan) -> RunResult:
     """The planned run: the engine, then the table, the summary file and the exit status, once for every engine."""
     if settings.output_columns != "all" and (settings.engine == "ray" or any(job.format == PARQUET for job in plan.jobs)):
         raise UsageError("--columns stable is for JSON Lines outputs of the local engine (Parquet has a fixed schema)")
-    if settings.columns and any(job.format == PARQUET for job in plan.jobs):
-        raise UsageError(
-            "--keep and --group-by carry columns under 'extra', which Parquet outputs do not hold: the shards are Parquet"
-        )
     if settings.engine == "ray":
         from trace_tasks.runs import _ray
 
@@ -76,12 +103,13 @@ def _run(settings: RunSettings, plan: Plan) -> RunResult:
             print(summary.table(), file=sys.stderr)
             for line in summary.mismatches.warnings(settings.options):
                 print(line, file=sys.stderr)
+        missing = _report_columns(summary, settings)
         if warnings is not None:
             warnings.finish()
         counts = None if warnings is None else warnings.counts
         if summary_out is not None:
             write_summary(summary_out, summary, scored.instance_problems, settings.options, plan, counts)
-    status = EXIT_FAILED if summary.errors or scored.instance_problems else EXIT_OK
+    status = EXIT_FAILED if summary.errors or scored.instance_problems or missing else EXIT_OK
     return RunResult(
         exit_status=status,
         summary=summary.to_dict(),
@@ -92,6 +120,42 @@ def _run(settings: RunSettings, plan: Plan) -> RunResult:
         outputs=tuple(job.output for job in plan.jobs),
         skipped=plan.skipped,
     )
+
+
+def _report_columns(summary: Summary, settings: RunSettings) -> list[str]:
+    """On stderr (even with ``quiet``: they are findings, not progress): the ignored columns, the kept
+    columns found on no line, and, when most lines failed, the most common error and its likely fix.
+
+    Returns the kept columns found on no line (an error of the run: exit status 1).
+    """
+    ignored = sorted(summary.ignored_columns)
+    if ignored:
+        names = ", ".join(_printable(name) for name in ignored)
+        print(
+            f"warning: ignored {len(ignored)} input column{'s' if len(ignored) > 1 else ''} that "
+            f"{'are' if len(ignored) > 1 else 'is'} no instance field: {names} "
+            f"(carry {'them' if len(ignored) > 1 else 'it'} to the output rows with --keep "
+            f"{','.join(_printable(name) for name in ignored)})",
+            file=sys.stderr,
+        )
+    missing = [column for column in settings.columns if column not in summary.found_columns] if summary.lines else []
+    for column in missing:
+        flag = "--group-by" if column == settings.group_by else "--keep"
+        where = "its instance" if settings.responses is not None else "the instance it holds"
+        print(
+            f"error: {flag} {_printable(column)}: found on no line nor {where} (a column name, or a dotted path "
+            f"such as metadata.task); its value is null in every output row",
+            file=sys.stderr,
+        )
+    note = failure_note(summary.error_kinds, summary.lines, summary.errors, settings.responses is not None)
+    if note is not None:
+        print(note, file=sys.stderr)
+    return missing
+
+
+def _printable(name: str) -> str:
+    """A column name as text any stream can write (a lone surrogate as its escape)."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _check(settings: RunSettings) -> None:
@@ -105,10 +169,6 @@ def _check(settings: RunSettings) -> None:
     columns = settings.columns
     if columns and settings.engine == "ray":
         raise UsageError("--keep and --group-by are not supported by --engine ray yet: use --engine local")
-    if columns and settings.output is not None and output_format(settings.output) == PARQUET:
-        raise UsageError(
-            "--keep and --group-by carry columns under 'extra', which only JSON Lines outputs hold: give -o FILE.jsonl"
-        )
     if settings.engine == "ray":
         from trace_tasks.runs import _ray
 

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
@@ -38,6 +39,7 @@ from trace_tasks.runs._durable import sync_directory, sync_file
 from trace_tasks.runs._errors import CannotOpen, InputFailed, OutputFailed, UsageError, describe
 from trace_tasks.runs._glob import glob_paths
 from trace_tasks.runs._jsonl import Line, dumps, open_source, read_lines
+from trace_tasks.runs._parquet_extra import ExtraColumns
 from trace_tasks.runs._parquet_values import UnsupportedCell, json_cells, row_error
 
 JSONL, JSONL_GZ, PARQUET = "jsonl", "jsonl.gz", "parquet"
@@ -302,10 +304,13 @@ def parquet_cells(record: Mapping[str, Any]) -> list[Any]:
 class ParquetOutput:
     """A Parquet output written to a temporary file beside ``path`` and renamed over it by :meth:`commit`."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, columns: tuple[str, ...] = ()) -> None:
         self.pa = require_pyarrow()
         self.path = path
         self.schema = parquet_schema()
+        #: With kept columns, the ``extra`` struct column: its type is known at the first batch, so the writer opens then.
+        self.extra = ExtraColumns(self.pa, columns) if columns else None
+        self._extras: list[Any] = []
         directory, base = os.path.split(os.path.abspath(path))
         try:
             existing = os.stat(path).st_mode if os.path.isfile(path) else None
@@ -319,21 +324,38 @@ class ParquetOutput:
             if existing is not None:
                 os.chmod(fd, stat.S_IMODE(existing))
             os.close(fd)
-            self._writer = self.pa.parquet.ParquetWriter(self.temporary, self.schema)
+            self._writer: Any = None if self.extra is not None else self.pa.parquet.ParquetWriter(self.temporary, self.schema)
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {describe(exc)}") from exc
         self._rows: list[list[Any]] = []
 
     def write(self, record: Mapping[str, Any]) -> None:
         self._rows.append(parquet_cells(record))
+        if self.extra is not None:
+            self._extras.append(record.get("extra"))
         if len(self._rows) >= PARQUET_BATCH_ROWS:
             self._flush()
 
+    def _open_writer(self) -> None:
+        """With kept columns: the schema gets ``extra`` (typed by this first batch) and the writer opens."""
+        assert self.extra is not None
+        self.schema = self.schema.append(self.pa.field("extra", self.extra.field_type(self._extras)))
+        try:
+            self._writer = self.pa.parquet.ParquetWriter(self.temporary, self.schema)
+        except OSError as exc:
+            raise OutputFailed(self.path, exc) from exc
+
     def _flush(self) -> None:
+        if self._writer is None:
+            self._open_writer()
         if not self._rows:
             return
         columns = list(zip(*self._rows, strict=True))
-        arrays = [self.pa.array(list(column), type=field.type) for column, field in zip(columns, self.schema, strict=True)]
+        fields = list(self.schema)
+        arrays = [self.pa.array(list(column), type=field.type) for column, field in zip(columns, fields, strict=False)]
+        if self.extra is not None:
+            arrays.append(self.extra.array(self._extras))
+            self._extras = []
         try:
             self._writer.write_batch(self.pa.record_batch(arrays, schema=self.schema))
         except OSError as exc:
@@ -342,6 +364,9 @@ class ParquetOutput:
 
     def commit(self) -> None:
         self._flush()
+        if self.extra is not None:
+            for warning in self.extra.warnings():
+                print(warning, file=sys.stderr)
         try:
             self._writer.close()
             sync_file(self.temporary)  # the data is on disk before the name points at it, as for JSON Lines
@@ -352,7 +377,8 @@ class ParquetOutput:
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         with contextlib.suppress(OSError):
             os.unlink(self.temporary)
 
@@ -368,10 +394,13 @@ class JsonlOutput:
 
 
 @contextlib.contextmanager
-def open_shard_output(path: str, fmt: str) -> Iterator[ParquetOutput | JsonlOutput]:
-    """The output of one shard: complete under its name when the block completes, absent when it raises."""
+def open_shard_output(path: str, fmt: str, columns: tuple[str, ...] = ()) -> Iterator[ParquetOutput | JsonlOutput]:
+    """The output of one shard: complete under its name when the block completes, absent when it raises.
+
+    ``columns``: the kept columns (a Parquet output holds them in its ``extra`` struct column).
+    """
     if fmt == PARQUET:
-        out = ParquetOutput(path)
+        out = ParquetOutput(path, columns)
         try:
             yield out
             out.commit()

@@ -1,10 +1,12 @@
 """Running totals of scored lines, per annotation type and overall, and their table.
 
-Only sums and counts are kept (constant memory however many lines are scored),
-so two summaries merge exactly. The field metrics of ``score --summary-json``
-(:mod:`trace_tasks.runs._metrics`) are sums and counts too; the zero-variance
-group statistic keeps the state of one group, the rows of one id that come one
-after another (see :meth:`Summary.add_metrics`).
+Only sums, counts and sums of squares are kept (constant memory however many
+lines are scored), so two summaries merge exactly. Every mean has its standard error beside it: the sample
+standard deviation over ``sqrt(n)`` (lmms-eval's convention), ``None`` below 2
+rows. The field metrics of ``score --summary-json``
+(:mod:`trace_tasks.runs._metrics`) are kept the same way; the group statistics
+(:class:`GroupStats`) keep the state of one group, the rows of one id that come
+one after another (see :meth:`Summary.add_metrics`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks.runs._failure_hints import ErrorKinds
 from trace_tasks.runs._failure_kinds import NO_JSON, no_json
 from trace_tasks.runs._mismatches import PARSED, MismatchCounts
+from trace_tasks.runs._stats import GroupStats, Moments, OpenGroup
 
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.
@@ -32,27 +36,46 @@ def group_name(value: Any) -> str:
 
 
 class _Totals:
-    __slots__ = ("annotation_parse_failures", "count", "format_failures", "metric_counts", "metric_sums", "no_json", "sums")
+    __slots__ = (
+        "annotation_parse_failures",
+        "count",
+        "format_failures",
+        "metric_counts",
+        "metric_spread",
+        "metric_sums",
+        "no_json",
+        "spread",
+        "sums",
+    )
 
     def __init__(self) -> None:
         self.count = 0
         self.sums = dict.fromkeys((key for key, _ in MEANS), 0.0)
+        #: The spread of each mean's values (the means themselves stay sums over counts, as before).
+        self.spread = {key: Moments() for key, _ in MEANS}
         self.no_json = 0
         self.annotation_parse_failures = 0
         self.format_failures = 0
         self.metric_sums: dict[str, float] = {}
         self.metric_counts: dict[str, int] = {}
+        self.metric_spread: dict[str, Moments] = {}
 
     def add_metrics(self, values: Mapping[str, float]) -> None:
-        sums, counts = self.metric_sums, self.metric_counts
+        sums, counts, spread = self.metric_sums, self.metric_counts, self.metric_spread
         for key, value in values.items():
             sums[key] = sums.get(key, 0.0) + value
             counts[key] = counts.get(key, 0) + 1
+            found = spread.get(key)
+            if found is None:
+                found = spread[key] = Moments()
+            found.add(value)
 
     def add(self, scores: Mapping[str, Any]) -> None:
         self.count += 1
         for key in self.sums:
-            self.sums[key] += float(scores.get(key, 0.0))
+            value = float(scores.get(key, 0.0))
+            self.sums[key] += value
+            self.spread[key].add(value)
         self.no_json += no_json(scores)
         self.annotation_parse_failures += scores.get("annotation_parse_ok") == 0.0
         self.format_failures += scores.get("format") == 0.0
@@ -61,22 +84,36 @@ class _Totals:
         self.count += other.count
         for key in self.sums:
             self.sums[key] += other.sums[key]
+            self.spread[key].merge(other.spread[key])
         self.no_json += other.no_json
         self.annotation_parse_failures += other.annotation_parse_failures
         self.format_failures += other.format_failures
         for key, value in other.metric_sums.items():
             self.metric_sums[key] = self.metric_sums.get(key, 0.0) + value
             self.metric_counts[key] = self.metric_counts.get(key, 0) + other.metric_counts[key]
+            self.metric_spread.setdefault(key, Moments()).merge(other.metric_spread[key])
 
     def metrics(self) -> dict[str, float]:
         """The mean of each metric over the rows that have it, in name order (``size_mae``: parsed rows only)."""
         return {key: self.metric_sums[key] / self.metric_counts[key] for key in sorted(self.metric_sums)}
 
+    def metrics_stderr(self) -> dict[str, float | None]:
+        """The standard error of each metric's mean (:meth:`Moments.stderr`), in name order."""
+        return {key: self.metric_spread[key].stderr() for key in sorted(self.metric_spread)}
+
+    def stderr(self, key: str) -> float | None:
+        """The standard error of the mean of ``key`` (one of :data:`MEANS`)."""
+        return self.spread[key].stderr()
+
     def to_dict(self) -> dict[str, Any]:
         n = self.count
+        means: dict[str, Any] = {}
+        for key, _ in MEANS:
+            means[f"mean_{key}"] = self.sums[key] / n if n else 0.0
+            means[f"mean_{key}_stderr"] = self.stderr(key)
         return {
             "count": n,
-            **{f"mean_{key}": (self.sums[key] / n if n else 0.0) for key, _ in MEANS},
+            **means,
             "no_json_share": self.no_json / n if n else 0.0,
             "annotation_parse_failures": self.annotation_parse_failures,
             "format_failures": self.format_failures,
@@ -95,45 +132,65 @@ class Summary:
         #: ``score --group-by COLUMN``: the column, and the totals of each of its values (one entry per distinct value).
         self.group_by: str | None = None
         self.by_group: dict[str, _Totals] = {}
-        #: Closed groups (an id's consecutive rows, at least 2) and those among them whose overall values are all equal.
-        self.groups = 0
-        self.zero_variance_groups = 0
-        #: The open group: ``[id, its first overall, rows, all equal so far]``, or None.
-        self._group: list[Any] | None = None
+        #: The kept columns (``--keep``, ``--group-by``) some row or its instance has (one found on none is an error).
+        self.found_columns: set[str] = set()
+        #: Columns of combined lines that are no instance field and were not kept: ignored (one warning names them).
+        self.ignored_columns: set[str] = set()
+        #: The failed lines by kind of error (the most common is named when most lines fail).
+        self.error_kinds = ErrorKinds()
+        #: The statistics of closed groups (an id's consecutive rows, at least 2): per annotation type, and of all.
+        self.group_stats: dict[str, GroupStats] = {}
+        self.group_all = GroupStats()
+        #: The open group (the rows of one id read so far), or None.
+        self._group: OpenGroup | None = None
         #: Each mismatch kind per annotation type (rows scored with their metrics only: ``Trail(hints=True)``).
         self.mismatches = MismatchCounts()
 
-    def add_metrics(self, annotation_type: str, row_id: Any, overall: float, values: Mapping[str, float]) -> None:
+    def add_metrics(
+        self,
+        annotation_type: str,
+        row_id: Any,
+        overall: float,
+        values: Mapping[str, float],
+        scores: Mapping[str, Any] | None = None,
+        answer: str | None = None,
+    ) -> None:
         """A scored row's field metrics (after :meth:`add_scores` of the same row).
 
         A GRPO group is the rows of one string id that come one after another
         (what a trainer's rollout dump holds): only the open group is kept, so
         memory stays constant. Rows of one id spread through the input make
-        several groups, each counted when it has at least 2 rows.
+        several groups, each counted when it has at least 2 rows. ``scores``
+        (the row's scores) tells an unparsed annotation apart; ``answer`` is
+        the predicted answer as JSON (``None``: none), for ``majority@k``.
         """
         self.with_metrics = True
         self.by_type.setdefault(annotation_type, _Totals()).add_metrics(values)
         accuracy = values.get("answer_accuracy")
         if accuracy is not None:
             self.overall.add_metrics({"answer_accuracy": accuracy})
+        parsed = None if scores is None else scores.get("annotation_parse_ok") != 0.0
         group = self._group
-        if group is not None and isinstance(row_id, str) and group[0] == row_id:
-            group[2] += 1
-            group[3] = group[3] and overall == group[1]
-            return
-        self._close_group()
-        self._group = [row_id, overall, 1, True] if isinstance(row_id, str) else None
+        if group is None or not isinstance(row_id, str) or group.id != row_id:
+            self._close_group()
+            group = self._group = OpenGroup(row_id, annotation_type, overall) if isinstance(row_id, str) else None
+        if group is not None:
+            group.add(overall, accuracy, parsed, answer)
 
     def _close_group(self) -> None:
-        groups, zero = self._group_counts()
-        self.groups, self.zero_variance_groups, self._group = groups, zero, None
+        self.group_stats, self.group_all = self._group_tables()
+        self._group = None
 
-    def _group_counts(self) -> tuple[int, int]:
-        """The group counts with the open group closed (it is not: reading the summary changes nothing)."""
+    def _group_tables(self) -> tuple[dict[str, GroupStats], GroupStats]:
+        """The group statistics with the open group closed (it is not: reading the summary changes nothing)."""
         group = self._group
-        if group is None or group[2] < 2:
-            return self.groups, self.zero_variance_groups
-        return self.groups + 1, self.zero_variance_groups + bool(group[3])
+        if group is None or group.rows < 2:
+            return self.group_stats, self.group_all
+        by_type = {name: stats.copy() for name, stats in self.group_stats.items()}
+        whole = self.group_all.copy()
+        by_type.setdefault(group.annotation_type, GroupStats()).add(group)
+        whole.add(group)
+        return by_type, whole
 
     def add_scores(self, annotation_type: str, scores: Mapping[str, Any]) -> None:
         self.lines += 1
@@ -144,9 +201,10 @@ class Summary:
         """A scored row under its value of the ``group_by`` column (after :meth:`add_scores`)."""
         self.by_group.setdefault(group_name(value), _Totals()).add(scores)
 
-    def add_error(self) -> None:
+    def add_error(self, message: str = "") -> None:
         self.lines += 1
         self.errors += 1
+        self.error_kinds.add(message)
 
     def merge(self, other: Summary) -> None:
         """Add another run's totals (a Ray block's, a worker's): sums add, so the means stay exact."""
@@ -156,29 +214,33 @@ class Summary:
         for name, totals in other.by_type.items():
             self.by_type.setdefault(name, _Totals()).merge(totals)
         self.group_by = self.group_by or other.group_by
+        self.found_columns |= other.found_columns
+        self.ignored_columns |= other.ignored_columns
+        self.error_kinds.merge(other.error_kinds)
         for name, totals in other.by_group.items():
             self.by_group.setdefault(name, _Totals()).merge(totals)
         # Each side's open group is closed: a group split between two merged parts counts as two.
         self.with_metrics = self.with_metrics or other.with_metrics
         self.mismatches.merge(other.mismatches)
         self._close_group()
-        groups, zero = other._group_counts()
-        self.groups += groups
-        self.zero_variance_groups += zero
+        by_type, whole = other._group_tables()
+        for name, stats in by_type.items():
+            self.group_stats.setdefault(name, GroupStats()).merge(stats)
+        self.group_all.merge(whole)
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable summary (``--summary-json``)."""
         overall = self.overall.to_dict()
         by_type = {name: self.by_type[name].to_dict() for name in sorted(self.by_type)}
         if self.with_metrics:
-            groups, zero = self._group_counts()
-            overall["metrics"] = {
-                **self.overall.metrics(),
-                "groups": groups,
-                "zero_variance_groups_share": zero / groups if groups else 0.0,
-            }
+            group_stats, group_all = self._group_tables()
+            overall["metrics"] = {**self.overall.metrics(), **group_all.to_dict()}
+            overall["metrics_stderr"] = self.overall.metrics_stderr()
             for name, totals in by_type.items():
-                totals["metrics"] = self.by_type[name].metrics()
+                found = group_stats.get(name)
+                groups = {} if found is None else found.to_dict()
+                totals["metrics"] = {**self.by_type[name].metrics(), **groups}
+                totals["metrics_stderr"] = self.by_type[name].metrics_stderr()
             if self.mismatches.by_type:
                 overall["mismatches"] = self.mismatches.overall()
                 for name, totals in by_type.items():
@@ -190,6 +252,8 @@ class Summary:
             "overall": overall,
             "by_annotation_type": by_type,
         }
+        if self.ignored_columns:
+            data["ignored_columns"] = sorted(self.ignored_columns)
         if self.group_by is not None:
             data["group_by"] = self.group_by
             data["by_group"] = {name: self.by_group[name].to_dict() for name in sorted(self.by_group)}
@@ -242,8 +306,13 @@ class Summary:
         return [
             name,
             str(d["count"]),
-            *(f"{d[f'mean_{key}']:.3f}" for key, _ in MEANS),
+            *(_mean_cell(d[f"mean_{key}"], d[f"mean_{key}_stderr"]) for key, _ in MEANS),
             f"{100 * d['no_json_share']:.1f}%",
             str(d["annotation_parse_failures"]),
             str(d["format_failures"]),
         ]
+
+
+def _mean_cell(mean: float, stderr: float | None) -> str:
+    """A mean and its standard error as the table shows them: ``0.589±0.041`` (``±-`` below 2 rows)."""
+    return f"{mean:.3f}±{'-' if stderr is None else f'{stderr:.3f}'}"

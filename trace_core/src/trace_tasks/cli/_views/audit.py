@@ -45,7 +45,11 @@ import attrs
 from trace_tasks.data import CompiledInstance, InstanceError, compile_instance
 from trace_tasks.plugins import SHAPES, ImageBlind, lay_out
 from trace_tasks.runs import (
+    MISSING,
+    column_value,
     dumps,
+    group_name,
+    instance_part,
 )
 from trace_tasks.scoring import PIXEL, answer_target, frame_scales, resolve_resize
 
@@ -72,10 +76,19 @@ class Instances:
     compiled: list[CompiledInstance] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
     repeated: int = 0
+    #: With ``group_by``: each compiled instance's value of it, named as ``score --group-by`` names it.
+    labels: list[str] = attrs.field(factory=list)
+    #: Whether any line has the ``group_by`` column (one found on no line is an error naming it).
+    group_found: bool = False
 
 
-def load(lines: Iterable[Any], source: str) -> Instances:
-    """Validate and compile every line; a line whose id was seen before (a combined file) is counted, not audited."""
+def load(lines: Iterable[Any], source: str, group_by: str | None = None) -> Instances:
+    """Validate and compile every line; a line whose id was seen before (a combined file) is counted, not audited.
+
+    A combined line is the instance it holds, as ``score`` reads it (its other
+    columns left out). ``group_by``: a column or dotted path read from the line
+    (``metadata.task``), each instance's value kept in ``labels``.
+    """
     found = Instances(source)
     seen: set[str] = set()
     for line in lines:
@@ -87,7 +100,13 @@ def load(lines: Iterable[Any], source: str) -> Instances:
         if not isinstance(data, Mapping):
             found.problems.append(f"{where}: $: a line must be a JSON object, got {type(data).__name__}")
             continue
-        data = {key: value for key, value in data.items() if key != "response"}
+        label = None
+        if group_by is not None:
+            value = column_value(data, group_by)
+            found.group_found = found.group_found or value is not MISSING
+            label = group_name(None if value is MISSING else value)
+        data, _ = instance_part(data)
+        data.pop("response", None)
         row_id = data.get("id")
         if isinstance(row_id, str):
             if row_id in seen:
@@ -96,6 +115,8 @@ def load(lines: Iterable[Any], source: str) -> Instances:
             seen.add(row_id)
         try:
             found.compiled.append(compile_instance(data, record=where))
+            if label is not None:
+                found.labels.append(label)
         except InstanceError as exc:
             found.problems.extend(f"{where}: {problem}" for problem in exc.problems)
     return found
@@ -113,6 +134,13 @@ class Group:
     members: list[CompiledInstance] = attrs.field(factory=list)
     _box_sums: tuple[list[float], int] | None = None
     _sizes: dict[int, int] | None = None
+    #: With ``audit --group-by``: the value of the column this group shares (then a group is one value's instances).
+    label: str | None = None
+
+    @property
+    def cell(self) -> str:
+        """Where the group's totals go: its annotation type, or ``VALUE/TYPE`` with ``--group-by``."""
+        return self.annotation_type if self.label is None else f"{self.label}/{self.annotation_type}"
 
     def majority_answer(self) -> Any:
         """The most frequent ``answer_gt.value`` (as the matcher compares them); ties: the first in file order."""
@@ -323,17 +351,21 @@ class Audit:
     totals: dict[tuple[str, str], Totals] = attrs.field(factory=dict)
     groups: list[Group] = attrs.field(factory=list)
     majorities: list[Any] = attrs.field(factory=list)
+    #: With ``--group-by``: each cell's annotation type and value (a cell is ``VALUE/TYPE``).
+    cells: dict[str, tuple[str, str | None]] = attrs.field(factory=dict)
 
     def flagged(self, policy: str, totals: Totals) -> bool:
         return policy in IMAGE_BLIND and totals.rows > 0 and totals.mean(totals.overall) >= self.threshold
 
     def entries(self) -> list[dict[str, Any]]:
         out = []
-        for (annotation_type, policy), totals in self.totals.items():
+        for (cell, policy), totals in self.totals.items():
+            annotation_type, label = self.cells.get(cell, (cell, None))
             out.append(
                 {
                     "policy": policy,
                     "annotation_type": annotation_type,
+                    **({} if label is None else {"group": label}),
                     "rows": totals.rows,
                     "mean_overall": totals.mean(totals.overall),
                     "mean_answer_reward": totals.mean(totals.answer),
@@ -349,26 +381,37 @@ class Audit:
         return any(self.flagged(policy, totals) for (_, policy), totals in self.totals.items())
 
 
-def group_instances(compiled: Iterable[CompiledInstance]) -> list[Group]:
-    """Groups by ``(answer type, annotation type)``, in the order their first instance comes."""
-    groups: dict[tuple[str, str], Group] = {}
-    for member in compiled:
-        key = (member.answer_type, member.annotation_type)
+def group_instances(compiled: Iterable[CompiledInstance], labels: list[str] | None = None) -> list[Group]:
+    """Groups by ``(answer type, annotation type)`` (and each instance's ``labels`` value), in the order their first instance comes."""
+    groups: dict[tuple[str | None, str, str], Group] = {}
+    members = list(compiled)
+    for member, label in zip(members, labels if labels else [None] * len(members), strict=True):
+        key = (label, member.answer_type, member.annotation_type)
         if key not in groups:
-            groups[key] = Group(*key)
+            groups[key] = Group(member.answer_type, member.annotation_type, label=label)
         groups[key].members.append(member)
     return list(groups.values())
 
 
-def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD) -> Audit:
-    """Score every policy on every instance it applies to (``score_trace_response``'s result, through the compiled instance)."""
+def audit(
+    compiled: list[CompiledInstance],
+    options: Mapping[str, Any],
+    threshold: float = DEFAULT_THRESHOLD,
+    labels: list[str] | None = None,
+) -> Audit:
+    """Score every policy on every instance it applies to (``score_trace_response``'s result, through the compiled instance).
+
+    ``labels``: each instance's ``--group-by`` value; the policies are then scored per value and type
+    (the majority answer of a value's own instances), in cells ``VALUE/TYPE``.
+    """
     result = Audit(threshold)
-    result.groups = group_instances(compiled)
+    result.groups = group_instances(compiled, labels)
+    result.cells = {group.cell: (group.annotation_type, group.label) for group in result.groups if group.label is not None}
     # The table order: annotation types in file order, then the policies in POLICIES order.
     for group in result.groups:
         for policy in POLICIES:
             if applies(policy, group.members[0]):
-                result.totals.setdefault((group.annotation_type, policy), Totals())
+                result.totals.setdefault((group.cell, policy), Totals())
     ordered = sorted(result.totals, key=lambda key: (_first_seen(result.groups, key[0]), POLICIES.index(key[1])))
     result.totals = {key: result.totals[key] for key in ordered}
     for group in result.groups:
@@ -378,7 +421,7 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
             for policy in POLICIES:
                 if not applies(policy, member):
                     continue
-                totals = result.totals[(group.annotation_type, policy)]
+                totals = result.totals[(group.cell, policy)]
                 obj = response(policy, member, group, majority, options)
                 if isinstance(obj, str):
                     totals.skipped[obj] = totals.skipped.get(obj, 0) + 1
@@ -387,8 +430,8 @@ def audit(compiled: list[CompiledInstance], options: Mapping[str, Any], threshol
     return result
 
 
-def _first_seen(groups: list[Group], annotation_type: str) -> int:
-    return next(i for i, group in enumerate(groups) if group.annotation_type == annotation_type)
+def _first_seen(groups: list[Group], cell: str) -> int:
+    return next(i for i, group in enumerate(groups) if group.cell == cell)
 
 
 # --- output ------------------------------------------------------------------------------------
@@ -424,7 +467,7 @@ def tables(result: Audit) -> str:
 
     out: list[str] = []
     for annotation_type, rows in by_type.items():
-        groups = [g for g in result.groups if g.annotation_type == annotation_type]
+        groups = [g for g in result.groups if g.cell == annotation_type]
         count = sum(len(g.members) for g in groups)
         alone = sum(len(g.members) == 1 for g in groups)
         out.append(f"{annotation_type}: {count} instance(s), {len(groups)} answer type(s)")
@@ -455,6 +498,7 @@ def to_json(result: Audit, instances: Instances, options: Mapping[str, Any]) -> 
             {
                 "answer_type": group.answer_type,
                 "annotation_type": group.annotation_type,
+                **({} if group.label is None else {"group": group.label}),
                 "instances": len(group.members),
                 "majority_answer": majority,
                 "without_image_size": sum(member.image_size is None for member in group.members),

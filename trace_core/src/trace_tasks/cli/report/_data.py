@@ -20,11 +20,15 @@ from typing import Any, TypeGuard
 import attrs
 
 from trace_tasks.runs import (
+    MISSING,
     NO_JSON,
     NO_JSON_MEANING,
     NOT_AN_OBJECT,
     NOT_AN_OBJECT_MEANING,
     Line,
+    Moments,
+    PairedDiffs,
+    column_value,
     final_block_not_an_object,
     group_name,
     no_json,
@@ -146,6 +150,8 @@ class TypeStats:
     scored: int
     means: Mapping[str, float]
     failures: Mapping[str, int]
+    #: The standard error of each mean (sample std over sqrt(n)); ``None`` below 2 scored rows.
+    stderr: Mapping[str, float | None] = attrs.field(factory=dict)
 
 
 def histogram(values: Iterable[float], bins: int = BINS) -> list[int]:
@@ -169,11 +175,12 @@ def failure_kind(row: Row) -> str:
 class Totals:
     """Running totals of some rows: counts, component sums, failure counts and histograms, updated per row."""
 
-    __slots__ = ("failures", "histograms", "rows", "scored", "sums")
+    __slots__ = ("failures", "histograms", "rows", "scored", "spread", "sums")
 
     def __init__(self) -> None:
         self.rows = self.scored = 0
         self.sums = dict.fromkeys([key for key, _ in COMPONENTS], 0.0)
+        self.spread = {key: Moments() for key, _ in COMPONENTS}
         self.failures = dict.fromkeys([key for key, *_ in FAILURES], 0)
         self.failures["not_scored"] = 0
         self.histograms = {key: [0] * BINS for key, _ in COMPONENTS}
@@ -188,13 +195,15 @@ class Totals:
         for key, _ in COMPONENTS:
             v = value(row, key)
             self.sums[key] += v
+            self.spread[key].add(v)
             self.histograms[key][_bin(v)] += 1
         for kind in kinds:
             self.failures[kind] += 1
 
     def stats(self, name: str) -> TypeStats:
         means = {key: (self.sums[key] / self.scored if self.scored else 0.0) for key, _ in COMPONENTS}
-        return TypeStats(name, self.rows, self.scored, means, {**self.failures, "rows": self.rows})
+        stderr = {key: self.spread[key].stderr() for key, _ in COMPONENTS}
+        return TypeStats(name, self.rows, self.scored, means, {**self.failures, "rows": self.rows}, stderr)
 
 
 #: The biggest per-row changes kept each way (improved, worsened) in a paired comparison.
@@ -213,8 +222,12 @@ def pair_keys(row: Row) -> tuple[int, int]:
     return hash((text, row.line)), hash((text, None))
 
 
+#: How many values a baseline row keeps: one per :data:`COMPONENTS` entry.
+_WIDTH = len(COMPONENTS)
+
+
 class BaselineIndex:
-    """The baseline's scored rows for a per-row join: sorted 64-bit key hashes and ``overall`` (16 bytes a row a key).
+    """The baseline's scored rows for a per-row join: sorted 64-bit key hashes and the :data:`COMPONENTS` (40 bytes a row a key).
 
     Joined first by (id, line), else by id when the id is on one baseline row
     only (an id on several rows, as a GRPO group's, joins only by line). A
@@ -233,7 +246,7 @@ class BaselineIndex:
         by_line, by_id = pair_keys(row)
         self._by_line[0].append(by_line)
         self._by_line[1].append(by_id)
-        self._values.append(value(row, "overall"))
+        self._values.extend(value(row, key) for key, _ in COMPONENTS)
         self.rows += 1
 
     def freeze(self) -> None:
@@ -243,7 +256,8 @@ class BaselineIndex:
         for keys in self._by_line:
             found = np.frombuffer(keys, dtype=np.int64)
             order = np.argsort(found, kind="stable")
-            sorted_keys, values = found[order], np.frombuffer(self._values, dtype=np.float64)[order]
+            sorted_keys = found[order]
+            values = np.frombuffer(self._values, dtype=np.float64).reshape(-1, _WIDTH)[order]
             if len(sorted_keys) > 1:
                 twice = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
                 values[twice] = values[twice + 1] = np.nan
@@ -254,12 +268,17 @@ class BaselineIndex:
 
     def lookup(self, row: Row) -> float | None:
         """The baseline ``overall`` of the row joined with ``row`` (None: no single partner)."""
+        found = self.lookup_all(row)
+        return None if found is None else found[0]
+
+    def lookup_all(self, row: Row) -> tuple[float, ...] | None:
+        """The baseline's :data:`COMPONENTS` values (in that order) of the row joined with ``row`` (None: no single partner)."""
         for key, (keys, values) in zip(pair_keys(row), self._sorted, strict=True):
             at = bisect.bisect_left(keys, key)
             if at < len(keys) and keys[at] == key:
-                found = values[at]
-                if not math.isnan(found):
-                    return found
+                found = values[at * _WIDTH : (at + 1) * _WIDTH]
+                if not math.isnan(found[0]):
+                    return tuple(found)
         return None
 
 
@@ -279,17 +298,43 @@ class Change:
         return self.now - self.before
 
 
+@attrs.frozen(slots=True)
+class DeltaStats:
+    """The paired difference of one reward column in one cell: mean, standard error, bootstrap 95% interval.
+
+    ``interval`` is ``None`` below 2 pairs; ``contains_zero`` is then True (no
+    evidence of a change).
+    """
+
+    key: str
+    n: int
+    mean: float
+    stderr: float | None
+    interval: tuple[float, float] | None
+
+    @property
+    def contains_zero(self) -> bool:
+        """Whether the interval holds 0: the change cannot be told from noise."""
+        return self.interval is None or self.interval[0] <= 0.0 <= self.interval[1]
+
+
 @attrs.define
 class PairedTotals:
-    """Per type, the paired rows: how many improved, worsened or stayed, and the sum of their deltas."""
+    """Per cell (a type, a group, or all), the paired rows: how many improved, worsened or stayed, and their deltas.
+
+    ``improved``/``worsened``/``unchanged`` and ``delta_sum`` are of ``overall``;
+    ``diffs`` holds every reward column's paired differences (:data:`COMPONENTS`), for :meth:`delta`.
+    """
 
     paired: int = 0
     improved: int = 0
     worsened: int = 0
     unchanged: int = 0
     delta_sum: float = 0.0
+    diffs: dict[str, PairedDiffs] = attrs.field(factory=lambda: {key: PairedDiffs() for key, _ in COMPONENTS})
 
-    def add(self, delta: float) -> None:
+    def add(self, delta: float, deltas: Sequence[float] | None = None) -> None:
+        """One pair: its ``overall`` delta, and every component's (:data:`COMPONENTS` order; default: overall only)."""
         self.paired += 1
         self.delta_sum += delta
         if delta > UNCHANGED_TOLERANCE:
@@ -298,10 +343,21 @@ class PairedTotals:
             self.worsened += 1
         else:
             self.unchanged += 1
+        for (key, _), d in zip(COMPONENTS, deltas if deltas is not None else (delta,), strict=False):
+            self.diffs[key].add(d)
 
     @property
     def mean_delta(self) -> float:
         return self.delta_sum / self.paired if self.paired else 0.0
+
+    def delta(self, key: str = "overall") -> DeltaStats:
+        """The paired difference of a reward column: mean, standard error and seeded bootstrap 95% interval."""
+        diffs = self.diffs[key]
+        return DeltaStats(key, diffs.n, diffs.mean, diffs.stderr(), diffs.interval())
+
+    def deltas(self) -> dict[str, DeltaStats]:
+        """:meth:`delta` of every reward column (:data:`COMPONENTS`)."""
+        return {key: self.delta(key) for key, _ in COMPONENTS}
 
 
 @attrs.frozen
@@ -313,6 +369,8 @@ class Paired:
     baseline_rows: int  # scored rows of the baseline
     improved: Sequence[Change]
     worsened: Sequence[Change]
+    #: With ``group_by``: the same per value of the column (then :data:`ALL`); empty without.
+    by_group: Mapping[str, PairedTotals] = attrs.field(factory=dict)
 
 
 class Aggregate:
@@ -353,6 +411,7 @@ class Aggregate:
         self._options: dict[tuple[Any, ...], Mapping[str, Any]] = {}
         self._baseline = baseline
         self._paired: dict[str, PairedTotals] = {}
+        self._paired_groups: dict[str, PairedTotals] = {}
         self._unpaired = 0
         self._improved: list[tuple[float, int, Change]] = []
         self._worsened: list[tuple[float, int, Change]] = []
@@ -383,11 +442,11 @@ class Aggregate:
                 heapq.heappush(heap, item)
             elif item > heap[0]:
                 heapq.heapreplace(heap, item)
+        name = None
         if self.group_by is not None:
-            extra = row.scores.get("extra")
-            found = extra.get(self.group_by) if isinstance(extra, Mapping) else None
-            self.column_seen = self.column_seen or (isinstance(extra, Mapping) and self.group_by in extra)
-            name = group_name(found)
+            found = column_value(row.scores.get("extra"), self.group_by)
+            self.column_seen = self.column_seen or found is not MISSING
+            name = group_name(None if found is MISSING else found)
             group = self.groups.get(name)
             if group is None:
                 group = self.groups[name] = Totals()
@@ -398,20 +457,25 @@ class Aggregate:
             key = tuple(options.items())
             self.lines[row.line] = (row.scores.get("overall"), self._options.setdefault(key, options))
         if self._baseline is not None:
-            self._pair(row, overall)
+            self._pair(row, overall, name)
 
-    def _pair(self, row: Row, overall: float) -> None:
+    def _pair(self, row: Row, overall: float, group: str | None) -> None:
         assert self._baseline is not None
-        before = self._baseline.lookup(row)
-        if before is None:
+        found = self._baseline.lookup_all(row)
+        if found is None:
             self._unpaired += 1
             return
+        before = found[0]
         delta = overall - before
-        for name in (row.type, ALL):
-            totals = self._paired.get(name)
+        deltas = [value(row, key) - was for (key, _), was in zip(COMPONENTS, found, strict=True)]
+        cells = [(self._paired, row.type), (self._paired, ALL)]
+        if group is not None:
+            cells += [(self._paired_groups, group), (self._paired_groups, ALL)]
+        for table, name in cells:
+            totals = table.get(name)
             if totals is None:
-                totals = self._paired[name] = PairedTotals()
-            totals.add(delta)
+                totals = table[name] = PairedTotals()
+            totals.add(delta, deltas)
         if delta > UNCHANGED_TOLERANCE or delta < -UNCHANGED_TOLERANCE:
             heap = self._improved if delta > 0 else self._worsened
             item = (abs(delta), -row.number, Change(row.number, row.id, row.line, row.type, before, overall))
@@ -461,12 +525,14 @@ class Aggregate:
         if self._baseline is None:
             return None
         names = [*sorted(set(self._paired) - {ALL}), ALL]
+        groups = [*sorted(set(self._paired_groups) - {ALL}), ALL] if self._paired_groups else []
         return Paired(
             {name: self._paired.get(name, PairedTotals()) for name in names},
             self._unpaired,
             self._baseline.rows,
             [c for *_, c in sorted(self._improved, key=lambda i: (-i[0], -i[1]))],
             [c for *_, c in sorted(self._worsened, key=lambda i: (-i[0], -i[1]))],
+            {name: self._paired_groups[name] for name in groups},
         )
 
 
@@ -516,7 +582,7 @@ def group_table(rows: Iterable[Row], column: str) -> list[TypeStats]:
 
 
 def has_column(rows: Iterable[Row], column: str) -> bool:
-    """Whether any scored row keeps ``column`` under ``extra``."""
+    """Whether any scored row keeps ``column`` under ``extra`` (a key, or a dotted path into a kept value)."""
     return aggregate(rows, group_by=column).column_seen
 
 

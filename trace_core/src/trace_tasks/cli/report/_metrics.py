@@ -21,6 +21,7 @@ import attrs
 
 from trace_tasks.cli.report._data import ALL
 from trace_tasks.runs import (
+    ANSWER_KEY,
     METRICS_KEY,
     MISMATCHES_KEY,
     InstanceIndex,
@@ -75,6 +76,7 @@ def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], sum
         result = score_compiled_with_metrics(slot, options_from(dict(options)))
         values = result.pop(METRICS_KEY, None)
         mismatches = result.pop(MISMATCHES_KEY, None)
+        answer = result.pop(ANSWER_KEY, None)
         if values is None:
             continue
         if mismatches is not None:
@@ -82,5 +84,5 @@ def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], sum
         rescored += 1
         disagreeing += result.get("overall") != overall
         summary.add_scores(slot.annotation_type, result)
-        summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values)
+        summary.add_metrics(slot.annotation_type, slot.id, result["overall"], values, result, answer)
     return disagreeing, rescored
