@@ -2,16 +2,22 @@
 
 Chunks are pulled from the input lazily and at most ``2 * workers`` are in
 flight, so memory stays flat however long the input is. Results come back in
-input order. In-process, each response is scored by its compiled instance
+input order. Each response is scored by its compiled instance
 (:class:`trace_tasks.CompiledInstance`: the ground truth was validated and
-parsed once); a process pool gets the items as keyword arguments of
-``score_trace_response`` through :func:`trace_tasks.score_trace_batch` (same
-scores: the instances were validated before). Either way a failing item
-becomes ``{"error": ...}`` instead of stopping the run.
+parsed once), with the run's options checked once: in this process, or in a
+pool worker. A worker gets a chunk as a :data:`Payload`: the chunk's distinct
+instances (each once, however many responses share it) and ``(instance,
+response)`` rows; it compiles each distinct instance once per chunk
+and scores the rows through the very call the in-process path makes, so the
+output is the same bytes whatever the worker count. Before this, every row
+went to the pool as ``score_trace_response``'s keyword arguments and was
+keyed, validated and merged with the options again, per row: two workers
+used 1.7x the CPU of one (``benchmarks/bench_workers.py``). Either way a
+failing item becomes ``{"error": ...}`` instead of stopping the run.
 
 A pool worker that dies (SIGKILL, the out-of-memory killer) costs time, never
 output: the chunk being waited for is scored in this process (the very
-``score_trace_batch`` call the worker would have made, so the same results), a
+:func:`score_payload` call the worker would have made, so the same results), a
 fresh pool replaces the broken one and the chunks in flight are handed to it,
 in order. After :data:`POOL_RESTARTS` replacements the rest of the run is
 scored in this process. The workers exit when this process dies.
@@ -31,13 +37,14 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
-from trace_tasks.data import CompiledInstance, score_trace_batch, watch_parent
-from trace_tasks.runs._metrics import score_batch_with_metrics, score_compiled_with_metrics
+from trace_tasks.data import CompiledInstance, InstanceError, compile_instance, watch_parent
+from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
-Item = Mapping[str, Any]
 Result = dict[str, Any]
+#: A chunk as a pool worker gets it: the distinct instances (as compiled in the parent) and ``(instance index, response)`` rows.
+Payload = tuple[list[Mapping[str, Any]], list[tuple[int, str]]]
 
 
 class Work(Protocol):
@@ -62,6 +69,31 @@ POOL_RESTARTS = 3
 
 class EngineError(RuntimeError):
     """The selected engine cannot run (for example Ray is not installed)."""
+
+
+def busy_cores_note(workers: int) -> str | None:
+    """One line for stderr when ``workers`` exceed the cores other processes leave idle, else ``None``.
+
+    The idle cores are the usable ones (``os.sched_getaffinity``) minus the
+    1-minute load average not counting this process (``os.getloadavg``). On a
+    busy machine the workers wait for a core and the run is no faster than one
+    worker (the total CPU is about the same, so nothing is wasted): the run
+    goes on as asked, with this note. ``None`` where either figure is unknown.
+    """
+    if workers <= 1:
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not Linux, or no load average
+        return None
+    idle = cores - max(0.0, load - 1.0)
+    if idle >= workers:
+        return None
+    return (
+        f"note: --workers {workers} on {cores} usable core(s) with a load average of {load:.1f}: "
+        f"other processes leave about {max(0.0, idle):.1f} core(s) idle, so the workers may run no faster than one"
+    )
 
 
 def chunk_size(workers: int) -> int:
@@ -96,17 +128,71 @@ def score_chunks(
         for context, works in chunks:
             yield context, [score(work, opts) for work in works]
         return
-    items = ((context, _items(works)) for context, works in chunks)
+    payloads = ((context, payload(works)) for context, works in chunks)
     if pool is not None:
-        yield from _pooled(items, pool)
+        yield from _pooled(payloads, pool)
         return
     with worker_pool(options, workers, metrics) as own:
         assert own is not None
-        yield from _pooled(items, own)
+        yield from _pooled(payloads, own)
 
 
-def _items(works: list[Work]) -> list[Item]:
-    return [work.item for work in works if work.item is not None]
+def payload(works: list[Work]) -> Payload:
+    """What a worker needs to score ``works``: each distinct compiled instance's record once, and the rows.
+
+    The parent's cache hands out one compiled object per content, so the
+    instances are told apart by identity (no hashing of their content here).
+    """
+    instances: list[Mapping[str, Any]] = []
+    where: dict[int, int] = {}
+    rows: list[tuple[int, str]] = []
+    for work in works:
+        item, compiled = work.item, work.compiled
+        if item is None or compiled is None:
+            continue
+        index = where.get(id(compiled))
+        if index is None:
+            index = where[id(compiled)] = len(instances)
+            instances.append(compiled.data)
+        rows.append((index, item["response"]))
+    return instances, rows
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One row of a payload as :func:`score_compiled` takes it."""
+
+    item: dict[str, Any]
+    compiled: CompiledInstance
+
+
+def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = False) -> list[Result]:
+    """A pool worker's chunk, scored as :func:`score_chunks` scores in-process (the same call per row, the same results).
+
+    Each distinct instance of the chunk is compiled once, without a content-keyed
+    cache: the parent told them apart already, and keying costs as much as two
+    thirds of a compilation (51 µs through ``InstanceCache`` against 30 µs, on
+    the example mix). The instances were validated in the parent; compiling one
+    here cannot fail unless the worker's plugins differ from the parent's, and
+    then its rows say so.
+    """
+    instances, rows = chunk
+    opts = options_from(options)
+    compiled: list[CompiledInstance | Result] = []
+    for data in instances:
+        try:
+            compiled.append(compile_instance(data))
+        except InstanceError as exc:
+            compiled.append({"error": f"{type(exc).__name__}: {exc}"})
+    score = score_compiled_with_metrics if metrics else score_compiled
+    results: list[Result] = []
+    for index, response in rows:
+        instance = compiled[index]
+        if isinstance(instance, dict):
+            results.append(dict(instance))
+        else:
+            results.append(score(_Row({"response": response}, instance), opts))
+    return results
 
 
 def ignore_interrupts(parent: int | None = None) -> None:
@@ -126,10 +212,10 @@ def ignore_interrupts(parent: int | None = None) -> None:
 
 @dataclass
 class _Chunk(Generic[T]):
-    """One chunk of the run: its context, its items, and the pool's future (None: scored in this process)."""
+    """One chunk of the run: its context, its payload, and the pool's future (None: scored in this process)."""
 
     context: T
-    items: list[Item]
+    payload: Payload
     future: Future[list[Result]] | None = None
 
 
@@ -139,7 +225,7 @@ class _Pool(Generic[T]):
     def __init__(self, options: Mapping[str, Any], workers: int, metrics: bool = False) -> None:
         self.options = options
         self.workers = workers
-        self.batch: Any = score_batch_with_metrics if metrics else score_trace_batch
+        self.metrics = metrics
         self.restarts = 0
         self.pending: collections.deque[_Chunk[T]] = collections.deque()
         self.executor: ProcessPoolExecutor | None = self._start()
@@ -151,32 +237,32 @@ class _Pool(Generic[T]):
             max_workers=self.workers, mp_context=context, initializer=ignore_interrupts, initargs=(os.getpid(),)
         )
 
-    def submit(self, context: T, items: list[Item]) -> None:
-        chunk = _Chunk(context, items)
+    def submit(self, context: T, payload: Payload) -> None:
+        chunk = _Chunk(context, payload)
         self.pending.append(chunk)
         self._hand_out(chunk)
 
     def _hand_out(self, chunk: _Chunk[T]) -> None:
         chunk.future = None
-        if not chunk.items:
+        if not chunk.payload[1]:
             return
         while self.executor is not None and chunk.future is None:
             try:
-                chunk.future = self.executor.submit(self.batch, chunk.items, **self.options)
+                chunk.future = self.executor.submit(score_payload, chunk.payload, self.options, self.metrics)
             except BrokenProcessPool:  # a worker died since the last result: the replacement hands this chunk out too
                 self._replace()
 
     def finish(self) -> tuple[T, list[Result]]:
-        """The oldest chunk's results; scored in this process when its worker died."""
+        """The oldest chunk's results; scored in this process when its worker died (the call the worker makes)."""
         chunk = self.pending.popleft()
         if chunk.future is not None:
             try:
                 return chunk.context, chunk.future.result()
             except BrokenProcessPool:
                 self._replace()
-        if not chunk.items:
+        if not chunk.payload[1]:
             return chunk.context, []
-        return chunk.context, self.batch(chunk.items, **self.options)
+        return chunk.context, score_payload(chunk.payload, self.options, self.metrics)
 
     def _replace(self) -> None:
         """Drop the broken pool; start a fresh one (up to POOL_RESTARTS) and hand it the chunks it lost."""
@@ -211,7 +297,7 @@ def _succeeded(future: Future[list[Result]] | None) -> bool:
 def worker_pool(options: Mapping[str, Any], workers: int, metrics: bool = False) -> Iterator[_Pool[Any] | None]:
     """One process pool for a whole run (``None`` for one worker): shards scored one after another share it.
 
-    ``metrics``: its workers score with a trail (:func:`trace_tasks.runs._metrics.score_batch_with_metrics`).
+    ``metrics``: its workers score with a trail (:func:`trace_tasks.runs._metrics.score_compiled_with_metrics`).
     """
     if workers <= 1:
         yield None
@@ -223,10 +309,10 @@ def worker_pool(options: Mapping[str, Any], workers: int, metrics: bool = False)
         pool.shutdown()
 
 
-def _pooled(chunks: Iterable[tuple[T, list[Item]]], pool: _Pool[T]) -> Iterator[tuple[T, list[Result]]]:
+def _pooled(chunks: Iterable[tuple[T, Payload]], pool: _Pool[T]) -> Iterator[tuple[T, list[Result]]]:
     try:
-        for context, items in chunks:
-            pool.submit(context, items)
+        for context, chunk in chunks:
+            pool.submit(context, chunk)
             while len(pool.pending) >= 2 * pool.workers:
                 yield pool.finish()
         while pool.pending:

@@ -17,7 +17,7 @@ from typing import Any
 
 from trace_tasks.runs import _data_warnings
 from trace_tasks.runs._columns import STABLE_COLUMNS, stable_record
-from trace_tasks.runs._engine import chunk_size, score_chunks, worker_pool
+from trace_tasks.runs._engine import busy_cores_note, chunk_size, score_chunks, worker_pool
 from trace_tasks.runs._jsonl import Line, open_source, read_lines
 from trace_tasks.runs._output import STDIO, guard
 from trace_tasks.runs._plan import Job, Plan, Scored
@@ -34,6 +34,9 @@ def run(plan: Plan, settings: RunSettings, summary: Summary) -> Scored:
     keep = settings.columns
     instance_problems: list[str] = []
     warnings = _data_warnings.RunWarnings()  # the authoring rules the instances break: counted, never scored
+    note = busy_cores_note(settings.workers or 1)
+    if note is not None and not settings.quiet:
+        print(note, file=sys.stderr)
     with worker_pool(options, settings.workers or 1, settings.wants_metrics) as pool:
         index = None
         for number, job in enumerate(plan.jobs):
