@@ -344,13 +344,16 @@ def test_header_and_notes_when_items_lie_outside_the_frame(tmp_path: Path, expla
     )
     assert code == 0, err
     assert "outside the 320x240" not in out
-    assert "note: read as 0-1000 coordinates the prediction would score annotation_reward 0.992 (as pixels 0.00685)" in out
-    assert "normalised 0-1000 coordinates? the scorer reads pixels" in out
+    # The hint names the best other reading and its flag (issue 35: row_mismatches replaced the 0-1/0-1000 hint):
+    # integers written over 1000 here happen to fit 0-999 slightly better (0.995 against rel1000's 0.992).
+    hint = "read as rel999 (relative 0-999) the prediction would score annotation_reward 0.995 (as scored 0.00685)"
+    assert f"note: {hint}" in out and "--prediction-frame rel999 declares it" in out
+    assert f"mismatch rel999: {hint.replace('as scored', 'scored')}" in out
     code, out, err = explain(
         "--instance", str(path), "--line", "1", "--response", _response([0.031, 0.042, 0.156, 0.208]), "--png", str(png)
     )
     assert code == 0, err
-    assert "normalised 0-1 coordinates?" in out
+    assert "note: read as rel1 (relative 0-1) the prediction would score" in out and "--prediction-frame rel1 declares it" in out
     # Inside the frame: no note.
     code, out, _ = explain("--instance", str(path), "--line", "1", "--response", _response([12, 10, 50, 52]))
     assert code == 0 and "note:" not in out

@@ -183,3 +183,18 @@ def test_stdin_looks_for_images_from_the_current_directory(tmp_path: Path) -> No
     first = proc.stdout.decode().splitlines()[0]
     assert first.startswith("<stdin>:1: warning[image-missing]: $.image: 'surely/not/here.png' names no file")
     assert "(tried from the current directory)" in first
+
+
+def test_prediction_frame_needs_each_instance_image_size(tmp_path: Path) -> None:
+    # Issue 35: a frame other than pixel converts predictions with the image size, so validate refuses an instance
+    # without one, naming the frame; the default frame (and a sized instance) is unchanged.
+    path = write_lines(tmp_path / "d.jsonl", [instance("sized", image_size=[640, 480]), instance("blind")])
+    done = run_cli("validate", str(path))
+    assert done.returncode == 0 and b"prediction_frame" not in done.stdout
+    done = run_cli("validate", str(path), "--prediction-frame", "rel1000")
+    out = done.stdout.decode()
+    assert done.returncode == 1
+    assert f"{path}:2: $.image_size: missing: prediction_frame 'rel1000' needs the image size" in out
+    assert ":1:" not in out and "1 problem on 1 line" in out
+    done = run_cli("validate", str(path), "--prediction-frame", "rel2")
+    assert done.returncode == 2 and b"prediction_frame must be one of" in done.stderr

@@ -163,7 +163,10 @@ def test_the_issue_point_in_0_1000_units_on_a_wide_screenshot() -> None:
     hint = readings_hint(trail.readings)
     assert hint is not None and "read as 0-1000 coordinates the prediction would score annotation_reward 0.735" in hint
     text = "\n".join(explain_response(predicted([333, 76]), compiled, options_from({})).lines)
-    assert "normalised 0-1000 coordinates? the scorer reads pixels" in text  # nothing left the frame
+    # Nothing left the frame, yet explain names the best other reading and its flag (issue 35: the mismatch list
+    # replaced the 0-1/0-1000 note; these integers fit 0-999 a hair better than 0-1000).
+    assert "note: read as rel999 (relative 0-999) the prediction would score annotation_reward 0.742" in text
+    assert "--prediction-frame rel999 declares it" in text and "mismatch rel999:" in text
     assert result == compiled.score(predicted([333, 76]))  # the readings never touch the reward
 
 

@@ -29,10 +29,15 @@ def int_at_least(minimum: int) -> Any:
     return parse
 
 
-def add_scoring_options(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per row of the options table (``--mode``, the weights, ``--formula``, ...), dest its API name."""
+def add_scoring_options(parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """Add one flag per row of the options table (``--mode``, the weights, ``--formula``, ...), dest its API name.
+
+    ``only``: just the rows of these names (``validate`` and ``schema`` take ``prediction_frame`` alone).
+    """
     group = parser.add_argument_group("scorer options (as in score_trace_response)")
     for row in OPTIONS:
+        if only is not None and row.name not in only:
+            continue
         text = f"{row.name}: {row.description}" + (" (opt-in)" if row.opt_in else "")
         if row.cli == SWITCH:
             group.add_argument(row.flag, dest=row.name, action="store_true", help=text)

@@ -18,10 +18,15 @@ the report.
 
 When the image size is known, the annotation section notes items outside
 the image frame, found through the type owner's ``trace_draw_annotation``
-capability, and coordinates that look normalised: the run scored the parsed
-prediction again read as 0-1 and 0-1000 coordinates (the owner's
-``trace_scale_annotation``), and a reading that scores clearly better is
-named (:mod:`trace_tasks.cli._views.frames`). A prediction that does not parse but
+capability. The run also scored the parsed prediction in every other reading
+(each declared coordinate frame, ``[x, y, w, h]``, a model-native shape), and
+the report lists each mismatch :func:`~trace_tasks.scoring.row_mismatches`
+names (:mod:`trace_tasks.cli._views.mismatches`): a reading that scores
+clearly better with what it would have scored and the flag that declares it,
+an object recovered from inside ``<think>``, and ``<answer>`` tags that
+``final_only`` read but the format refused. Under a declared
+``--prediction-frame`` the prediction is shown as written and in pixels (the
+one scored, and drawn by ``--png``). A prediction that does not parse but
 has a model-native shape its owner knows (``trace_native_annotation``) gets a
 line naming the shape found and the one the contract expects, and what it
 would have scored written that way. A run with an opt-in response policy
@@ -48,6 +53,7 @@ from trace_tasks.cli._options import add_scoring_options, scoring_options
 from trace_tasks.cli._views.breakdown import reward_breakdown
 from trace_tasks.cli._views.drawing import CannotDraw, DrawingUnavailable, image_problem, picture_format, render
 from trace_tasks.cli._views.explanation import candidate_used, plain, show_value, surrogate_note, without_surrogates
+from trace_tasks.cli._views.mismatches import mismatch_line, written_json
 from trace_tasks.cli._views.sections import (
     SHOW_CHARS,
     Explained,
@@ -59,7 +65,7 @@ from trace_tasks.cli._views.sections import (
 from trace_tasks.data import CompiledInstance, compile_instance
 from trace_tasks.errors import InstanceError, one_line
 from trace_tasks.runs import STDIO, dumps, find_shards, instance_part, open_binary, open_lines, read_lines
-from trace_tasks.scoring import ANNOTATION_ONLY, UNPARSED, canonical_text, options_from
+from trace_tasks.scoring import ANNOTATION_ONLY, UNPARSED, canonical_text, options_from, row_mismatches
 
 EXIT_OK, EXIT_BAD_INSTANCE, EXIT_USAGE = 0, 1, 2
 #: Where ``score_trace_response`` looks for the image size, in its order.
@@ -323,6 +329,10 @@ def explanation_json(explained: Explained) -> dict[str, Any]:
             "converted_reward": trail.native_reward,
         },
         "readings": dict(trail.readings),
+        **written_json(trail),
+        "mismatches": [
+            {"kind": m.kind, "reward": m.reward, "scored": m.scored, "line": mismatch_line(m)} for m in row_mismatches(trail)
+        ],
     }
     explanation = trail.explanation
     if explanation is not None:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from trace_tasks.cli._options import add_scoring_options
 from trace_tasks.runs import EXIT_OK, EXIT_USAGE, open_binary, read_lines
 from trace_tasks.scoring import format_instructions, response_json_schema
 
@@ -55,6 +56,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="with --instructions: ask for the object inside <answer>...</answer> (for format_accept_answer_tag)",
     )
+    # The frame the model is asked to write: bounds in the schema, the range (and y-first order) in the instructions.
+    add_scoring_options(parser, only=("prediction_frame", "resize"))
     parser.set_defaults(func=run)
 
 
@@ -71,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         "answer_type": args.answer_type,
         "annotation_type": args.annotation_type,
         "trace_reward_mode": args.mode,
+        "prediction_frame": args.prediction_frame,
+        "resize": args.resize,
     }
     try:
         if (args.instance is None) != (args.id is None) or (args.instance is None and args.answer_type is None):

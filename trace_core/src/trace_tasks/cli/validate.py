@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.cli._options import add_scoring_options
 from trace_tasks.cli._views.explanation import escape_surrogates
 from trace_tasks.cli._views.frames import frame_report
 from trace_tasks.data import DatasetLint, DataWarning, Problem
@@ -46,7 +47,7 @@ from trace_tasks.runs import (
     open_lines,
     read_lines,
 )
-from trace_tasks.scoring import resolve_mode
+from trace_tasks.scoring import resolve_frame, resolve_mode
 
 EXIT_PROBLEMS = EXIT_FAILED
 
@@ -99,6 +100,7 @@ def register(subparsers: Any) -> None:
             "a FIELD found on no line is a problem naming it"
         ),
     )
+    add_scoring_options(parser, only=("prediction_frame",))  # an instance scored in a frame needs its image size
     parser.set_defaults(func=run)
 
 
@@ -160,6 +162,7 @@ def file_findings(
     keep: tuple[str, ...] = (),
     lines: Iterator[Any] | None = None,
     trace_reward_mode: Any = None,
+    prediction_frame: str = "pixel",
 ) -> Iterator[Finding]:
     """Every problem and warning of one instance file, in order (the group rules' warnings last).
 
@@ -171,9 +174,9 @@ def file_findings(
     if lines is None:
         with open_binary(path) as fh:
             source = read_lines(fh, "<stdin>" if path == STDIO else path)
-            yield from _findings(path, source, tally, notes, group_by, keep, trace_reward_mode)
+            yield from _findings(path, source, tally, notes, group_by, keep, trace_reward_mode, prediction_frame)
     else:
-        yield from _findings(path, lines, tally, notes, group_by, keep, trace_reward_mode)
+        yield from _findings(path, lines, tally, notes, group_by, keep, trace_reward_mode, prediction_frame)
 
 
 def _findings(
@@ -184,10 +187,13 @@ def _findings(
     group_by: str | None,
     keep: tuple[str, ...],
     trace_reward_mode: Any = None,
+    prediction_frame: str = "pixel",
 ) -> Iterator[Finding]:
     seen_ids: dict[str, int] = {}
     image_dir = None if path == STDIO else os.path.dirname(path) or os.curdir
-    lint = DatasetLint(group_by=group_by, image_dir=image_dir, trace_reward_mode=trace_reward_mode)
+    lint = DatasetLint(
+        group_by=group_by, image_dir=image_dir, trace_reward_mode=trace_reward_mode, prediction_frame=prediction_frame
+    )
     ignored: set[str] = set()
     group_found = group_by is None
     for line in lines:
@@ -283,6 +289,11 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"trace-tasks validate: error: --mode: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    try:
+        args.prediction_frame = resolve_frame(args.prediction_frame)
+    except ValueError as exc:
+        print(f"trace-tasks validate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     tally = Tally()
     notes: dict[str, str] = {}
     as_json = args.json
@@ -292,14 +303,18 @@ def run(args: argparse.Namespace) -> int:
         name = "<stdin>" if path == STDIO else path
         try:
             if shard is None:
-                findings = file_findings(path, tally, notes, args.group_by, keep, trace_reward_mode=args.trace_reward_mode)
+                findings = file_findings(
+                    path, tally, notes, args.group_by, keep, None, args.trace_reward_mode, args.prediction_frame
+                )
                 for finding in findings:
                     tally.add(finding)
                     if not args.quiet:
                         print(_json(name, finding) if as_json else _text(name, finding))
             else:
                 with open_lines(shard) as (lines, _):
-                    for finding in file_findings(path, tally, notes, args.group_by, keep, lines, args.trace_reward_mode):
+                    for finding in file_findings(
+                        path, tally, notes, args.group_by, keep, lines, args.trace_reward_mode, args.prediction_frame
+                    ):
                         tally.add(finding)
                         if not args.quiet:
                             print(_json(name, finding) if as_json else _text(name, finding))

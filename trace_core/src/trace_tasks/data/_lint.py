@@ -718,9 +718,12 @@ class DatasetLint:
         image_dir: str | os.PathLike[str] | None = None,
         cls: type[TraceInstance] = TrainInstance,
         trace_reward_mode: Any = None,
+        prediction_frame: Any = None,
     ) -> None:
         self.mode = resolve_mode(trace_reward_mode) if trace_reward_mode is not None else None
         self.group_by = group_by
+        #: The frame the instances will be scored in: a frame other than pixel needs each one's image size.
+        self.prediction_frame = resolve_frame(prediction_frame)
         self.image_dir = None if image_dir is None else os.fspath(image_dir)
         self.cls = cls
         self.lines = 0
@@ -734,7 +737,7 @@ class DatasetLint:
         """Validate one instance dict and take it into the groups; its report, warnings included."""
         registry = get_registry()
         self.lines += 1
-        problems, parts = check(data, self.cls, registry, mode=self.mode)
+        problems, parts = check(data, self.cls, registry, self.prediction_frame, mode=self.mode)
         warnings: tuple[DataWarning, ...] = ()
         if not problems:
             facts = _parts_facts(data, parts, registry)

@@ -47,6 +47,7 @@ from trace_tasks.runs._failure_kinds import (
 )
 from trace_tasks.runs._jsonl import Line, dumps, open_binary, open_source, read_lines
 from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY, score_compiled_with_metrics
+from trace_tasks.runs._mismatches import MISMATCHES_KEY, MismatchCounts
 from trace_tasks.runs._output import REPLACED_WHEN_DONE, STDIO, check_distinct_files, guard, open_outputs
 from trace_tasks.runs._rows import MISSING, InstanceIndex, column_value, combined_slots, instance_part, joined_slots
 from trace_tasks.runs._run import score_files
@@ -71,6 +72,7 @@ __all__ = [
     "EXIT_USAGE",
     # rows, their scores and the summary
     "METRICS_KEY",
+    "MISMATCHES_KEY",
     "MISSING",
     "NOT_AN_OBJECT",
     "NOT_AN_OBJECT_MEANING",
@@ -85,6 +87,7 @@ __all__ = [
     "InputFailed",
     "InstanceIndex",
     "Line",
+    "MismatchCounts",
     "Moments",
     "OutputClosed",
     "OutputFailed",

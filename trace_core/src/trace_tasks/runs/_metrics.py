@@ -3,7 +3,9 @@
 The metrics themselves are :func:`trace_tasks.scoring.row_metrics`, read from
 the trail of the very run that scored the row. A row's metrics travel with its
 scores under :data:`METRICS_KEY` (which no score key can be) and are taken off
-before the row is written.
+before the row is written. The trail keeps the hints (``Trail(hints=True)``),
+so the row's mismatch kinds ride beside them under
+:data:`~trace_tasks.runs._mismatches.MISMATCHES_KEY`; neither changes a score.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import mode_problem
 from trace_tasks.errors import OptionError
 from trace_tasks.plugins import get_registry
+from trace_tasks.runs._mismatches import MISMATCHES_KEY, row_record
 from trace_tasks.scoring import ScoringOptions, Trail, options_from, prepare_target, row_metrics, run, shape_of
 
 #: Where a row's metrics ride beside its scores between the scorer and the summary (never written).
@@ -44,12 +47,13 @@ def score_compiled_with_metrics(work: Any, opts: ScoringOptions) -> dict[str, An
     assert work.item is not None and work.compiled is not None
     try:
         work.compiled.check_mode(opts)  # an instance without an answer: annotation_only only
-        trail = Trail()
+        trail = Trail(hints=True)
         scores: dict[str, Any] = work.compiled.run(check_response(work.item["response"]), opts, None, trail)
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}
     scores[METRICS_KEY] = row_metrics(trail, scores, shape_of(work.compiled.annotation_type))
     scores[ANSWER_KEY] = answer_text(trail)
+    scores[MISMATCHES_KEY] = row_record(trail)
     return scores
 
 
@@ -70,12 +74,13 @@ def score_batch_with_metrics(items: list[Mapping[str, Any]], **options: Any) -> 
                 raise OptionError(problem)
             sizes = (item.get("image_size"), item.get("image_sizes"), item.get("metadata"), item.get("extra_info"))
             target = prepare_target(item["answer_gt"], item["annotation_gt"], item["reward_contract"], opts, registry, sizes)
-            trail = Trail()
+            trail = Trail(hints=True)
             scores: dict[str, Any] = run(check_response(item["response"]), opts, registry, target, trail)
         except Exception as exc:
             results.append({"error": f"{type(exc).__name__}: {exc}"})
             continue
         scores[METRICS_KEY] = row_metrics(trail, scores, shape_of(target.type_name))
         scores[ANSWER_KEY] = answer_text(trail)
+        scores[MISMATCHES_KEY] = row_record(trail)
         results.append(scores)
     return results

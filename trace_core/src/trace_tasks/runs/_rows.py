@@ -24,6 +24,7 @@ import attrs
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
 from trace_tasks.runs._jsonl import Line
 from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY
+from trace_tasks.runs._mismatches import MISMATCHES_KEY
 from trace_tasks.runs._summary import Summary
 
 
@@ -323,10 +324,13 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
         summary.add_error(message)
         return {**head, "error": message, **tail}
     metrics = scores.pop(METRICS_KEY, None)
+    mismatches = scores.pop(MISMATCHES_KEY, None)
     answer = scores.pop(ANSWER_KEY, None)
     summary.add_scores(slot.annotation_type, scores)
     if metrics is not None:
         summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics, scores, answer)
+    if mismatches is not None:
+        summary.mismatches.add(slot.annotation_type, mismatches)
     if summary.group_by is not None and slot.extra is not None:
         summary.add_group(slot.extra.get(summary.group_by), scores)
     return {**head, **scores, **tail}

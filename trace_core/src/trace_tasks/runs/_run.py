@@ -101,6 +101,8 @@ def _run(settings: RunSettings, plan: Plan) -> RunResult:
                 warnings.finish()
                 _data_warnings.report(warnings, "line", settings.input, settings.quiet)
             print(summary.table(), file=sys.stderr)
+            for line in summary.mismatches.warnings(settings.options):
+                print(line, file=sys.stderr)
         missing = _report_columns(summary, settings)
         if warnings is not None:
             warnings.finish()
@@ -186,6 +188,9 @@ def write_summary(
 ) -> None:
     """``--summary-json``: the summary, the instances' problems and the options; a sharded run also lists its outputs."""
     data: dict[str, Any] = {**summary.to_dict(), "instance_problems": instance_problems, "options": dict(options)}
+    mismatch_warnings = summary.mismatches.warnings(options)
+    if mismatch_warnings:  # the lines printed under the table, for a machine reader
+        data["mismatch_warnings"] = mismatch_warnings
     if warnings is not None:  # the data warnings by rule (the local engine counts them)
         data["warnings"] = warnings
     if plan.sharded or plan.skipped:

@@ -17,6 +17,7 @@ from typing import Any
 
 from trace_tasks.runs._failure_hints import ErrorKinds
 from trace_tasks.runs._failure_kinds import NO_JSON, no_json
+from trace_tasks.runs._mismatches import PARSED, MismatchCounts
 from trace_tasks.runs._stats import GroupStats, Moments, OpenGroup
 
 OVERALL = "all"
@@ -142,6 +143,8 @@ class Summary:
         self.group_all = GroupStats()
         #: The open group (the rows of one id read so far), or None.
         self._group: OpenGroup | None = None
+        #: Each mismatch kind per annotation type (rows scored with their metrics only: ``Trail(hints=True)``).
+        self.mismatches = MismatchCounts()
 
     def add_metrics(
         self,
@@ -218,6 +221,7 @@ class Summary:
             self.by_group.setdefault(name, _Totals()).merge(totals)
         # Each side's open group is closed: a group split between two merged parts counts as two.
         self.with_metrics = self.with_metrics or other.with_metrics
+        self.mismatches.merge(other.mismatches)
         self._close_group()
         by_type, whole = other._group_tables()
         for name, stats in by_type.items():
@@ -237,6 +241,10 @@ class Summary:
                 groups = {} if found is None else found.to_dict()
                 totals["metrics"] = {**self.by_type[name].metrics(), **groups}
                 totals["metrics_stderr"] = self.by_type[name].metrics_stderr()
+            if self.mismatches.by_type:
+                overall["mismatches"] = self.mismatches.overall()
+                for name, totals in by_type.items():
+                    totals["mismatches"] = self.mismatches.to_dict(name)
         data = {
             "lines": self.lines,
             "scored": self.overall.count,
@@ -272,6 +280,7 @@ class Summary:
         rule = "-" * len(line(headers))
         out = [line(headers), rule, *(line(r) for r in rows[:-1]), rule, line(rows[-1])]
         out.append(f"{self.lines} lines: {self.overall.count} scored, {self.errors} failed (see the 'error' field)")
+        out += self.mismatch_lines()
         if self.group_by is not None:
             group_rows = [self._row(name, self.by_group[name]) for name in sorted(self.by_group)]
             cells = [[f"{self.group_by}", *headers[1:]], *group_rows]
@@ -279,6 +288,17 @@ class Summary:
             widths[:] = group_widths
             out += ["", line(cells[0]), "-" * len(line(cells[0])), *(line(r) for r in group_rows)]
         return "\n".join(out)
+
+    def mismatch_lines(self) -> list[str]:
+        """One line per annotation type with mismatches: each kind and its count (none when nothing was found)."""
+        lines = []
+        for name in sorted(self.mismatches.by_type):
+            kinds = self.mismatches.kinds(name)
+            if kinds:
+                parsed = self.mismatches.by_type[name][PARSED]
+                found = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+                lines.append(f"mismatches in {name} ({parsed} parsed predictions): {found}")
+        return lines
 
     @staticmethod
     def _row(name: str, totals: _Totals) -> list[str]:

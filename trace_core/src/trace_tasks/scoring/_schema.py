@@ -30,6 +30,7 @@ from trace_tasks.errors import OptionError, UnknownTypeError, suggest
 from trace_tasks.plugins import JSON_SCHEMA_DIALECT, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import is_mapping, read_annotation_string
 from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, resolve_answer_tag, resolve_mode
+from trace_tasks.scoring._schema_frames import frame_of, frame_schema, frame_words
 
 __all__ = ["format_instructions", "response_json_schema"]
 
@@ -164,6 +165,8 @@ def response_json_schema(
     annotation_type: str | None = None,
     trace_reward_mode: Any = "answer_and_annotation",
     instance: Mapping[str, Any] | None = None,
+    prediction_frame: Any = None,
+    resize: Any = None,
 ) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the final object of ``trace_reward_mode`` for these types.
 
@@ -186,9 +189,19 @@ def response_json_schema(
     the target's role keys as its ``properties``, all ``required``,
     ``additionalProperties: false``. Nothing else of the target is used: no
     value, no set's size.
+
+    ``prediction_frame`` (the scorer option, docs/contracts.md §5.7): every
+    number of the annotation's schema is bounded by the frame, ``minimum`` 0
+    and ``maximum`` 1000 (integers) for ``rel1000`` and ``rel1000_yx``, 999 for
+    ``rel999``, 1 (numbers) for ``rel1``; for ``resized`` with an ``instance``
+    giving the image size, the larger side of the resized input (``resize``:
+    the scorer option's smart_resize parameters). ``pixel`` (the default)
+    changes nothing. A family that cannot convert the frame: ``OptionError``.
     """
     parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
     mode, spec, entry = parts.mode, parts.spec, parts.entry
+    frame = frame_of(prediction_frame, entry)
+    bounds = ""
     notes: list[str] = []
     properties: dict[str, Any] = {}
     titled: list[str] = []
@@ -205,6 +218,7 @@ def response_json_schema(
             declared, words = None, form[0]
         what = f"annotation type {entry.name!r}" if form is None else f"the reward version {entry.current_reward_id!r}"
         value_schema = _value_schema(declared, words, what, notes)
+        value_schema, bounds = frame_schema(value_schema, frame, instance, resize)
         properties["annotation"] = _with_roles(value_schema, parts.roles)
         named = f"annotation {entry.name}"
         if parts.roles is not None:
@@ -214,7 +228,8 @@ def response_json_schema(
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": title,
-        "description": "The one final JSON object a response ends with (docs/contracts.md §3.1); pixel coordinates.",
+        "description": "The one final JSON object a response ends with (docs/contracts.md §3.1); "
+        + (f"coordinates in the {frame} frame: {bounds}." if bounds else "pixel coordinates."),
         "type": "object",
         "properties": properties,
         "required": list(properties),
@@ -238,6 +253,8 @@ def format_instructions(
     trace_reward_mode: Any = "answer_and_annotation",
     format_accept_answer_tag: Any = False,
     instance: Mapping[str, Any] | None = None,
+    prediction_frame: Any = None,
+    resize: Any = None,
 ) -> str:
     """The prompt text asking for the final object of :func:`response_json_schema`: its keys, how to write
     each value (pixel coordinates, the items' shape), and an example object.
@@ -245,10 +262,13 @@ def format_instructions(
     ``format_accept_answer_tag=True`` asks for the object inside ``<answer>...</answer>``
     (the option of the same name, docs/contracts.md §3.7). ``instance``: as for
     :func:`response_json_schema`; a map type's role keys are named as the only
-    keys to use, and the example uses them. Same errors as :func:`response_json_schema`.
+    keys to use, and the example uses them. ``prediction_frame`` and ``resize``: the
+    coordinates are asked for in that frame (its range, y first for
+    ``rel1000_yx``). Same errors as :func:`response_json_schema`.
     """
     parts = _parts(answer_type, annotation_type, trace_reward_mode, instance)
     spec, entry, roles = parts.spec, parts.entry, parts.roles
+    frame = frame_of(prediction_frame, entry)
     tagged = resolve_answer_tag(format_accept_answer_tag)
     annotation_shape = f"<{entry.name}>" if entry is not None else ""
     if entry is not None and roles is not None:
@@ -284,10 +304,7 @@ def format_instructions(
         if roles is not None:
             names = ", ".join(json.dumps(role, ensure_ascii=False) for role in roles)
             lines.append(f"  Its keys are exactly these role keys, each once: {names}.")
-        lines.append(
-            "Coordinates are pixels of the image as you are given it: x from its left edge, y from its top edge. "
-            "Do not normalise them (no 0-1 or 0-1000 scale)."
-        )
+        lines.append(frame_words(frame, instance, resize))
         has_annotation, annotation = _example(type_spec.examples if type_spec is not None else ())
         if form is not None:
             has_annotation, annotation = _example(form[1])
@@ -299,7 +316,8 @@ def format_instructions(
                 items = items[:1]
             annotation = {role: items[i % len(items)] for i, role in enumerate(roles)}
         example["annotation"] = annotation
-        complete = complete and has_annotation
+        # The types' examples are pixels: in another frame they would teach the wrong range, so none is shown.
+        complete = complete and has_annotation and frame == "pixel"
     if complete:
         text = json.dumps(example, ensure_ascii=False)
         lines.append(f"Example: <answer>{text}</answer>" if tagged else f"Example: {text}")

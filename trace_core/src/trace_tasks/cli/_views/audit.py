@@ -56,7 +56,15 @@ from trace_tasks.runs import (
     group_name,
     instance_part,
 )
-from trace_tasks.scoring import ANNOTATION_ONLY, answer_target, resolve_mode, resolve_tool_call
+from trace_tasks.scoring import (
+    ANNOTATION_ONLY,
+    PIXEL,
+    answer_target,
+    frame_scales,
+    resolve_mode,
+    resolve_resize,
+    resolve_tool_call,
+)
 
 MAJORITY = "majority-answer"
 MAJORITY_EMPTY = "majority-answer+empty"
@@ -273,26 +281,64 @@ def applies(policy: str, member: CompiledInstance) -> bool:
 #: Why a policy left an instance out: it needs an image size the instance lacks; it needs other instances in the group.
 NO_IMAGE_SIZE = "no_image_size"
 ALONE = "alone_in_group"
+#: Why a policy left an instance out under a declared frame: the policy averages pixel targets of other images.
+PIXELS_ONLY = "pixels_only"
+#: The reasons in words (the text table's notes).
+SKIPPED_WORDS = {
+    NO_IMAGE_SIZE: "without an image size",
+    ALONE: "alone in their group (no other target to average)",
+    PIXELS_ONLY: "under a declared --prediction-frame (the mean of other images' pixel targets has no one frame)",
+}
 
 
 #: The policies run in the ``annotation_only`` mode: those with an image-blind annotation (the answer left out).
 ANNOTATION_ONLY_POLICIES = frozenset({MAJORITY_EMPTY, MAJORITY_WHOLE, MAJORITY_MEAN_BOX, MAJORITY_BOX_COPIES})
 
 
-def response(
-    policy: str, member: CompiledInstance, group: Group, majority: Any, annotation_only: bool = False
-) -> dict[str, Any] | str:
-    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`).
+def frame_extent(member: CompiledInstance, options: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The image's ``(width, height)`` as the declared frame writes it, y-first swapped; ``None`` in pixels.
 
-    ``annotation_only``: the object without its answer (``{"annotation": ...}``).
+    The inverse of :func:`trace_tasks.scoring.frame_scales`: 1000 x 1000 for ``rel1000``, the resized
+    input's size for ``resized``. A family's image-blind item for that extent is what a model writing
+    the frame writes (its numbers are ``(x, y)`` pairs; ``rel1000_yx`` swaps the extent, so each pair
+    comes out ``(y, x)``).
     """
-    found = _response(policy, member, group, majority)
+    frame = options.get("prediction_frame") or PIXEL
+    if frame == PIXEL or member.image_size is None:
+        return None
+    declared = member.data.get("model_image_size")
+    model = (float(declared[0]), float(declared[1])) if isinstance(declared, (list, tuple)) and len(declared) == 2 else None
+    resize = resolve_resize(options.get("resize"))
+    width, height = member.image_size
+    scale_x, scale_y, y_first = frame_scales(frame, (width, height), model, resize)
+    extent = (width / scale_x, height / scale_y)
+    return (extent[1], extent[0]) if y_first else extent
+
+
+def response(
+    policy: str,
+    member: CompiledInstance,
+    group: Group,
+    majority: Any,
+    annotation_only: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | str:
+    """The policy's JSON object for one instance, or why the policy leaves it out (:data:`NO_IMAGE_SIZE`, :data:`ALONE`,
+    :data:`PIXELS_ONLY`).
+
+    ``annotation_only``: the object without its answer (``{"annotation": ...}``). Under a declared
+    ``prediction_frame`` (in ``options``) the whole-image item is written in it.
+    """
+    found = _response(policy, member, group, majority, options)
     if annotation_only and not isinstance(found, str):
         found.pop("answer", None)
     return found
 
 
-def _response(policy: str, member: CompiledInstance, group: Group, majority: Any) -> dict[str, Any] | str:
+def _response(
+    policy: str, member: CompiledInstance, group: Group, majority: Any, options: Mapping[str, Any] | None = None
+) -> dict[str, Any] | str:
+    extent = frame_extent(member, options or {})
     gt = member.data.get("answer_gt")
     own = gt.get("value") if isinstance(gt, Mapping) else None
     if policy == MAJORITY:
@@ -304,8 +350,10 @@ def _response(policy: str, member: CompiledInstance, group: Group, majority: Any
     if policy in WHOLE_IMAGE:
         if member.image_size is None:
             return NO_IMAGE_SIZE
-        annotation = laid_out(blind_item(member, *member.image_size), member)
+        annotation = laid_out(blind_item(member, *(extent or member.image_size)), member)
         return {"answer": majority if policy == MAJORITY_WHOLE else own, "annotation": annotation}
+    if (options or {}).get("prediction_frame", PIXEL) not in (None, PIXEL):
+        return PIXELS_ONLY
     if len(group.members) == 1:
         return ALONE
     box = group.mean_box(member)
@@ -420,7 +468,7 @@ def audit(
                 if not applies(policy, member):
                     continue
                 totals = result.totals[(group.cell, policy)]
-                obj = response(policy, member, group, majority, annotation_only)
+                obj = response(policy, member, group, majority, annotation_only, options)
                 if isinstance(obj, str):
                     totals.skipped[obj] = totals.skipped.get(obj, 0) + 1
                     continue
@@ -470,7 +518,7 @@ def tables(result: Audit) -> str:
             ]
         )
         for reason, count in totals.skipped.items():
-            why = "without an image size" if reason == NO_IMAGE_SIZE else "alone in their group (no other target to average)"
+            why = SKIPPED_WORDS.get(reason, reason)
             notes.setdefault(annotation_type, []).append(f"  {policy}: {count} instance(s) {why}, left out")
     rows_all = [row for rows in by_type.values() for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows_all)) for i, h in enumerate(headers)]

@@ -24,7 +24,7 @@ from trace_tasks.cli._views.explanation import (
     surrogate_note,
     without_surrogates,
 )
-from trace_tasks.cli._views.frames import readings_hint
+from trace_tasks.cli._views.mismatches import mismatch_hint, mismatch_lines, written_lines
 from trace_tasks.data import CompiledInstance
 from trace_tasks.errors import one_line
 from trace_tasks.plugins import AnnotationExplanation, ScoringContext
@@ -75,8 +75,8 @@ class Explained:
 
     @property
     def hint(self) -> str | None:
-        """The normalised-coordinates hint of the run's readings (``None``: no readings, guess from the drawing)."""
-        return readings_hint(self.trail.readings)
+        """The other-reading hint of the run's alternatives (``None``: none scored, guess from the drawing)."""
+        return mismatch_hint(self.trail)
 
 
 def explain_response(response: str, instance: CompiledInstance, opts: ScoringOptions) -> Explained:
@@ -88,6 +88,7 @@ def explain_response(response: str, instance: CompiledInstance, opts: ScoringOpt
         out.insert(2, f"  note: {surrogate_note(surrogates)}")
     out += _answer(trail, instance, result)
     out += _annotation(trail, instance, result)
+    out += written_lines(trail) + mismatch_lines(trail)
     out += _reward(result)
     notes = frame_check(Explained(instance, result, trail, ()))
     if notes:
@@ -109,7 +110,7 @@ def _yes(flag: bool) -> str:
 #: What each opt-in response policy means, for the extraction section (docs/contracts.md §3.7).
 POLICY_NOTES = {
     "outside_think": "recovery and atomic answers ignore text inside <think>...</think>",
-    "final_only": "the payload is the final block or nothing (in answer mode the whole response may be the atomic answer)",
+    "final_only": "the payload is the final block (a final <answer>...</answer> pair counts as one) or nothing (in answer mode the whole response may be the atomic answer)",
 }
 
 

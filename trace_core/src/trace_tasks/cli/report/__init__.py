@@ -313,7 +313,12 @@ def metrics_fields(args: argparse.Namespace, found: Aggregate) -> dict[str, Any]
             f"{metrics.disagreeing} re-scored row(s) got another overall than the scores file: other inputs or another "
             "version scored this file, and the metrics describe the re-scoring."
         )
-    return {"metrics": metrics.by_type, "metrics_overall": metrics.overall, "metrics_note": " ".join(notes)}
+    return {
+        "metrics": metrics.by_type,
+        "metrics_overall": metrics.overall,
+        "metrics_note": " ".join(notes),
+        "mismatches": metrics.mismatches,
+    }
 
 
 def audit_fields(args: argparse.Namespace, scored: Row | None) -> dict[str, Any]:

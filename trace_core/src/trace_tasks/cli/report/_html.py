@@ -21,6 +21,7 @@ import attrs
 
 from trace_tasks.cli._views.breakdown import reward_breakdown
 from trace_tasks.cli._views.explanation import surrogate_note, without_surrogates
+from trace_tasks.cli._views.mismatches import kind_meaning
 from trace_tasks.cli.report._data import (
     ALL,
     COMPONENTS,
@@ -246,6 +247,8 @@ class Report:
     metrics: Mapping[str, Mapping[str, float]] | None = None
     metrics_overall: Mapping[str, float] = attrs.field(factory=dict)
     metrics_note: str = ""
+    #: Per type (and ``all``) the re-scored rows of each mismatch kind (with --instances): the failure table's extra columns.
+    mismatches: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
     #: ``report --group-by COLUMN``: the column and its table (values, then all), or None.
     group_by: str = ""
     groups: Sequence[TypeStats] | None = None
@@ -360,16 +363,20 @@ def histograms_section(
     )
 
 
-def failures_section(table: Sequence[TypeStats]) -> str:
+def failures_section(table: Sequence[TypeStats], mismatches: Mapping[str, Mapping[str, int]] | None = None) -> str:
+    kinds = sorted({kind for counts in (mismatches or {}).values() for kind in counts})
     head = "".join(f'<th title="{e(meaning)}">{e(title)}</th>' for _, title, meaning, _ in FAILURES)
+    head += "".join(f'<th title="{e(kind_meaning(kind))}">mismatch {e(kind)}</th>' for kind in kinds)
     rows = []
     for s in table:
         cells = "".join(_share(s.failures[key], s.scored) for key, *_ in FAILURES)
+        cells += "".join(_share((mismatches or {}).get(s.name, {}).get(kind, 0), s.scored) for kind in kinds)
         cls = ' class="all"' if s.name == ALL else ""
         rows.append(
             f'<tr{cls} data-type="{e(s.name)}"><td>{e(s.name)}</td><td class="n">{s.failures["not_scored"]}</td>{cells}</tr>'
         )
     legend = "".join(f"<li><b>{e(title)}</b>: {e(meaning)}</li>" for _, title, meaning, _ in FAILURES)
+    legend += "".join(f"<li><b>mismatch {e(kind)}</b>: {e(kind_meaning(kind))} (re-scored rows)</li>" for kind in kinds)
     return (
         '<h2 id="failures">Failures</h2>'
         "<p class=\"muted\">Counts of scored rows (and share of the type's scored rows), read from each row's flags; "
@@ -663,7 +670,7 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         type_table_section(report.table),
         *([group_table_section(report.group_by, report.groups)] if report.groups is not None else []),
         histograms_section(report.histograms, report.binary),
-        failures_section(report.table),
+        failures_section(report.table, report.mismatches),
     ]
     if report.metrics is not None:
         sections.append(metrics_section(report.metrics, report.metrics_overall, report.metrics_note))

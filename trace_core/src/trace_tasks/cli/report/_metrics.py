@@ -19,9 +19,11 @@ from typing import Any
 
 import attrs
 
+from trace_tasks.cli.report._data import ALL
 from trace_tasks.runs import (
     ANSWER_KEY,
     METRICS_KEY,
+    MISMATCHES_KEY,
     InstanceIndex,
     Summary,
     combined_slots,
@@ -41,6 +43,8 @@ class RunMetrics:
     overall: Mapping[str, float]
     rescored: int
     disagreeing: int
+    #: Per type (and ``all``): the re-scored rows of each mismatch kind (``trace_tasks.scoring.row_mismatches``).
+    mismatches: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
 
 
 def run_metrics(by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], instances: str, responses: str | None) -> RunMetrics:
@@ -57,7 +61,9 @@ def run_metrics(by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], instances:
                 disagreeing, rescored = _score(joined_slots(read_lines(rfh, responses), index), by_line, summary)
     data = summary.to_dict()
     by_type = {name: totals.get("metrics", {}) for name, totals in data["by_annotation_type"].items()}
-    return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing)
+    mismatches = {name: summary.mismatches.kinds(name) for name in summary.mismatches.by_type}
+    mismatches[ALL] = summary.mismatches.overall()
+    return RunMetrics(by_type, data["overall"].get("metrics", {}), rescored, disagreeing, mismatches)
 
 
 def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], summary: Summary) -> tuple[int, int]:
@@ -69,9 +75,12 @@ def _score(slots: Any, by_line: Mapping[int, tuple[Any, Mapping[str, Any]]], sum
         overall, options = found
         result = score_compiled_with_metrics(slot, options_from(dict(options)))
         values = result.pop(METRICS_KEY, None)
+        mismatches = result.pop(MISMATCHES_KEY, None)
         answer = result.pop(ANSWER_KEY, None)
         if values is None:
             continue
+        if mismatches is not None:
+            summary.mismatches.add(slot.annotation_type, mismatches)
         rescored += 1
         disagreeing += result.get("overall") != overall
         summary.add_scores(slot.annotation_type, result)
