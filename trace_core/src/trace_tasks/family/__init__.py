@@ -34,7 +34,7 @@ from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._alignment import AlignedShapeFamily, make_aligned_scorer, match_aligned
 from trace_tasks.family._assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.family._coordinates import coordinate, coordinates, is_flat
-from trace_tasks.family._distance import LN2, half_life_diagnostic
+from trace_tasks.family._distance import LN2, half_life_diagnostic, hypot_grid, soft_similarity_grid
 from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check_family, hostile_values, orphan_problems
 from trace_tasks.family._matching import Matched, match_sequence, match_set
 from trace_tasks.family._numbers import soft_similarity
@@ -116,6 +116,7 @@ __all__ = [
     "half_life_diagnostic",
     "hookimpl",
     "hostile_values",
+    "hypot_grid",
     "infer_item_schema",
     "is_flat",
     "lay_out",
@@ -133,6 +134,7 @@ __all__ = [
     "scale_xy",
     "schema_problems",
     "soft_similarity",
+    "soft_similarity_grid",
     "swap_xy",
     "unsupported_keywords",
 ]
