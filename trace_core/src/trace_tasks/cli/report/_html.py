@@ -663,7 +663,7 @@ def _delta_cell(d: DeltaStats, scale: float) -> str:
         f'<td class="n delta {cls}" data-key="{d.key}" data-mean="{d.mean:.6f}" '
         f'data-stderr="{f"{d.stderr:.6f}" if d.stderr is not None else ""}" data-low="{low}" data-high="{high}" '
         f'data-noise="{int(d.contains_zero)}">{d.mean:+.3f}{se}<br>{interval}{noise}</td>'
-        f"<td>{delta_bar_svg(d.mean, scale=scale, interval=d.interval)}</td>"
+        f"<td>{delta_bar_svg(d.mean, scale=scale, interval=d.interval, muted=d.contains_zero)}</td>"
     )
 
 

@@ -67,12 +67,13 @@ def delta_bar_svg(
     height: int = 12,
     scale: float = 1.0,
     interval: tuple[float, float] | None = None,
+    muted: bool = False,
 ) -> str:
     """A bar from the middle, right and green for a gain, left and red for a loss; hover: its value.
 
     ``scale`` is the change drawn at full half-width (default 1: a reward in [-1, 1]); a table of
     small deltas passes the largest bound it shows, so they stay visible. ``interval`` adds a
-    whisker from its low to its high bound.
+    whisker from its low to its high bound; ``muted`` draws the bar grey (a change within noise).
     """
     if change is None:
         return ""
@@ -84,7 +85,7 @@ def delta_bar_svg(
 
     length = abs(at(change) - middle)
     x = middle if change >= 0 else middle - length
-    colour = "#2a8a2a" if change >= 0 else "#c03030"
+    colour = "#aaaaaa" if muted else "#2a8a2a" if change >= 0 else "#c03030"
     whisker = ""
     if interval is not None:
         low, high = at(interval[0]), at(interval[1])
