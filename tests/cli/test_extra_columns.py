@@ -155,8 +155,10 @@ def test_report_group_by_equals_the_score_summary(tmp_path: Path) -> None:
     for name, totals in by_group.items():
         row = re.search(rf'<tr data-group="{name}"><td>{name}</td>(.*?)</tr>', section)
         assert row is not None
-        cells = re.findall(r'<td class="n">([^<]+)</td>', row.group(1))
-        assert cells[:2] == [str(totals["count"]), f"{totals['mean_overall']:.3f}"]
+        # The means carry their standard errors (issue 38): "0.589 ± 0.041", the summary's mean_overall_stderr.
+        cells = re.findall(r'<td class="n(?: est)?"[^>]*>([^<]+)</td>', row.group(1))
+        mean = f"{totals['mean_overall']:.3f}"
+        assert cells[:2] == [str(totals["count"]), f"{mean} ± {totals['mean_overall_stderr']:.3f}"]
     # a column the scores do not keep is said so
     assert run_cli("score", str(INSTANCES), "--responses", str(RESPONSES), "-q", "-o", str(scores)).returncode == 0
     assert run_cli("report", str(scores), "--group-by", "quality", "-o", str(html_path)).returncode == 0

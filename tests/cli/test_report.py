@@ -76,7 +76,12 @@ def test_the_example_report_is_self_contained(tmp_path: Path, example_scores: Pa
     assert 'id="baseline"' not in html
     assert "108: 108 scored, 0 not scored" in html
     # The per-type means are the score command's own summary figures.
-    assert '<tr><td>bbox_set_map</td><td class="n">9</td><td class="n">9</td><td class="n">0.379</td>' in html
+    # Each mean now carries its standard error (issue 38): the cell is "0.379 ± s.e.", the mean unchanged.
+    assert re.search(
+        r'<tr><td>bbox_set_map</td><td class="n">9</td><td class="n">9</td><td class="n est" data-mean="0\.379\d*" '
+        r'data-stderr="[\d.]+">0\.379 ± \d\.\d{3}</td>',
+        html,
+    )
     assert html.count('<div class="case"') == 30  # 10 worst, 10 correct answer worst annotation, 10 sampled
     correct = html.split('id="correct-worst"', 1)[1].split('id="sample"', 1)[0]
     by_line = {r["line"]: r for r in _rows(example_scores)}

@@ -103,7 +103,8 @@ def test_a_table_sorts_in_the_browser(report: Path, tmp_path: Path) -> None:
     heads = re.findall(r"<th[^>]*>", table)
     assert 'aria-sort="descending"' in heads[3] and all('aria-sort="none"' in h for i, h in enumerate(heads) if i != 3)
     cells = re.findall(
-        r'<tr( class="all")?><td>([^<]+)</td><td class="n">\d+</td><td class="n">\d+</td><td class="n">([\d.]+)</td>', table
+        r'<tr( class="all")?><td>([^<]+)</td><td class="n">\d+</td><td class="n">\d+</td><td class="n est"[^>]*>([\d.]+) ± [\d.]+</td>',
+        table,
     )
     means = [float(mean) for is_all, _, mean in cells if not is_all]
     assert len(means) == 12 and means == sorted(means, reverse=True)

@@ -14,7 +14,7 @@ page can always be written; a response holding one says so in its case.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 
 import attrs
@@ -28,7 +28,9 @@ from trace_tasks.cli.report._data import (
     FAILURES,
     Change,
     Delta,
+    DeltaStats,
     Paired,
+    PairedTotals,
     Row,
     TypeStats,
     failure_kind,
@@ -283,6 +285,16 @@ def signed(x: float | None) -> str:
     return f'<td class="n {cls}">{x:+.3f}</td>'
 
 
+def mean_se(mean: float, stderr: float | None) -> str:
+    """A mean and its standard error (``0.589 ± 0.041``); the error is left out below 2 values."""
+    se = f"{stderr:.6f}" if stderr is not None else ""
+    shown = f"{mean:.3f}" + (f" ± {stderr:.3f}" if stderr is not None else "")
+    return f'<td class="n est" data-mean="{mean:.6f}" data-stderr="{se}">{shown}</td>'
+
+
+STDERR_NOTE = "Each mean ± its standard error (sample standard deviation over sqrt(n))."
+
+
 def summary_section(report: Report) -> str:
     items = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>' for k, v in report.summary)
     notes = "".join(f'<p class="muted">{e(n)}</p>' for n in report.notes)
@@ -298,28 +310,28 @@ def group_table_section(column: str, table: Sequence[TypeStats]) -> str:
             f'<h2 id="groups">Per {e(column)}</h2><p class="warning" role="alert">No scored row keeps {e(column)!s} under '
             f"'extra': score with --keep {e(column)} (or --group-by {e(column)}) to carry it.</p>"
         )
-    head = "".join(f"<th>mean {e(title)}</th>" for _, title in COMPONENTS)
+    head = "".join(f"<th>mean {e(title)} ± s.e.</th>" for _, title in COMPONENTS)
     rows = []
     for s in table:
-        means = "".join(f'<td class="n">{num(s.means[key])}</td>' for key, _ in COMPONENTS)
+        means = "".join(mean_se(s.means[key], s.stderr.get(key)) for key, _ in COMPONENTS)
         cls = ' class="all"' if s.name == ALL else ""
         rows.append(f'<tr{cls} data-group="{e(s.name)}"><td>{e(s.name)}</td><td class="n">{s.scored}</td>{means}</tr>')
     return (
         f'<h2 id="groups">Per {e(column)}</h2><p class="muted">Scored rows by their value of {e(column)} '
-        "(kept by score under 'extra'; a value that is not text is written as JSON, a missing one as null).</p>"
+        f"(kept by score under 'extra'; a value that is not text is written as JSON, a missing one as null). {STDERR_NOTE}</p>"
         f'<div class="wide"><table class="groups sortable"><tr><th>{e(column)}</th><th>scored</th>{head}</tr>{"".join(rows)}</table></div>'
     )
 
 
 def type_table_section(table: Sequence[TypeStats]) -> str:
-    head = "".join(f"<th>mean {e(title)}</th>" for _, title in COMPONENTS)
+    head = "".join(f"<th>mean {e(title)} ± s.e.</th>" for _, title in COMPONENTS)
     rows = []
     for s in table:
-        means = "".join(f'<td class="n">{num(s.means[key])}</td>' for key, _ in COMPONENTS)
+        means = "".join(mean_se(s.means[key], s.stderr.get(key)) for key, _ in COMPONENTS)
         cls = ' class="all"' if s.name == ALL else ""
         rows.append(f'<tr{cls}><td>{e(s.name)}</td><td class="n">{s.rows}</td><td class="n">{s.scored}</td>{means}</tr>')
     return (
-        '<h2 id="types">Per annotation type</h2><div class="wide"><table class="types sortable"><tr><th>annotation type</th><th>rows</th>'
+        f'<h2 id="types">Per annotation type</h2><p class="muted">{STDERR_NOTE}</p><div class="wide"><table class="types sortable"><tr><th>annotation type</th><th>rows</th>'
         f"<th>scored</th>{head}</tr>{''.join(rows)}</table></div>"
     )
 
@@ -461,13 +473,15 @@ def baseline_section(deltas: Sequence[Delta], baseline_name: str, warning: str =
         for key, title in COMPONENTS
     )
     rows = []
+    shown = [abs(c) for d in deltas if (c := d.change("overall")) is not None]
+    scale = max(shown, default=1.0) or 1.0
     for d in deltas:
         cells = []
         for key, _ in COMPONENTS:
             now = num(d.now[key]) if d.now is not None else "-"
             before = num(d.before[key]) if d.before is not None else "-"
             change = d.change(key)
-            bar = f"<td>{delta_bar_svg(change)}</td>" if key == "overall" else ""  # one bar: the reward trained on
+            bar = f"<td>{delta_bar_svg(change, scale=scale)}</td>" if key == "overall" else ""  # one bar: the reward trained on
             cells.append(f'<td class="n">{now}</td><td class="n">{before}</td>{signed(change)}{bar}')
         cls = ' class="all"' if d.name == ALL else ""
         rows.append(
@@ -616,6 +630,7 @@ def case_html(case: Case, group_by: str = "") -> str:
 def paired_section(paired: Paired, baseline_name: str) -> str:
     """The per-row comparison: per type how many rows improved, worsened or stayed, then the biggest changes."""
     rows = []
+    scale = _delta_scale(paired.by_type.values())
     for name, t in paired.by_type.items():
         cls = ' class="all"' if name == ALL else ""
         rows.append(
@@ -623,7 +638,7 @@ def paired_section(paired: Paired, baseline_name: str) -> str:
             f'<td class="n" data-improved="{t.improved}">{t.improved}</td>'
             f'<td class="n" data-worsened="{t.worsened}">{t.worsened}</td>'
             f'<td class="n" data-unchanged="{t.unchanged}">{t.unchanged}</td>{signed(t.mean_delta if t.paired else None)}'
-            f"<td>{delta_bar_svg(t.mean_delta) if t.paired else ''}</td></tr>"
+            f"<td>{delta_bar_svg(t.mean_delta, scale=scale) if t.paired else ''}</td></tr>"
         )
     total = paired.by_type[ALL].paired if ALL in paired.by_type else 0
     intro = (
@@ -640,6 +655,63 @@ def paired_section(paired: Paired, baseline_name: str) -> str:
         + _changes_table("improved", "Biggest improvements", paired.improved)
         + _changes_table("worsened", "Biggest drops", paired.worsened)
     )
+
+
+def _delta_cell(d: DeltaStats, scale: float) -> str:
+    """A paired delta: mean ± standard error, its bootstrap 95% interval, a bar; greyed "within noise" when it holds 0."""
+    if not d.n:
+        return '<td class="n muted">-</td><td></td>'
+    se = f" ± {d.stderr:.3f}" if d.stderr is not None else ""
+    interval = f"[{d.interval[0]:+.3f}, {d.interval[1]:+.3f}]" if d.interval is not None else "[-]"
+    low, high = (f"{v:.6f}" for v in d.interval) if d.interval is not None else ("", "")
+    cls = "within-noise muted" if d.contains_zero else ("pos" if d.mean > 0 else "neg")
+    noise = '<br><span class="noise">within noise</span>' if d.contains_zero else ""
+    return (
+        f'<td class="n delta {cls}" data-key="{d.key}" data-mean="{d.mean:.6f}" '
+        f'data-stderr="{f"{d.stderr:.6f}" if d.stderr is not None else ""}" data-low="{low}" data-high="{high}" '
+        f'data-noise="{int(d.contains_zero)}">{d.mean:+.3f}{se}<br>{interval}{noise}</td>'
+        f"<td>{delta_bar_svg(d.mean, scale=scale, interval=d.interval, muted=d.contains_zero)}</td>"
+    )
+
+
+def _delta_scale(cells: Iterable[PairedTotals]) -> float:
+    """The largest |interval bound| (or |mean| without an interval) shown: every delta bar's full half-width."""
+    bounds = [1e-9]
+    for t in cells:
+        for d in t.deltas().values():
+            if d.n:
+                bounds.extend(abs(v) for v in (d.interval if d.interval is not None else (d.mean,)))
+    return max(bounds)
+
+
+def deltas_section(paired: Paired, group_by: str = "") -> str:
+    """Every reward column's paired delta per type (and per group), with its standard error and bootstrap interval."""
+    tables = [("type", paired.by_type)] + ([(group_by or "group", paired.by_group)] if paired.by_group else [])
+    scale = _delta_scale(t for _, cells in tables for t in cells.values())
+    head = "".join(f"<th>delta {e(title)}</th><th></th>" for _, title in COMPONENTS)
+    html = []
+    for kind, cells in tables:
+        rows = []
+        for name, t in cells.items():
+            cls = ' class="all"' if name == ALL else ""
+            stats = t.deltas()
+            cells_html = "".join(_delta_cell(stats[key], scale) for key, _ in COMPONENTS)
+            rows.append(
+                f'<tr{cls} data-{"type" if kind == "type" else "group"}="{e(name)}"><td>{e(name)}</td>'
+                f'<td class="n">{t.paired}</td>{cells_html}</tr>'
+            )
+        name = "types" if kind == "type" else "groups"
+        html.append(
+            f'<div class="wide"><table class="deltas deltas-{name} sortable"><tr><th>{e(kind)}</th><th>paired</th>'
+            f"{head}</tr>{''.join(rows)}</table></div>"
+        )
+    intro = (
+        "Per row, this run minus the baseline; shown: the mean of those differences ± its standard error, "
+        "then its bootstrap 95% interval (seeded, so the same files give the same interval). A delta whose "
+        f"interval contains 0 is greyed and marked within noise. Bars are drawn to ±{scale:.3f}, the largest "
+        "interval bound shown; the whisker is the interval."
+    )
+    return f'<h2 id="deltas">Paired deltas with their uncertainty</h2><p class="muted">{e(intro)}</p>' + "".join(html)
 
 
 def _changes_table(name: str, title: str, changes: Sequence[Change]) -> str:
@@ -680,6 +752,7 @@ def page(report: Report, *, worst_intro: str = "", sample_intro: str = "") -> st
         sections.append(baseline_section(report.deltas, report.baseline_name, report.baseline_warning))
     if report.paired is not None:
         sections.append(paired_section(report.paired, report.baseline_name))
+        sections.append(deltas_section(report.paired, report.group_by))
     group_by = report.group_by if report.groups is not None else ""
     sections.append(cases_section("worst", "Worst cases", worst_intro, report.worst, group_by))
     sections.append(

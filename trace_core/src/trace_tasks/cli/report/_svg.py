@@ -60,19 +60,46 @@ def histogram_svg(
     )
 
 
-def delta_bar_svg(change: float | None, *, width: int = 80, height: int = 12) -> str:
-    """A bar from the middle, right and green for a gain, left and red for a loss (``change`` in [-1, 1]); hover: its value."""
+def delta_bar_svg(
+    change: float | None,
+    *,
+    width: int = 80,
+    height: int = 12,
+    scale: float = 1.0,
+    interval: tuple[float, float] | None = None,
+    muted: bool = False,
+) -> str:
+    """A bar from the middle, right and green for a gain, left and red for a loss; hover: its value.
+
+    ``scale`` is the change drawn at full half-width (default 1: a reward in [-1, 1]); a table of
+    small deltas passes the largest bound it shows, so they stay visible. ``interval`` adds a
+    whisker from its low to its high bound; ``muted`` draws the bar grey (a change within noise).
+    """
     if change is None:
         return ""
     middle = width / 2
-    length = min(abs(change), 1.0) * middle
+    unit = middle / scale if scale > 0 else middle
+
+    def at(v: float) -> float:
+        return min(max(middle + v * unit, 0.0), float(width))
+
+    length = abs(at(change) - middle)
     x = middle if change >= 0 else middle - length
-    colour = "#2a8a2a" if change >= 0 else "#c03030"
+    colour = "#aaaaaa" if muted else "#2a8a2a" if change >= 0 else "#c03030"
+    whisker = ""
+    if interval is not None:
+        low, high = at(interval[0]), at(interval[1])
+        mid = height / 2
+        whisker = (
+            f'<line class="interval" x1="{low:.1f}" y1="{mid}" x2="{high:.1f}" y2="{mid}" stroke="#333"/>'
+            f'<line x1="{low:.1f}" y1="3" x2="{low:.1f}" y2="{height - 3}" stroke="#333"/>'
+            f'<line x1="{high:.1f}" y1="3" x2="{high:.1f}" y2="{height - 3}" stroke="#333"/>'
+        )
     return (
         f'<svg class="delta" width="{width}" height="{height}" viewBox="0 0 {width} {height}" data-change="{change:.6f}">'
         f"<title>{change:+.3f}</title>"
         f'<rect x="{x:.1f}" y="2" width="{length:.1f}" height="{height - 4}" fill="{colour}"/>'
-        f'<line x1="{middle}" y1="0" x2="{middle}" y2="{height}" stroke="{AXIS_RGB}"/></svg>'
+        f'<line x1="{middle}" y1="0" x2="{middle}" y2="{height}" stroke="{AXIS_RGB}"/>{whisker}</svg>'
     )
 
 
