@@ -52,9 +52,9 @@ import json
 import logging
 import sys
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -541,3 +541,20 @@ def stable_keys(options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
 def stable_view(result: Mapping[str, float], keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """``result`` restricted to ``keys`` (default :func:`stable_keys`), a missing key as 0.0."""
     return {key: float(result.get(key, 0.0)) for key in (keys if keys is not None else stable_keys())}
+
+
+def picked_metrics(metrics: Optional[Sequence[str]], keys: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``metrics`` as a tuple in the caller's order (all of ``keys`` for ``None``), each a distinct name of ``keys``.
+
+    ``what`` names the items in the error (``"metric names"``, ``"score keys"``): a caller mistake is an
+    :class:`~trace_tasks.errors.OptionError` saying which names are allowed.
+    """
+    if metrics is None:
+        return keys
+    if isinstance(metrics, str) or not isinstance(metrics, Sequence):
+        raise OptionError(f"metrics must be a list of {what} or None, got {metrics!r}")
+    picked = tuple(metrics)
+    unknown = [name for name in picked if name not in keys]
+    if unknown or not picked or len(set(picked)) != len(picked):
+        raise OptionError(f"metrics must be distinct names from {list(keys)}, got {list(picked)!r}")
+    return picked

@@ -70,6 +70,7 @@ from trace_tasks.integrations._common import (
     compile_ground_truth,
     log_error,
     logged_keys,
+    picked_metrics,
     row_options,
     scorer_options,
 )
@@ -171,15 +172,7 @@ class TraceScorer:
 
 
 def _check_metrics(metrics: Optional[Sequence[str]], keys: tuple[str, ...]) -> tuple[str, ...]:
-    if metrics is None:
-        return keys
-    if isinstance(metrics, str) or not isinstance(metrics, Sequence):
-        raise OptionError(f"metrics must be a list of score keys or None, got {metrics!r}")
-    picked = tuple(metrics)
-    unknown = [name for name in picked if name not in keys]
-    if unknown or not picked or len(set(picked)) != len(picked):
-        raise OptionError(f"metrics must be distinct names from {list(keys)}, got {list(picked)!r}")
-    return picked
+    return picked_metrics(metrics, keys, "score keys")
 
 
 def make_scorer(

@@ -68,6 +68,7 @@ from trace_tasks.integrations._common import (
     check_on_invalid,
     compile_ground_truth,
     log_error,
+    picked_metrics,
     scorer_options,
 )
 from trace_tasks.scoring import (
@@ -187,15 +188,7 @@ class ProcessResults:
 
 def _check_metrics(metrics: Optional[Sequence[str]]) -> tuple[str, ...]:
     """``metrics`` as a tuple in the caller's order (all of :data:`METRICS` for ``None``), names checked."""
-    if metrics is None:
-        return METRICS
-    if isinstance(metrics, str) or not isinstance(metrics, Sequence):
-        raise OptionError(f"metrics must be a list of metric names or None, got {metrics!r}")
-    picked = tuple(metrics)
-    unknown = [name for name in picked if name not in METRICS]
-    if unknown or not picked or len(set(picked)) != len(picked):
-        raise OptionError(f"metrics must be distinct names from {list(METRICS)}, got {list(picked)!r}")
-    return picked
+    return picked_metrics(metrics, METRICS, "metric names")
 
 
 def make_process_results(
