@@ -115,6 +115,29 @@ def test_a_compiled_instance_has_the_same_warnings_as_its_dict() -> None:
     assert trace_tasks.data.instance_report(data).warnings == tuple(from_dict)
 
 
+def test_skipped_rules_are_left_out_and_the_others_are_unchanged() -> None:
+    """``skip`` (what the adapters pass: the rules they have logged) drops those rules and changes no other warning."""
+    import itertools
+
+    breaking = [
+        make("point_map", {"only": [0.2, 0.3]}, image_size=None),  # normalized, single-key, missing size
+        make("segment_set", [[[1, 2], [3, 4]], [[5, 5], [5, 5]], [[1, 2], [3, 4]]], metadata={"width": 64, "height": 48}),
+        make("bbox_set_map", {"a": [[1, 2, 30, 40], [1, 2, 30, 40]]}, image_size=None),
+        make("point_map", {}),
+        make("segment", [[0.1, 0.2], [0.1, 0.2]], image_size=None),
+    ]
+    rules_seen = sorted({w.rule for data in breaking for w in instance_warnings(data)})
+    assert len(rules_seen) == 7  # every rule one instance can break on its own
+    for data in breaking:
+        compiled = compile_instance(data)
+        every = instance_warnings(data)
+        for size in range(len(rules_seen) + 1):
+            for skip in itertools.combinations(rules_seen, size):
+                kept = [w for w in every if w.rule not in skip]
+                assert instance_warnings(data, skip=frozenset(skip)) == kept, (data, skip)
+                assert instance_warnings(compiled, skip=set(skip)) == kept, (data, skip)
+
+
 def test_warnings_never_change_a_score() -> None:
     """The lint reads the instance; the score of every response is the lenient scorer's, warnings or not."""
     data = make("bbox_set", [[1, 2, 30, 40]], answer=3)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -173,17 +173,32 @@ def _distance_from_examples(entry: AnnotationTypeEntry, shape: str) -> bool | No
     return None
 
 
-def _items(shape: str, target: Any) -> list[tuple[str, Any]] | None:
-    """``(path suffix, item)`` for every item of a parsed target of ``shape``; None when the shape is not known."""
+def _items(shape: str, target: Any) -> list[tuple[Any, Any]] | None:
+    """``(place, item)`` for every item of a parsed target of ``shape``; None when the shape is not known.
+
+    ``place`` is ``()`` (scalar), ``(n,)`` (set, sequence), ``(key,)`` (map) or ``(key, n)`` (set-map):
+    :func:`_suffix` writes it as a path only for the rare item a warning names.
+    """
     if shape == "scalar":
-        return [("", target)]
+        return [((), target)]
     if shape in ("set", "sequence") and isinstance(target, list):
-        return [(f"[{n}]", item) for n, item in enumerate(target)]
+        return [((n,), item) for n, item in enumerate(target)]
     if shape == "map" and isinstance(target, dict):
-        return [(f"[{key!r}]", item) for key, item in target.items()]
+        return [((key,), item) for key, item in target.items()]
     if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
-        return [(f"[{key!r}][{n}]", item) for key, items in target.items() for n, item in enumerate(items)]
+        return [((key, n), item) for key, items in target.items() for n, item in enumerate(items)]
     return None
+
+
+def _suffix(shape: str, place: tuple[Any, ...]) -> str:
+    """The ``$``-path suffix of an item's ``place`` (see :func:`_items`)."""
+    if shape in ("set", "sequence"):
+        return f"[{place[0]}]"
+    if shape == "map":
+        return f"[{place[0]!r}]"
+    if shape == "set_map":
+        return f"[{place[0]!r}][{place[1]}]"
+    return ""
 
 
 def _drawn(entry: AnnotationTypeEntry, item: Any) -> list[Any] | None:
@@ -243,28 +258,46 @@ class _Extent:
         self.max_x = self.max_y = float("-inf")
         self.points = 0
         self.distance = False
-        self.zero_segments: list[tuple[str, tuple[float, float]]] = []
+        self.zero_segments: list[tuple[tuple[Any, ...], tuple[float, float]]] = []
 
-    def add(self, suffix: str, drawn: list[Any]) -> None:
+    def draw(self, entry: AnnotationTypeEntry, items: list[tuple[Any, Any]]) -> _Extent:
+        """Ask the owner to draw each ``(place, item)`` and take in what it draws (as :func:`_drawn`, in one loop)."""
+        draw, name = entry.draw, entry.name
+        if draw is None:
+            return self.close()
         xs, ys = self.xs, self.ys
-        for shape in drawn:
-            kind = type(shape)
-            if kind is Box:  # the common drawables first, without the generator
-                xs += (shape.x0, shape.x1)
-                ys += (shape.y0, shape.y1)
+        for place, item in items:
+            try:
+                drawn = draw(annotation_type=name, item=item)
+            except Exception:  # a family's drawing bug: validate's frame check reports it, the lint stays silent
                 continue
-            if kind is Point:
-                self.distance = True
-                xs.append(shape.x)
-                ys.append(shape.y)
+            if type(drawn) is not list and not isinstance(drawn, (list, tuple)):
                 continue
-            if isinstance(shape, Polyline):
-                self.distance = True
-                if len(shape.points) >= 2 and len(set(shape.points)) == 1:
-                    self.zero_segments.append((suffix, shape.points[0]))
-            for x, y in extent_points(shape):
-                xs.append(x)
-                ys.append(y)
+            for shape in drawn:
+                kind = type(shape)
+                if kind is Box:  # the common drawables first, without the generator
+                    xs += (shape.x0, shape.x1)
+                    ys += (shape.y0, shape.y1)
+                    continue
+                if kind is Point:
+                    self.distance = True
+                    xs.append(shape.x)
+                    ys.append(shape.y)
+                    continue
+                if isinstance(shape, Polyline):
+                    self.distance = True
+                    points = shape.points
+                    if len(points) >= 2 and len(set(points)) == 1:
+                        self.zero_segments.append((place, points[0]))
+                    if kind is Polyline:  # its points are its extent: no generator
+                        for x, y in points:
+                            xs.append(x)
+                            ys.append(y)
+                        continue
+                for x, y in extent_points(shape):
+                    xs.append(x)
+                    ys.append(y)
+        return self.close()
 
     def close(self) -> _Extent:
         """Compute the range of the coordinates added."""
@@ -278,6 +311,84 @@ class _Extent:
         return self.points > 0 and self.min_x >= 0 and self.min_y >= 0 and self.max_x <= bound and self.max_y <= bound
 
 
+#: The rules an instance's drawn coordinates decide (the owner draws every item only when one of them is checked).
+_DRAWN_RULES = ("normalized-coordinates", "zero-length-segment")
+
+
+def _own_warnings(
+    entry: AnnotationTypeEntry,
+    target: Any,
+    size_image: Size | None,
+    size_meta: Size | None,
+    info: _TypeInfo,
+    skip: Collection[str] = (),
+) -> tuple[list[DataWarning], int]:
+    """The warnings one valid instance earns on its own, less the rules in ``skip``; and its large-image evidence.
+
+    ``skip``: rules not to check (the adapters pass the rules they have logged
+    already). When it holds every rule the drawn coordinates decide, and the
+    type's examples tell whether it is scored by distance, no item is drawn (the
+    large-image evidence is then 0: only :class:`DatasetLint` reads it, and it
+    skips nothing).
+    """
+    shape = info.shape
+    name = entry.name
+    found: list[DataWarning] = []
+    size = size_image or size_meta
+    distance = info.distance
+    big = 0
+    draw = any(rule not in skip for rule in _DRAWN_RULES) or (
+        distance is None and size is None and "missing-image-size" not in skip
+    )
+    if draw:
+        items = _items(shape, target) if target is not UNPARSED else None
+        extent = _Extent().draw(entry, items) if items else _Extent()
+        if "normalized-coordinates" not in skip:
+            big = _coordinate_warnings(extent, size, found)
+        if "zero-length-segment" not in skip:
+            for place, point in extent.zero_segments:
+                found.append(
+                    DataWarning(
+                        "zero-length-segment",
+                        f"the segment starts and ends at ({point[0]:g}, {point[1]:g}): a segment of zero length is a point, "
+                        "and a segment witnesses a line-like relation; give its two distinct endpoints, or use the point "
+                        "type for one location",
+                        _VALUE + _suffix(shape, place),
+                    )
+                )
+        if distance is None:
+            distance = extent.distance
+    if "duplicate-items" not in skip:
+        if shape == "set" and isinstance(target, list):
+            _duplicates(target, "", "the set", found)
+        elif shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
+            for key, values in target.items():
+                _duplicates(values, f"[{key!r}]", f"the set of key {key!r}", found)
+    if shape in ("map", "set_map") and isinstance(target, dict):
+        _map_warnings(name, shape, target, info, found, skip)
+    if distance and size_image is None and size_meta is None and "missing-image-size" not in skip:
+        found.append(
+            DataWarning(
+                "missing-image-size",
+                f"missing, and metadata holds no image size either: a {name} target is scored by distance, and without "
+                f"a size its half-life is a fixed {half_life_px(None):g} px whatever the image (the size policy gives "
+                f"{half_life_px((640, 480)):g} px on 640x480, {half_life_px((1920, 1080)):.0f} px on 1920x1080), so the "
+                'same answers score differently; add "image_size": [width, height] of the image the coordinates are pixels of',
+                "$.image_size",
+            )
+        )
+    if size_image is not None and size_meta is not None and size_image != size_meta and "conflicting-image-size" not in skip:
+        found.append(
+            DataWarning(
+                "conflicting-image-size",
+                f"gives the image size {_size_text(size_meta)}, image_size says {_size_text(size_image)}: the scorer's "
+                "half-life and validate's frame check use image_size; make the two agree (the coordinates are pixels of one image)",
+                "$.metadata",
+            )
+        )
+    return found, big
+
+
 def _facts(
     data: Mapping[str, Any],
     spec: AnswerTypeSpec | None,  # None: no answer (annotation_only)
@@ -289,59 +400,14 @@ def _facts(
 ) -> _Facts:
     info = _type_info(entry, registry)
     shape = info.shape
-    name = entry.name
-    found: list[DataWarning] = []
-    items = _items(shape, target) if target is not UNPARSED else None
-    extent = _Extent()
-    for suffix, item in items or ():
-        drawn = _drawn(entry, item)
-        if drawn:
-            extent.add(suffix, drawn)
-    extent.close()
-    size = size_image or size_meta
-    big = _coordinate_warnings(extent, size, found)
-    for suffix, point in extent.zero_segments:
-        found.append(
-            DataWarning(
-                "zero-length-segment",
-                f"the segment starts and ends at ({point[0]:g}, {point[1]:g}): a segment of zero length is a point, and a "
-                "segment witnesses a line-like relation; give its two distinct endpoints, or use the point type for one location",
-                _VALUE + suffix,
-            )
-        )
+    found, big = _own_warnings(entry, target, size_image, size_meta, info)
     sizes: tuple[int, ...] | None = None
     if shape in ("set", "sequence") and isinstance(target, list):
         sizes = (len(target),)
     elif shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
         sizes = tuple(len(v) for v in target.values())
-    if shape == "set" and isinstance(target, list):
-        _duplicates(target, "", "the set", found)
-    elif sizes is not None and shape == "set_map":
-        for key, values in target.items():
-            _duplicates(values, f"[{key!r}]", f"the set of key {key!r}", found)
-    if shape in ("map", "set_map") and isinstance(target, dict):
-        _map_warnings(name, shape, target, info, found)
-    distance = info.distance if info.distance is not None else extent.distance
-    if distance and size_image is None and size_meta is None:
-        found.append(
-            DataWarning(
-                "missing-image-size",
-                f"missing, and metadata holds no image size either: a {name} target is scored by distance, and without "
-                f"a size its half-life is a fixed {half_life_px(None):g} px whatever the image (the size policy gives "
-                f"{half_life_px((640, 480)):g} px on 640x480, {half_life_px((1920, 1080)):.0f} px on 1920x1080), so the "
-                'same answers score differently; add "image_size": [width, height] of the image the coordinates are pixels of',
-                "$.image_size",
-            )
-        )
-    if size_image is not None and size_meta is not None and size_image != size_meta:
-        found.append(
-            DataWarning(
-                "conflicting-image-size",
-                f"gives the image size {_size_text(size_meta)}, image_size says {_size_text(size_image)}: the scorer's "
-                "half-life and validate's frame check use image_size; make the two agree (the coordinates are pixels of one image)",
-                "$.metadata",
-            )
-        )
+    size = size_image or size_meta
+    name = entry.name
     answer = data.get("answer_gt")
     value = answer.get("value") if type(answer) is dict or isinstance(answer, Mapping) else None
     if spec is None:  # no answer: its type named "none" (the contract's), nothing counted
@@ -426,8 +492,12 @@ def _duplicates(items: list[Any], key_path: str, where: str, found: list[DataWar
         )
 
 
-def _map_warnings(name: str, shape: str, target: dict[Any, Any], info: _TypeInfo, found: list[DataWarning]) -> None:
+def _map_warnings(
+    name: str, shape: str, target: dict[Any, Any], info: _TypeInfo, found: list[DataWarning], skip: Collection[str] = ()
+) -> None:
     if len(target) == 1:
+        if "single-key-map" in skip:
+            return
         (key,) = target
         if shape == "map":
             scalar = info.siblings.get("scalar")
@@ -444,7 +514,7 @@ def _map_warnings(name: str, shape: str, target: dict[Any, Any], info: _TypeInfo
                 f"write the set of {key!r} as a {single or 'set'} annotation (and its contract)"
             )
         found.append(DataWarning("single-key-map", message, _VALUE))
-    elif not target and shape == "map":
+    elif not target and shape == "map" and "empty-map" not in skip:
         found.append(
             DataWarning(
                 "empty-map",
@@ -461,11 +531,17 @@ def parts_warnings(data: Mapping[str, Any], parts: Parts) -> tuple[DataWarning, 
     return facts.warnings if facts is not None else ()
 
 
-def _parts_facts(data: Mapping[str, Any], parts: Parts, registry: Registry) -> _Facts | None:
+def _linted(data: Mapping[str, Any], parts: Parts) -> AnnotationTypeEntry | None:
+    """The owner's entry when validation found what the lint reads (a known answer type, the owner, the parsed target)."""
     unknown_answer = parts.answer_spec is None and data.get("answer_gt") is not None
-    if unknown_answer or parts.entry is None or parts.target is UNPARSED:
+    return None if unknown_answer or parts.target is UNPARSED else parts.entry
+
+
+def _parts_facts(data: Mapping[str, Any], parts: Parts, registry: Registry) -> _Facts | None:
+    entry = _linted(data, parts)
+    if entry is None:
         return None
-    return _facts(data, parts.answer_spec, parts.entry, parts.target, parts.size_image, parts.size_meta, registry)
+    return _facts(data, parts.answer_spec, entry, parts.target, parts.size_image, parts.size_meta, registry)
 
 
 def _compiled_facts(instance: CompiledInstance, registry: Registry) -> _Facts:
@@ -480,7 +556,7 @@ def _compiled_facts(instance: CompiledInstance, registry: Registry) -> _Facts:
     )
 
 
-def instance_warnings(data: Any, *, cls: type[TraceInstance] = TrainInstance) -> list[DataWarning]:
+def instance_warnings(data: Any, *, cls: type[TraceInstance] = TrainInstance, skip: Collection[str] = ()) -> list[DataWarning]:
     """Every warning one instance earns on its own (an empty list when it keeps every authoring rule).
 
     ``data`` is an instance dict as read from the data, or a
@@ -488,16 +564,20 @@ def instance_warnings(data: Any, *, cls: type[TraceInstance] = TrainInstance) ->
     instance with problems has no warnings: its problems come first
     (:func:`~trace_tasks.data.instance_problems`). The rules that need a
     dataset (a group of instances, the instances file's folder) are
-    :class:`DatasetLint`'s.
+    :class:`DatasetLint`'s. ``skip``: rule ids not to check (their warnings are
+    left out, and the work only they need is not done: the trainer adapters,
+    which log each rule once per process, skip the rules they have logged).
     """
     registry = get_registry()
     if isinstance(data, CompiledInstance):
-        return list(_compiled_facts(data, registry).warnings)
+        info = _type_info(data.annotation_entry, registry)
+        return _own_warnings(data.annotation_entry, data.target, data._size_image, data._size_meta, info, skip)[0]
     problems, parts = check(data, cls, registry)
-    if problems:
+    owner = _linted(data, parts) if not problems else None
+    if owner is None:
         return []
-    facts = _parts_facts(data, parts, registry)
-    return list(facts.warnings) if facts is not None else []
+    info = _type_info(owner, registry)
+    return _own_warnings(owner, parts.target, parts.size_image, parts.size_meta, info, skip)[0]
 
 
 # --- a dataset ---

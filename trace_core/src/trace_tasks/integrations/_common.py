@@ -291,8 +291,12 @@ _logged_lock = threading.Lock()
 
 
 def log_warnings(compiled: CompiledInstance, where: str) -> None:
-    """Log each authoring-rule warning of ``compiled`` whose rule this process has not logged yet (once per rule)."""
-    found = instance_warnings(compiled)
+    """Log each authoring-rule warning of ``compiled`` whose rule this process has not logged yet (once per rule).
+
+    The rules already logged are not even checked (``skip``): nothing else reads
+    the lint's result here, and a rule is logged once per process.
+    """
+    found = instance_warnings(compiled, skip=frozenset(_logged_rules))
     if not found:
         return
     with _logged_lock:

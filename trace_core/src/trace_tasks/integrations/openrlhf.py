@@ -81,6 +81,7 @@ from trace_tasks.integrations._common import (
     strip_special_tokens,
     to_plain,
 )
+from trace_tasks.scoring import ScoringOptions, options_from
 
 __all__ = [
     "ON_INVALID",
@@ -149,13 +150,15 @@ def _score_entries(
     if refused_key:
         logs[REFUSED_KEY] = []
     overall: list[float] = []
-    options = options or {}
+    opts: ScoringOptions | None = None  # the options record, made once (at the first label scored)
     for query, prompt, entry in zip(queries, prompts, entries, strict=True):
         if entry is None:
             result: Mapping[str, float] = {}
         else:
+            if opts is None:
+                opts = options_from(options or {})
             instance, inputs = entry
-            result = instance.score(extract_response(query, prompt), **inputs, **options)
+            result = instance.score(extract_response(query, prompt), opts, **inputs)
         for key in keys:
             logs[key].append(float(result.get(key, 0.0)))
         if refused_key:
