@@ -463,6 +463,8 @@ def _key_collisions(used: Any, *, from_text: bool) -> list[tuple[str, str]]:
     scorer's own :func:`normalized_key`. ``used`` has already been compared with
     itself, so it is nested no deeper than the comparison allows.
     """
+    if type(used) in _LEAVES:  # a scalar answer (the usual one) holds no mapping
+        return []
     found: list[tuple[str, str]] = []
     more = 0
     stack: list[tuple[Any, _Place]] = [(used, None)]

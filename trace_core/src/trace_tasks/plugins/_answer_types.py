@@ -86,6 +86,9 @@ def _check_boolean(value: Any) -> str | None:
     return f"a boolean answer must be true or false (a JSON boolean, never 1 or 0), got {shown(value)}"
 
 
+_PLAIN_LEAVES = frozenset((str, int, bool, type(None)))
+
+
 def _unmatchable_item(value: Any) -> str | None:
     """Why a nested target can never be matched (a non-finite number, too deep), or None."""
     stack = [(value, 0)]
@@ -93,6 +96,8 @@ def _unmatchable_item(value: Any) -> str | None:
         item, depth = stack.pop()
         if depth > MAX_ANSWER_DEPTH:
             return f"is nested more than {MAX_ANSWER_DEPTH} levels deep, so it can never be matched"
+        if type(item) in _PLAIN_LEAVES:  # text, a whole number, a boolean, null: matchable, nothing inside
+            continue
         item = from_numpy(item)
         if isinstance(item, float) and not math.isfinite(item):
             return f"holds {shown(item)}, which matches nothing (not even itself)"
