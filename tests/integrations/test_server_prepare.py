@@ -64,6 +64,16 @@ def test_get_reward_compiles_and_lints_each_label_once(calls: Counter[str], as_t
     assert calls == Counter(load=n, compile=n, lint=n)  # before: load and compile twice per label
 
 
+def test_a_label_repeated_as_an_object_is_linted_once(calls: Counter[str]) -> None:
+    """A GRPO group's rows carry one label each (equal objects): the cache compiles it once, and it is linted once."""
+    labels = [dict(INSTANCES[0]) for _ in range(4)]
+    responses = RESPONSES[:1] * 4
+    got = _post(create_app(), "/get_reward", {"query": responses, "prompts": [""] * 4, "labels": labels})
+    assert got.status_code == 200
+    assert got.json()["rewards"] == [min(max(reference(RESPONSES[0], INSTANCES[0])["overall"], 0.0), 1.0)] * 4
+    assert calls == Counter(load=4, compile=4, lint=1)  # loaded and looked up per row (compiled by the cache once), linted once
+
+
 def test_verify_compiles_and_lints_its_instance_once(calls: Counter[str]) -> None:
     inst = INSTANCES[0]
     payload = {

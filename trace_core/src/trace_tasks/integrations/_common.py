@@ -52,6 +52,7 @@ import json
 import logging
 import sys
 import threading
+import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Optional
@@ -253,7 +254,9 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     ``ValueError``, for either). The second value holds the inputs that are
     not part of the instance (``image_sizes``), to pass to
     :meth:`~trace_tasks.data.CompiledInstance.score`; treat it as read-only.
-    ``decoded``: as for :func:`load_instance`.
+    ``decoded``: as for :func:`load_instance`. Each compiled instance is linted
+    (:func:`log_warnings`) once, when it is first met: a label met again, as
+    text or as an object, is not linted again.
     """
     key = _raw_key(ground_truth)
     if key is not None:
@@ -270,7 +273,11 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     instance = load_instance(ground_truth, where=where, decoded=decoded)
     fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
     compiled = INSTANCE_CACHE.compile(fields, record=where)
-    log_warnings(compiled, where)
+    with _logged_lock:  # a label met again as an object (a GRPO group's rows): its rules were looked at already
+        fresh = compiled not in _linted
+        _linted.add(compiled)
+    if fresh:
+        log_warnings(compiled, where)
     image_sizes = instance["image_sizes"]
     entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
     if key is not None:
@@ -288,6 +295,8 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
 #: The warning rules already logged by this process (each is logged once).
 _logged_rules: set[str] = set()
 _logged_lock = threading.Lock()
+#: The compiled instances already linted (weakly held: they leave with the caches' entries).
+_linted: weakref.WeakSet[CompiledInstance] = weakref.WeakSet()
 
 
 def log_warnings(compiled: CompiledInstance, where: str) -> None:
@@ -320,6 +329,8 @@ def clear_instance_caches() -> None:
         _raw.clear()
         _raw_bytes[0] = 0
     INSTANCE_CACHE.clear()
+    with _logged_lock:
+        _linted.clear()
 
 
 def row_options(options: Mapping[str, Any] | None, extra_info: Any = None) -> dict[str, Any]:
