@@ -390,8 +390,9 @@ def _scored_value_problems(spec: AnswerTypeSpec, value: Any, parts: Parts) -> li
         message = _type_check(spec, used)
         if message:
             return [(_VALUE, _decoded_problem(spec, value, used, message))]
-    prepared = parts.answer = answer_target(value, reads_json_strings=reads)  # kept: compiling does not prepare it again
-    if not matches_answer_target(value, prepared, reads_json_strings=reads):
+    # ``used`` is the reading of ``value`` both calls would make again: handed over as read (reads_json_strings=False).
+    prepared = parts.answer = answer_target(used, reads_json_strings=False)  # kept: compiling does not prepare it again
+    if not matches_answer_target(used, prepared, reads_json_strings=False):
         return [(_VALUE, _unmatchable(prepared))]
     if matches_answer_target("", prepared, reads_json_strings=reads):
         return [

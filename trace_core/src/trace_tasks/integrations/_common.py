@@ -64,6 +64,7 @@ from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
 from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
 from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import get_registry
+from trace_tasks.reading import is_mapping
 from trace_tasks.scoring import OPTION_NAMES, options_from
 
 #: Scorer options a trainer config or a row's ``extra_info`` may set: the options table's names.
@@ -166,7 +167,7 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth", decoded: bo
             ground_truth = json.loads(ground_truth)
         except (ValueError, RecursionError) as exc:
             raise RecordError(f"{where} is a string but not JSON: {exc}") from exc
-    if not isinstance(ground_truth, Mapping):
+    if not is_mapping(ground_truth):
         raise RecordError(
             f"{where} must be a trace instance (a mapping or its JSON string with "
             f"{', '.join(REQUIRED_FIELDS)}), got {type(ground_truth).__name__}"
@@ -188,7 +189,7 @@ def load_instance(ground_truth: Any, *, where: str = "ground truth", decoded: bo
     for name in REQUIRED_FIELDS:
         if name == "answer_gt" and instance[name] is None:  # no answer: the annotation_only mode's instance
             continue
-        if not isinstance(instance[name], Mapping):
+        if not is_mapping(instance[name]):
             raise RecordError(f"{where}: {name} must be a mapping, got {type(instance[name]).__name__}")
     return instance
 
@@ -514,6 +515,8 @@ SPECIAL_TOKENS: tuple[str, ...] = (
     "[CLS]",
 )
 _MAX_TOKEN_LEN = 64
+#: The last characters of every special token (``<|...|>`` ends with ``>``): a text ending otherwise ends with none.
+_TOKEN_ENDS = frozenset(token[-1] for token in SPECIAL_TOKENS) | {">"}
 
 
 def strip_special_tokens(text: str) -> str:
@@ -525,6 +528,8 @@ def strip_special_tokens(text: str) -> str:
     index instead of slicing, so a response made of a million tokens is still
     handled in linear time.
     """
+    if text[-1:] not in _TOKEN_ENDS and not text[-1:].isspace():  # the usual response: ends with its object
+        return text
     end = len(text)
     while True:
         while end and text[end - 1].isspace():

@@ -190,7 +190,8 @@ def score_queries(
     prompts = _check_lengths(queries, prompts, labels)
     entries = [compile_ground_truth(label, where=f"labels[{i}]") for i, label in enumerate(labels)]
     for i, query in enumerate(queries):
-        response_text(query, where=position(i, "queries"), name="a query")
+        if type(query) is not str:  # the error names the query (its position is written only then)
+            response_text(query, where=position(i, "queries"), name="a query")
     return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
 
 
@@ -210,7 +211,8 @@ def score_compiled(
     keys = logged_keys(log_keys, options)
     prompts = _check_lengths(queries, prompts, entries)
     for i, query in enumerate(queries):
-        response_text(query, where=position(i, "queries"), name="a query")
+        if type(query) is not str:  # the error names the query (its position is written only then)
+            response_text(query, where=position(i, "queries"), name="a query")
     return _score_entries(queries, prompts, entries, options, keys, refused_key=False)
 
 

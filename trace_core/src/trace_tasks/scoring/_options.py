@@ -565,12 +565,31 @@ def options_from(options: Mapping[str, Any]) -> ScoringOptions:
     The one place a mapping of option names becomes the options object; an
     unknown name is an :class:`~trace_tasks.errors.OptionError` naming it.
     """
-    unknown = sorted(set(options) - OPTION_DEFAULTS.keys(), key=str)
-    if unknown:
+    if not _NAMES.issuperset(options):
+        unknown = sorted(set(options) - _NAMES, key=str)
         raise OptionError(f"unknown scorer option(s) {unknown}; accepted: {list(OPTION_NAMES)}")
     if not options:
         return DEFAULT_OPTIONS
-    return resolve_options(*(options.get(name, default) for name, default in OPTION_DEFAULTS.items()))
+    try:  # an adapter's options, met on every request: one lookup by the given items (each value with its type)
+        items = (tuple(options.items()), tuple(map(type, options.values())))
+        known = _from_mappings.get(items)
+        key: tuple[Any, ...] | None = items
+    except TypeError:  # an unhashable value: validated without the memo
+        key = known = None
+    if known is not None:
+        return known
+    opts = resolve_options(*(options.get(name, default) for name, default in OPTION_DEFAULTS.items()))
+    if key is not None:
+        if len(_from_mappings) >= 256:  # ever-new mappings: keep memory bounded
+            _from_mappings.clear()
+        _from_mappings[key] = opts
+    return opts
+
+
+#: :func:`options_from`'s records by the mapping's items and each value's type (as ``resolve_options``' cache
+#: tells ``True`` from ``1``).
+_from_mappings: dict[tuple[Any, ...], ScoringOptions] = {}
+_NAMES = frozenset(OPTION_NAMES)
 
 
 def options_doc(indent: str = "") -> str:
