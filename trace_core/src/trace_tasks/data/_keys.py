@@ -70,11 +70,28 @@ def content_key(value: Any) -> bytes | None:
     """
     if sys.getrecursionlimit() > MAX_JSON_DEPTH and not _plain_and_shallow(value):
         return None
-    out = io.BytesIO()
-    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.fast = True  # no memo: the bytes follow the content, not which objects are shared
+    try:
+        out, pickler = _idle.pop()  # atomic: each pickler serves one call at a time, whatever the threads
+    except IndexError:
+        out = io.BytesIO()
+        pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.fast = True  # no memo: the bytes follow the content, not which objects are shared
     try:
         pickler.dump(value)
-    except Exception:  # a lock, a lambda, a local class, a cycle, nesting too deep: no key
+    except Exception:  # a lock, a lambda, a local class, a cycle, nesting too deep: no key (and the pickler is dropped)
         return None
-    return out.getvalue()
+    key = out.getvalue()
+    if len(key) <= _REUSED_BUFFER_BYTES and len(_idle) < _IDLE_MAX:
+        out.seek(0)
+        out.truncate()
+        _idle.append((out, pickler))
+    return key
+
+
+#: Picklers (with their buffers) between two :func:`content_key` calls: building one costs more than
+#: pickling a small instance (a pickler in fast mode keeps nothing from one dump to the next).
+_idle: list[tuple[io.BytesIO, pickle.Pickler]] = []
+#: Most idle picklers kept (one per thread keying at once is enough) ...
+_IDLE_MAX = 16
+#: ... and the largest key after which a pickler is still kept (its buffer's memory is not).
+_REUSED_BUFFER_BYTES = 1 << 20
