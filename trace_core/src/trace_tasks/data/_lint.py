@@ -311,10 +311,6 @@ class _Extent:
         return self.points > 0 and self.min_x >= 0 and self.min_y >= 0 and self.max_x <= bound and self.max_y <= bound
 
 
-#: The rules an instance's drawn coordinates decide (the owner draws every item only when one of them is checked).
-_DRAWN_RULES = ("normalized-coordinates", "zero-length-segment")
-
-
 def _own_warnings(
     entry: AnnotationTypeEntry,
     target: Any,
@@ -326,8 +322,9 @@ def _own_warnings(
     """The warnings one valid instance earns on its own, less the rules in ``skip``; and its large-image evidence.
 
     ``skip``: rules not to check (the adapters pass the rules they have logged
-    already). When it holds every rule the drawn coordinates decide, and the
-    type's examples tell whether it is scored by distance, no item is drawn (the
+    already). When it holds both rules the drawn coordinates decide
+    (``normalized-coordinates``, ``zero-length-segment``), and the type's
+    examples tell whether it is scored by distance, no item is drawn (the
     large-image evidence is then 0: only :class:`DatasetLint` reads it, and it
     skips nothing).
     """
@@ -337,15 +334,14 @@ def _own_warnings(
     size = size_image or size_meta
     distance = info.distance
     big = 0
-    draw = any(rule not in skip for rule in _DRAWN_RULES) or (
-        distance is None and size is None and "missing-image-size" not in skip
-    )
+    coordinates, zeros = "normalized-coordinates" not in skip, "zero-length-segment" not in skip
+    draw = coordinates or zeros or (distance is None and size is None and "missing-image-size" not in skip)
     if draw:
         items = _items(shape, target) if target is not UNPARSED else None
         extent = _Extent().draw(entry, items) if items else _Extent()
-        if "normalized-coordinates" not in skip:
+        if coordinates:
             big = _coordinate_warnings(extent, size, found)
-        if "zero-length-segment" not in skip:
+        if zeros:
             for place, point in extent.zero_segments:
                 found.append(
                     DataWarning(

@@ -534,6 +534,8 @@ def strip_special_tokens(text: str) -> str:
     while True:
         while end and text[end - 1].isspace():
             end -= 1
+        if not end or text[end - 1] not in _TOKEN_ENDS:  # no token ends here
+            return text[:end]
         if text.endswith("|>", 0, end):
             start = text.rfind("<|", max(0, end - _MAX_TOKEN_LEN), end)
             if start != -1 and not any(ch.isspace() for ch in text[start:end]):
