@@ -91,9 +91,10 @@ class InstanceCache:
                 entry = exc.problems
             with self._lock:
                 self.misses += 1
-                if self._registry is registry and key not in self._entries and entry_cost(key) <= self.maxbytes:
+                cost = entry_cost(key)
+                if self._registry is registry and key not in self._entries and cost <= self.maxbytes:
                     self._entries[key] = entry
-                    self.nbytes += entry_cost(key)
+                    self.nbytes += cost
                     while len(self._entries) > self.maxsize or self.nbytes > self.maxbytes:
                         dropped, _ = self._entries.popitem(last=False)
                         self.nbytes -= entry_cost(dropped)

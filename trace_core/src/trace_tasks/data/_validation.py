@@ -667,7 +667,7 @@ def check(
             data = {"answer_gt": None, **data}
     _check_types(data, registry, parts, problems)
     _check_contract(data, parts, problems, registry)
-    contract_ok = not any(p.path.startswith("$.reward_contract") for p in problems)
+    contract_ok = not problems or not any(p.path.startswith("$.reward_contract") for p in problems)
     seen = set(problems)
     for problem in _structure(data, cls, contract_ok):
         # The contract is checked above, rule by rule; the converter's view of it adds nothing.
@@ -679,8 +679,8 @@ def check(
     _check_id(data, problems)
     _check_answer_value(data, parts, problems)
     _check_target(data, parts, problems)
-    _check_size(data, parts, problems, {p.path for p in problems})
-    _check_model_size(data, parts, problems, {p.path for p in problems})
+    _check_size(data, parts, problems, {p.path for p in problems} if problems else set())
+    _check_model_size(data, parts, problems, {p.path for p in problems} if problems else set())
     _check_frame(parts, problems, frame)
     return problems, parts
 

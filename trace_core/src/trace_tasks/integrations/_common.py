@@ -274,10 +274,8 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     instance = load_instance(ground_truth, where=where, decoded=decoded)
     fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
     compiled = INSTANCE_CACHE.compile(fields, record=where)
-    with _logged_lock:  # a label met again as an object (a GRPO group's rows): its rules were looked at already
-        fresh = compiled not in _linted
-        _linted.add(compiled)
-    if fresh:
+    if compiled not in _linted:  # a label met again as an object (a GRPO group's rows): its rules were looked at
+        _linted.add(compiled)  # (two threads meeting it at once both lint it: each rule is still logged once)
         log_warnings(compiled, where)
     image_sizes = instance["image_sizes"]
     entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
@@ -306,7 +304,7 @@ def log_warnings(compiled: CompiledInstance, where: str) -> None:
     The rules already logged are not even checked (``skip``): nothing else reads
     the lint's result here, and a rule is logged once per process.
     """
-    found = instance_warnings(compiled, skip=frozenset(_logged_rules))
+    found = instance_warnings(compiled, skip=_logged_rules)  # membership tests only (and rules are only added)
     if not found:
         return
     with _logged_lock:
