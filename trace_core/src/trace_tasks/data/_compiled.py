@@ -35,7 +35,6 @@ from trace_tasks.scoring import (
     Trail,
     document_options,
     frame_problem,
-    half_life_px,
     prepare_target,
     relaxed_answer,
     resolve_frame,
@@ -125,7 +124,7 @@ class CompiledInstance:
             reward,
             parts.target,
             size,
-            half_life_px(size),
+            context.half_life_px,  # half_life_px(size): the context computed it
             prepared,
             parts.size_image,
             parts.size_meta,

@@ -246,6 +246,9 @@ def _size_text(size: Size) -> str:
     return f"{size[0]:g}x{size[1]:g}"
 
 
+_INF = float("inf")
+
+
 class _Extent:
     """The bounding range of every coordinate of a target, and what the drawables say on the way."""
 
@@ -254,8 +257,8 @@ class _Extent:
     def __init__(self) -> None:
         self.xs: list[float] = []
         self.ys: list[float] = []
-        self.min_x = self.min_y = float("inf")
-        self.max_x = self.max_y = float("-inf")
+        self.min_x = self.min_y = _INF
+        self.max_x = self.max_y = -_INF
         self.points = 0
         self.distance = False
         self.zero_segments: list[tuple[tuple[Any, ...], tuple[float, float]]] = []
