@@ -173,29 +173,30 @@ def _distance_from_examples(entry: AnnotationTypeEntry, shape: str) -> bool | No
     return None
 
 
-def _items(shape: str, target: Any) -> list[tuple[Any, Any]] | None:
+def _items(shape: str, target: Any) -> Iterable[tuple[Any, Any]] | None:
     """``(place, item)`` for every item of a parsed target of ``shape``; None when the shape is not known.
 
-    ``place`` is ``()`` (scalar), ``(n,)`` (set, sequence), ``(key,)`` (map) or ``(key, n)`` (set-map):
-    :func:`_suffix` writes it as a path only for the rare item a warning names.
+    ``place`` is ``None`` (scalar), the index (set, sequence), the key (map) or
+    ``(key, index)`` (set-map): :func:`_suffix` writes it as a path only for the
+    rare item a warning names. Iterated once, never stored.
     """
     if shape == "scalar":
-        return [((), target)]
+        return ((None, target),)
     if shape in ("set", "sequence") and isinstance(target, list):
-        return [((n,), item) for n, item in enumerate(target)]
+        return enumerate(target)
     if shape == "map" and isinstance(target, dict):
-        return [((key,), item) for key, item in target.items()]
+        return target.items()
     if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
-        return [((key, n), item) for key, items in target.items() for n, item in enumerate(items)]
+        return (((key, n), item) for key, items in target.items() for n, item in enumerate(items))
     return None
 
 
-def _suffix(shape: str, place: tuple[Any, ...]) -> str:
+def _suffix(shape: str, place: Any) -> str:
     """The ``$``-path suffix of an item's ``place`` (see :func:`_items`)."""
     if shape in ("set", "sequence"):
-        return f"[{place[0]}]"
+        return f"[{place}]"
     if shape == "map":
-        return f"[{place[0]!r}]"
+        return f"[{place!r}]"
     if shape == "set_map":
         return f"[{place[0]!r}][{place[1]}]"
     return ""
@@ -261,9 +262,9 @@ class _Extent:
         self.max_x = self.max_y = -_INF
         self.points = 0
         self.distance = False
-        self.zero_segments: list[tuple[tuple[Any, ...], tuple[float, float]]] = []
+        self.zero_segments: list[tuple[Any, tuple[float, float]]] = []
 
-    def draw(self, entry: AnnotationTypeEntry, items: list[tuple[Any, Any]]) -> _Extent:
+    def draw(self, entry: AnnotationTypeEntry, items: Iterable[tuple[Any, Any]]) -> _Extent:
         """Ask the owner to draw each ``(place, item)`` and take in what it draws (as :func:`_drawn`, in one loop)."""
         draw, name = entry.draw, entry.name
         if draw is None:
@@ -341,7 +342,7 @@ def _own_warnings(
     draw = coordinates or zeros or (distance is None and size is None and "missing-image-size" not in skip)
     if draw:
         items = _items(shape, target) if target is not UNPARSED else None
-        extent = _Extent().draw(entry, items) if items else _Extent()
+        extent = _Extent().draw(entry, items) if items is not None else _Extent()
         if coordinates:
             big = _coordinate_warnings(extent, size, found)
         if zeros:
