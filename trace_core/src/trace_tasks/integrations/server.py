@@ -78,6 +78,7 @@ from trace_tasks.integrations._common import (
 )
 from trace_tasks.integrations.openrlhf import score_compiled
 from trace_tasks.plugins import get_registry
+from trace_tasks.scoring import options_from
 
 __all__ = [
     "ALLOWED_HOSTS_ENV",
@@ -764,7 +765,7 @@ def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any], log_keys
     keys = logged_keys(log_keys, options)
     label = {name: payload[name] for name in INSTANCE_ROW_FIELDS if name in payload}
     [(compiled, inputs)] = validate_labels([label], names=[VERIFY_RECORD])
-    result = compiled.score(output_text(response), **inputs, **options)
+    result = compiled.score(output_text(response), options_from(options), **inputs)
     components = {key: float(result.get(key, 0.0)) for key in keys}
     answer = {name: value for name, value in payload.items() if name != _ROLLOUT_ID_ALIAS}
     answer.update({key: value for key, value in components.items() if key not in payload})
