@@ -146,9 +146,9 @@ def _score_entries(
     refused_key: bool,
 ) -> dict[str, Any]:
     """Score each query against its compiled label; a ``None`` entry (a refused label) scores 0."""
-    rows: list[tuple[float, ...]] = []  # each query's logged values, in the order of keys
-    defaults = (0.0,) * len(keys)
-    refused: list[float] = []
+    logs: dict[str, list[float]] = {key: [] for key in keys}
+    if refused_key:
+        logs[REFUSED_KEY] = []
     overall: list[float] = []
     opts: ScoringOptions | None = None  # the options record, made once (at the first label scored)
     for query, prompt, entry in zip(queries, prompts, entries, strict=True):
@@ -159,13 +159,11 @@ def _score_entries(
                 opts = options_from(options or {})
             instance, inputs = entry
             result = instance.score(extract_response(query, prompt), opts, **inputs)
-        rows.append(tuple(map(float, map(result.get, keys, defaults))))
-        refused.append(1.0 if entry is None else 0.0)
+        for key in keys:
+            logs[key].append(float(result.get(key, 0.0)))
+        if refused_key:
+            logs[REFUSED_KEY].append(1.0 if entry is None else 0.0)
         overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
-    columns = zip(*rows, strict=True) if rows else [()] * len(keys)
-    logs: dict[str, list[float]] = {key: list(column) for key, column in zip(keys, columns, strict=True)}
-    if refused_key:
-        logs[REFUSED_KEY] = refused
     return {"rewards": overall, "scores": list(overall), "extra_logs": logs}
 
 
