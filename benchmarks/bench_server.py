@@ -2,11 +2,12 @@
 
 Run from the repository root under callgrind (load-independent), every mode in one process::
 
-    OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --instr-atstart=no \\
+    PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --instr-atstart=no \\
         --callgrind-out-file=/tmp/bench_server/cg.out \\
         .venv/bin/python benchmarks/bench_server.py --callgrind /tmp/bench_server/cg.out
 
-(run the interpreter itself: valgrind does not follow ``uv run`` into its child.)
+(run the interpreter itself: valgrind does not follow ``uv run`` into its child;
+the hash seed moves a count by up to ~10k, so a comparison fixes it.)
 The rows are seeded (benchmarks/workload.py, mode ``answer_and_annotation``, each
 row its own label: distinct labels, so no cache helps). Three warm-up rows of
 every annotation type go through every mode first, uninstrumented (plugins
@@ -20,7 +21,8 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
 * ``server``: what ``POST /get_reward`` runs in its worker thread for each row,
   one row a request as OpenRLHF 0.11.2 sends them (``_validate_and_score``:
   every label validated, then scored);
-* ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``).
+* ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``),
+  after ``server`` on the same rows: its labels are met again (a repeated label's cost).
 
 The HTTP layer (uvicorn, FastAPI, ``BodyLimit``) is not counted: it does not
 depend on the label. Without ``--callgrind`` the script prints wall-clock
