@@ -619,3 +619,36 @@ def test_content_keys_ignore_sharing_and_keep_types() -> None:
     cycle: list[Any] = []
     cycle.append(cycle)
     assert content_key(cycle) is None and content_key({"f": lambda: 0}) is None
+
+
+def test_content_keys_from_reused_picklers_are_the_same_bytes() -> None:
+    """Picklers are reused between keys: a failed key leaves no trace, and threads keying at once get each value's key."""
+    import io
+
+    from trace_tasks.data._keys import content_key
+
+    def fresh(value: Any) -> bytes:  # what content_key computed with a new pickler per key
+        out = io.BytesIO()
+        pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.fast = True
+        pickler.dump(value)
+        return out.getvalue()
+
+    values: list[Any] = [{"a": [1, 2.0, True, None, "x"]}, [[0, 0, 10, 10]] * 3, np.arange(4), {"k": {"v": -0.0}}]
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    for value in values:
+        assert content_key(value) == fresh(value)
+        assert content_key(cycle) is None and content_key({"f": lambda: 0}) is None  # a failure in between
+        assert content_key(value) == fresh(value)
+    found: list[list[bytes | None]] = []
+
+    def key_all() -> None:
+        found.append([content_key(value) for value in values * 50])
+
+    threads = [threading.Thread(target=key_all) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [[fresh(value) for value in values * 50]] * 4

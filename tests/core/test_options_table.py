@@ -230,3 +230,17 @@ def test_score_trace_response_hands_the_options_over_in_the_tables_order(monkeyp
     monkeypatch.setattr(reward_scoring, "resolve_options", spy)
     score_trace_response(response=CORRECT, **INSTANCE, **DEPARTING)
     assert seen == [tuple(DEPARTING[name] for name in NAMES)]
+
+
+def test_options_from_remembers_a_mapping_by_its_values_and_their_types() -> None:
+    """An adapter's options mapping is met on every request: the same record again, and ``1``, ``1.0``, ``True`` kept apart."""
+    first = options_from({"trace_reward_mode": "answer", "format_weight": 0.25})
+    assert options_from({"trace_reward_mode": "answer", "format_weight": 0.25}) is first
+    assert options_from({"format_weight": 0.25, "trace_reward_mode": "answer"}) == first  # another order: an equal record
+    one, one_float = options_from({"answer_weight": 1}), options_from({"answer_weight": 1.0})
+    assert one == ScoringOptions(answer_weight=1) and one_float == ScoringOptions(answer_weight=1.0)
+    with pytest.raises(OptionError, match="format_weight"):
+        options_from({"format_weight": True})  # a boolean is no weight, whatever was remembered for 1
+    with pytest.raises(OptionError, match=r"unknown scorer option\(s\) \['nope'\]"):
+        options_from({"nope": 1})
+    assert options_from({"resize": {"factor": 28}}) == options_from({"resize": {"factor": 28}})  # unhashable: no memo
