@@ -13,13 +13,14 @@ Run from the repository root::
     # the results compared row by row, then wall-clock rounds (reference, ours, floor alternating)
     uv run python benchmarks/bench_reference.py --reference-src /tmp/maveryn-trace/src
 
-    # instructions per response under callgrind (load-independent), each side (--repeat 3 minus --repeat 1) / 2
+    # instructions per response under callgrind (load-independent): one valgrind run, set-up and warm-up
+    # uninstrumented, then each side's pass counted between callgrind's client requests (timing.CallgrindRequests)
     uv run python benchmarks/bench_reference.py --reference-src /tmp/maveryn-trace/src --callgrind
 
     # another build of trace_tasks (a compiled or native one): its own interpreter, the same script
     OTHER_VENV/bin/python benchmarks/bench_reference.py --reference-src /tmp/maveryn-trace/src --callgrind
 
-    # one side by hand, as the other benchmarks count: the pass minus the set-up
+    # one side by hand, as the other benchmarks count: (--repeat 3 minus --repeat 1) / 2 / --count
     OPENBLAS_NUM_THREADS=1 PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
         .venv/bin/python benchmarks/bench_reference.py --reference-src /tmp/maveryn-trace/src --once reference --repeat 3
 
