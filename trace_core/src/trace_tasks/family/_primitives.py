@@ -81,6 +81,7 @@ class Primitive:
     scale: Callable[[Any, float, float], Any] | None = None
     pure_parse: bool = False
     image_blind: ImageBlind | None = None
+    native: str | None = None
 
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:

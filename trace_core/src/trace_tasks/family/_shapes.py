@@ -62,6 +62,27 @@ class _ShapeScoring:
         self.rewards = dict(rewards)
         self.scorers = {rid: make_scorer(_check_shape(shape), prim) for rid, (_, shape, prim) in self.rewards.items()}
         self.explainers = {rid: make_explainer(shape, prim, self.scorers[rid]) for rid, (_, shape, prim) in self.rewards.items()}
+        self._made = dict(self.scorers)
+
+    def native_plan(self, reward_id: str, score: Any) -> tuple[str, str, str] | None:
+        """``(shape, kernel, mean key)`` when ``score`` (a registry's score callable) is this family's own
+        scoring of ``reward_id`` over a primitive that declares a native kernel (``Primitive.native``), else None.
+
+        The scoring pipeline's native path asks this once per reward id: a subclass that overrides the score
+        hook, a scorer replaced after construction, or a primitive with extra diagnostics keeps Python scoring.
+        """
+        if (
+            getattr(score, "__self__", None) is not self
+            or getattr(score, "__func__", None) is not _ShapeScoring.trace_score_annotation
+        ):
+            return None
+        row = self.rewards.get(reward_id)
+        if row is None or self.scorers.get(reward_id) is not self._made.get(reward_id):
+            return None
+        _, shape, prim = row
+        if prim.native is None or prim.extra_diagnostics is not None:
+            return None
+        return shape, prim.native, f"annotation_assigned_{prim.metric}_mean"
 
     @hookimpl
     def trace_score_annotation(

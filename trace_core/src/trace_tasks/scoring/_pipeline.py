@@ -47,6 +47,7 @@ contract's shape (``NativeFormat.converted``).
 from __future__ import annotations
 
 import marshal
+from collections.abc import Callable
 from typing import Any
 
 from trace_tasks.errors import AnnotationParseError, one_line
@@ -73,7 +74,7 @@ from trace_tasks.reading import (
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._image_size import find_image_size
-from trace_tasks.scoring._options import ANSWER, ScoringOptions
+from trace_tasks.scoring._options import ANSWER, DEFAULT_OPTIONS, GATED, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -83,7 +84,15 @@ from trace_tasks.scoring._plugin_calls import (
     parse_value,
     report_plugin_bug,
 )
-from trace_tasks.scoring._results import compose_result
+from trace_tasks.scoring._results import _template, compose_result
+
+#: The native build's common path (docs/compiled.md): ``None`` in the pure build, which has no such module.
+#: tests/core/test_native_path.py sets it to ``None`` to compare the two.
+_native_score: Callable[..., dict[str, float] | None] | None
+try:
+    from trace_tasks.scoring._native import score as _native_score
+except ImportError:
+    _native_score = None
 
 __all__ = ["NORMALISED_READINGS", "UNPARSED", "Target", "Trail", "prepare_target", "required_keys", "run"]
 
@@ -280,6 +289,10 @@ class Trail:
 
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
+    if _native_score is not None and trail is None and (opts is DEFAULT_OPTIONS or opts == DEFAULT_OPTIONS):
+        native = _native_run(text, opts, registry, target)
+        if native is not None:
+            return native
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
     keys = required_keys(opts.trace_reward_mode)
     lean = _LEAN
@@ -315,6 +328,75 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     if trail is not None and not trail.problem:
         trail.problem = target.problem
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
+
+
+#: The native path's plan of a reward entry: (entry, shape code, mean key), by the entry's id.
+_native_plans: dict[int, tuple[RewardEntry, int, str]] = {}
+#: ``(shape, kernel)`` of a family's ``native_plan`` -> the native module's shape code (1: a set, 0: one item).
+_NATIVE_SHAPES = {("scalar", "iou"): 0, ("set", "iou"): 1}
+
+
+def _native_plan(reward: RewardEntry) -> tuple[int, str]:
+    """The native shape code of ``reward`` (-1: a scorer the native path does not know) and its mean key."""
+    known = _native_plans.get(id(reward))
+    if known is not None and known[0] is reward:
+        return known[1], known[2]
+    owner = getattr(reward.score, "__self__", None)
+    ask = getattr(owner, "native_plan", None)
+    plan = ask(reward.reward_id, reward.score) if callable(ask) else None
+    code, mean_key = -1, ""
+    if type(plan) is tuple and len(plan) == 3:
+        code = _NATIVE_SHAPES.get((plan[0], plan[1]), -1)
+        mean_key = plan[2] if type(plan[2]) is str else ""
+    if len(_native_plans) >= 256:
+        _native_plans.clear()
+    _native_plans[id(reward)] = (reward, code, mean_key)
+    return code, mean_key
+
+
+def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Target) -> dict[str, float] | None:
+    """The native common path's result for ``text``, or None when the Python steps must score it.
+
+    Only with every option at its default and no trail (the caller checks). The lenient target's parse
+    is done here first, as :func:`_annotate` would (the same call, remembered the same way).
+    """
+    reward = target.reward
+    parsed: Any = None
+    mean_key = ""
+    if reward is None:
+        code = -2
+    else:
+        code, mean_key = _native_plan(reward)
+        if code >= 0:
+            entry = target.entry
+            assert entry is not None
+            parsed = target._parsed
+            if parsed is _PENDING:
+                parsed = target._parsed = _parse_target(entry, target._value)
+                if parsed is UNPARSED:
+                    target.problem = f"the target does not parse as {entry.name}"
+            if parsed is UNPARSED:
+                parsed = None
+    template, type_keys = _template(opts, registry)
+    type_key = type_keys[target.type_name] if target.type_name is not None else None
+    assert _native_score is not None
+    return _native_score(
+        text,
+        required_keys(opts.trace_reward_mode),
+        target.answer,
+        target.reads_json,
+        target.answer_parse_ok,
+        type_key,
+        code,
+        parsed,
+        mean_key,
+        template,
+        opts.format_weight,
+        opts.trace_reward_mode == ANSWER,
+        opts.trace_annotation_reward_formula == GATED,
+        opts.answer_weight,
+        opts.annotation_weight,
+    )
 
 
 def _annotate(

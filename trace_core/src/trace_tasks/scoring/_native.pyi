@@ -1,0 +1,25 @@
+# The native common path's interface (_native.pyx, built only into the native wheel; docs/compiled.md).
+from typing import Any
+
+NO_REWARD: int
+UNKNOWN: int
+IOU_SCALAR: int
+IOU_SET: int
+
+def score(
+    text: str,
+    keys: frozenset[str],
+    prepared: Any,
+    reads_json: bool,
+    answer_parse_ok: float,
+    type_key: str | None,
+    shape: int,
+    target: Any,
+    mean_key: str,
+    template: dict[str, float],
+    format_weight: float,
+    answer_mode: bool,
+    gated: bool,
+    answer_weight: float,
+    annotation_weight: float,
+) -> dict[str, float] | None: ...

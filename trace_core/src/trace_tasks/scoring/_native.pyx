@@ -1,0 +1,367 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The native common path of the scoring pipeline (docs/compiled.md): one response, the result or None.
+
+Built only into the native wheel (``TRACE_TASKS_NATIVE=1``); the pure build has no such module and
+:func:`trace_tasks.scoring._pipeline.run` scores everything in Python. :func:`score` handles the most
+frequent case, with every option at its default, exactly as the Python pipeline does and with the very
+same result dict (keys in order, values bit for bit):
+
+* a compact JSON final object (what ``plain_final_object`` finds: the text ends with ``}`` and its last
+  ``{"answer"`` opens a JSON object that runs to that end), read by the pipeline's own ``load_json``;
+* an integer or plain-string answer (the pipeline's lean comparisons);
+* no annotation, or one scored by a kernel a family declared (``Primitive.native``): ``"iou"`` for the
+  scalar and set shapes, from plain JSON lists of ints and floats, sets below the reduction threshold.
+
+Anything else (another ending, another answer, a string, a wrapper mapping, a value that does not parse,
+a large set) returns ``None`` and the unchanged Python pipeline scores the response: it stays the
+specification. The IoU is written with the same operations in the same order as the plugin's (C doubles
+are IEEE binary64; the module is compiled without floating-point contraction), the set total is summed
+by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy's
+``linear_sum_assignment`` on rows in the lexicographic order ``np.lexsort`` gives, as
+``trace_tasks.family``'s ``assign_pairs`` does.
+"""
+
+from libc.math cimport isfinite
+from libc.stdlib cimport free, malloc, qsort
+
+import math
+
+import numpy as np
+
+from trace_tasks.reading import load_json
+
+cdef object _fsum = math.fsum
+cdef object _lsa = None
+cdef object _load_json = load_json
+cdef object _np_empty = np.empty
+cdef frozenset _JSON_STARTS = frozenset('{["-0123456789tfn')
+
+#: Limits of the Python pipeline the native path stays within (trace_tasks.limits, family._matching).
+cdef Py_ssize_t MAX_RESPONSE_CHARS = 1024 * 1024
+cdef Py_ssize_t MAX_COLLECTION_ITEMS = 10_000
+cdef Py_ssize_t REDUCE_MIN_CELLS = 4096
+
+#: Shape codes (:func:`score`'s ``shape``).
+NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
+UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
+IOU_SCALAR = 0
+IOU_SET = 1
+
+
+cdef inline double _iou(double* a, double* b) noexcept:
+    # trace_plugins_bbox.geometry.iou, operation for operation.
+    cdef double ax0 = a[0], ay0 = a[1], ax1 = a[2], ay1 = a[3]
+    cdef double bx0 = b[0], by0 = b[1], bx1 = b[2], by1 = b[3]
+    cdef double iw = (bx1 if bx1 < ax1 else ax1) - (bx0 if bx0 > ax0 else ax0)
+    if not iw > 0:
+        return 0.0
+    cdef double ih = (by1 if by1 < ay1 else ay1) - (by0 if by0 > ay0 else ay0)
+    if not ih > 0:
+        return 0.0
+    cdef double inter = iw * ih
+    cdef double union = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - inter
+    if not union > 0:
+        return 0.0
+    cdef double value = inter / union
+    return value if 0.0 <= value <= 1.0 else 0.0
+
+
+cdef int _coordinate(object v, double* out) except -1:
+    """1 and ``out[0]`` for an exact int or float that is a finite float, else 0 (the caller falls back)."""
+    cdef type kind = type(v)
+    cdef double d
+    if kind is float:
+        d = <double>v
+    elif kind is int:
+        try:
+            d = float(v)
+        except OverflowError:
+            return 0
+    else:
+        return 0
+    if not isfinite(d):
+        return 0
+    out[0] = d
+    return 1
+
+
+cdef int _box(object value, double* out) except -1:
+    """The family's ``parse_box`` of a plain list: 1 and the box in ``out``, else 0 (fall back)."""
+    if type(value) is not list:
+        return 0
+    cdef list items = <list>value
+    if len(items) != 4:
+        return 0
+    cdef double t
+    for i in range(4):
+        if not _coordinate(items[i], &out[i]):
+            return 0
+    if out[0] > out[2]:
+        t = out[0]; out[0] = out[2]; out[2] = t
+    if out[1] > out[3]:
+        t = out[1]; out[1] = out[3]; out[3] = t
+    if out[0] == out[2] or out[1] == out[3]:
+        return 0  # zero area: a parse failure, whose model-native check is the Python pipeline's
+    return 1
+
+
+cdef inline bint _nested(object v):
+    cdef type kind = type(v)
+    return kind is list or kind is dict or isinstance(v, (list, tuple, dict))
+
+
+# --- np.lexsort's row order, in C ----------------------------------------------------------------
+
+cdef double* _rows_values = NULL
+cdef Py_ssize_t _rows_width = 0
+
+
+cdef int _compare_rows(const void* x, const void* y) noexcept nogil:
+    cdef Py_ssize_t i = (<Py_ssize_t*>x)[0], j = (<Py_ssize_t*>y)[0]
+    cdef double* a = _rows_values + i * _rows_width
+    cdef double* b = _rows_values + j * _rows_width
+    cdef Py_ssize_t k
+    for k in range(_rows_width):
+        if a[k] < b[k]:
+            return -1
+        if a[k] > b[k]:
+            return 1
+    return -1 if i < j else (1 if i > j else 0)  # a stable sort: equal rows keep their order
+
+
+cdef object _set_total(double* preds, Py_ssize_t n, double* gts, Py_ssize_t m):
+    """The fsum of the optimal pairs' IoUs of n x m boxes (2 <= n*m < REDUCE_MIN_CELLS)."""
+    global _lsa, _rows_values, _rows_width
+    cdef double* matrix = <double*>malloc(n * m * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t i, j, best_i
+    cdef double best, v
+    cdef double[:, ::1] view
+    if matrix == NULL or order == NULL:
+        free(matrix)
+        free(order)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            for j in range(m):
+                matrix[i * m + j] = _iou(preds + 4 * i, gts + 4 * j)
+        if n == 1 or m == 1:  # assign_pairs' scan: the first best cell (its value is the optimum either way)
+            best, best_i = -1.0, 0
+            for i in range(n * m):
+                v = matrix[i]
+                if v > best and isfinite(v):
+                    best, best_i = v, i
+            return _fsum((matrix[best_i],))
+        for i in range(n):
+            order[i] = i
+        _rows_values, _rows_width = matrix, m
+        qsort(order, n, sizeof(Py_ssize_t), _compare_rows)
+        _rows_values = NULL
+        arr = _np_empty((n, m), dtype=np.float64)
+        view = arr
+        for i in range(n):
+            for j in range(m):
+                view[i, j] = matrix[order[i] * m + j]
+        if _lsa is None:
+            from scipy.optimize import linear_sum_assignment
+
+            _lsa = linear_sum_assignment
+        rows, cols = _lsa(arr, maximize=True)
+        values = [view[r, c] for r, c in zip(rows.tolist(), cols.tolist())]
+        return _fsum(values)
+    finally:
+        free(matrix)
+        free(order)
+
+
+cdef object _parse_set(object value, double** out, Py_ssize_t* count):
+    """The family's set parse of a plain list of boxes: True and the boxes in ``out[0]``, else False."""
+    if type(value) is not list:
+        return False  # a string, a wrapper mapping, anything else: the Python parse
+    cdef list items = <list>value
+    cdef Py_ssize_t n = len(items), i
+    cdef bint flat
+    if n == 4:  # is_flat: one box given alone
+        flat = True
+        for i in range(4):
+            if _nested(items[i]):
+                flat = False
+                break
+        if flat:
+            out[0] = <double*>malloc(4 * sizeof(double))
+            if out[0] == NULL:
+                raise MemoryError()
+            count[0] = 1
+            return _box(value, out[0]) == 1
+    if n > MAX_COLLECTION_ITEMS:
+        return False
+    out[0] = <double*>malloc((4 * n + 1) * sizeof(double))
+    if out[0] == NULL:
+        raise MemoryError()
+    count[0] = n
+    for i in range(n):
+        if not _box(items[i], out[0] + 4 * i):
+            return False
+    return True
+
+
+cdef int _target_boxes(object target, double* out, Py_ssize_t n) except -1:
+    """A parsed target set (tuples of 4 floats) into ``out``; 0 when it is not that."""
+    cdef Py_ssize_t i, k
+    for i in range(n):
+        box = target[i]
+        if type(box) is not tuple or len(box) != 4:
+            return 0
+        for k in range(4):
+            v = box[k]
+            if type(v) is not float:
+                return 0
+            out[4 * i + k] = <double>v
+    return 1
+
+
+def score(
+    str text,
+    frozenset keys,
+    object prepared,
+    bint reads_json,
+    double answer_parse_ok,
+    object type_key,
+    int shape,
+    object target,
+    str mean_key,
+    dict template,
+    double format_weight,
+    bint answer_mode,
+    bint gated,
+    double answer_weight,
+    double annotation_weight,
+):
+    """The result dict of ``text`` (see the module docstring), or None when the Python pipeline must score it.
+
+    ``keys`` are the required keys of the mode, ``prepared`` the prepared answer target (``Target.answer``),
+    ``type_key`` the ``annotation_type_<name>`` indicator to set (None when no family owns the type);
+    ``shape`` one of :data:`NO_REWARD`, :data:`UNKNOWN`, :data:`IOU_SCALAR`, :data:`IOU_SET`, ``target``
+    the parsed target (None when it does not parse); ``template`` the options' result template.
+    """
+    if len(text) > MAX_RESPONSE_CHARS:
+        return None
+    stripped = text.rstrip()
+    if not stripped.endswith("}"):
+        return None
+    cdef Py_ssize_t start = stripped.rfind('{"answer"')
+    if start < 0:
+        return None
+    payload, ok = _load_json(stripped[start:])
+    if not ok or type(payload) is not dict:
+        return None
+    cdef dict value = <dict>payload
+    cdef bint schema_ok = len(value) == len(keys) and all([k in value for k in keys])
+    predicted = value.get("answer")
+    cdef type kind = type(predicted)
+    cdef bint matched
+    if kind is int and type(prepared) is int:
+        matched = predicted == prepared
+    elif kind is str and type(prepared) is str and not (reads_json and predicted.lstrip()[:1] in _JSON_STARTS):
+        matched = predicted.strip().casefold() == prepared
+    else:
+        return None  # no answer, or one that needs the general comparison
+
+    cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s
+    cdef Py_ssize_t n = 0, m = 0, count = 0
+    cdef double box[4]
+    cdef double* preds = NULL
+    cdef double* gts = NULL
+    diagnostics = None
+    prediction = value.get("annotation")
+    if shape == UNKNOWN and prediction is not None:
+        return None  # a scorer only Python knows
+    if shape >= 0 and prediction is not None and target is not None:
+        if shape == IOU_SCALAR:
+            if not _box(prediction, box):
+                return None
+            if type(target) is not tuple or len(target) != 4:
+                return None
+            gts = <double*>malloc(4 * sizeof(double))
+            if gts == NULL:
+                raise MemoryError()
+            try:
+                if not _target_boxes((target,), gts, 1):
+                    return None
+                s = _iou(box, gts)
+            finally:
+                free(gts)
+            ann_reward, ann_parse_ok = s, 1.0
+            diagnostics = {
+                "annotation_pred_size": 1.0,
+                "annotation_gt_size": 1.0,
+                "annotation_assigned_count": 1.0,
+                mean_key: s,
+            }
+        elif shape == IOU_SET:
+            if type(target) is not list:
+                return None
+            m = len(target)
+            try:
+                if not _parse_set(prediction, &preds, &n):
+                    return None
+                if n * m >= REDUCE_MIN_CELLS:
+                    return None  # the grouped solver's domain
+                gts = <double*>malloc((4 * m + 1) * sizeof(double))
+                if gts == NULL:
+                    raise MemoryError()
+                if not _target_boxes(target, gts, m):
+                    return None
+                if n == 0 or m == 0:
+                    total, count = 0.0, 0
+                    ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
+                elif n == 1 and m == 1:
+                    total, count = _iou(preds, gts), 1
+                    ann_reward = total / 1
+                else:
+                    total, count = _set_total(preds, n, gts, m), (n if n < m else m)
+                    ann_reward = total / (n if n > m else m)
+            finally:
+                free(preds)
+                free(gts)
+            ann_parse_ok = 1.0
+            diagnostics = {
+                "annotation_pred_size": <double>n,
+                "annotation_gt_size": <double>m,
+                "annotation_assigned_count": <double>count,
+                mean_key: total / count if count else 0.0,
+            }
+        else:
+            return None  # a kernel of a later version: Python scores it
+
+    # compose_result (trace_tasks.scoring._results), expression for expression
+    cdef double answer_reward = 1.0 if matched else 0.0
+    cdef double task
+    if answer_mode:
+        task = answer_reward
+    elif gated:
+        task = answer_reward * (answer_weight + annotation_weight * ann_reward)
+    else:
+        task = answer_weight * answer_reward + annotation_weight * ann_reward
+    cdef double format_score = 1.0 if schema_ok else 0.0
+    cdef dict result = template.copy()
+    result["overall"] = (1.0 - format_weight) * task + format_weight * format_score
+    result["format"] = format_score
+    result["accuracy"] = answer_reward
+    result["answer_reward"] = answer_reward
+    result["annotation_reward"] = ann_reward
+    result["task_reward_raw"] = task
+    result["task_reward_effective"] = task
+    result["task_reward_gated"] = task
+    result["format_structure_ok"] = 1.0
+    result["format_json_ok"] = 1.0
+    result["format_schema_ok"] = format_score
+    result["answer_parse_ok"] = answer_parse_ok
+    result["annotation_parse_ok"] = ann_parse_ok
+    result["json_found"] = 1.0
+    result["zero_reward"] = 1.0 if task == 0.0 else 0.0
+    if type_key is not None:
+        result[type_key] = 1.0
+    if diagnostics:
+        result.update(diagnostics)
+    return result
