@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.family import LN2, ScoringContext, coordinates, is_flat, soft_similarity
+from trace_tasks.family import ScoringContext, coordinates, hypot_grid, is_flat, soft_similarity, soft_similarity_grid
 
 Point = tuple[float, float]
 
@@ -47,8 +47,8 @@ def similarity_matrix(preds: Sequence[Point], gts: Sequence[Point], ctx: Scoring
         return [[similarity(p, g, ctx) for g in gts] for p in preds]
     p = np.asarray(preds, dtype=np.float64)
     g = np.asarray(gts, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        d = np.hypot(p[:, None, 0] - g[None, :, 0], p[:, None, 1] - g[None, :, 1])
-        r = d / ctx.half_life_px
-        out = np.exp(-LN2 * r * r)
-    return np.where(np.isfinite(out), out, 0.0)
+    with np.errstate(all="ignore"):  # exact differences; an overflow is an infinite distance, similarity 0
+        dx = p[:, None, 0] - g[None, :, 0]
+        dy = p[:, None, 1] - g[None, :, 1]
+    # math.hypot and math.exp, as similarity computes them: the pairs are chosen on the values the reward sums
+    return soft_similarity_grid(hypot_grid(dx, dy), ctx.half_life_px)

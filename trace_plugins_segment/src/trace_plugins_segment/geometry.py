@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from trace_tasks.family import LN2, AnnotationParseError, ScoringContext, coordinates, from_numpy, soft_similarity
+from trace_tasks.family import (
+    AnnotationParseError,
+    ScoringContext,
+    coordinates,
+    from_numpy,
+    hypot_grid,
+    soft_similarity,
+    soft_similarity_grid,
+)
 
 Segment = tuple[float, float, float, float]  # x0, y0, x1, y1
 
@@ -54,15 +62,15 @@ def similarity_matrix(preds: Sequence[Segment], gts: Sequence[Segment], ctx: Sco
         return [[similarity(p, g, ctx) for g in gts] for p in preds]
     p = np.asarray(preds, dtype=np.float64)[:, None, :]
     g = np.asarray(gts, dtype=np.float64)[None, :, :]
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # exact differences; an overflow is an infinite distance, similarity 0
+        # math.hypot, as segment_distance computes it (numpy's may differ in the last bit, by CPU); max and min of
+        # equal values are equal, so the distances are segment_distance's and the pairs are chosen on the reward's values
         same = np.maximum(
-            np.hypot(p[..., 0] - g[..., 0], p[..., 1] - g[..., 1]),
-            np.hypot(p[..., 2] - g[..., 2], p[..., 3] - g[..., 3]),
+            hypot_grid(p[..., 0] - g[..., 0], p[..., 1] - g[..., 1]),
+            hypot_grid(p[..., 2] - g[..., 2], p[..., 3] - g[..., 3]),
         )
         swapped = np.maximum(
-            np.hypot(p[..., 0] - g[..., 2], p[..., 1] - g[..., 3]),
-            np.hypot(p[..., 2] - g[..., 0], p[..., 3] - g[..., 1]),
+            hypot_grid(p[..., 0] - g[..., 2], p[..., 1] - g[..., 3]),
+            hypot_grid(p[..., 2] - g[..., 0], p[..., 3] - g[..., 1]),
         )
-        r = np.minimum(same, swapped) / ctx.half_life_px
-        out = np.exp(-LN2 * r * r)
-    return np.where(np.isfinite(out), out, 0.0)
+    return soft_similarity_grid(np.minimum(same, swapped), ctx.half_life_px)

@@ -31,7 +31,7 @@ behind it are internal and may move.
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
 from trace_tasks.family._assignment import AssignmentBudget, assign_groups, assign_pairs
 from trace_tasks.family._coordinates import coordinate, coordinates, is_flat
-from trace_tasks.family._distance import LN2, half_life_diagnostic, soft_similarity
+from trace_tasks.family._distance import LN2, half_life_diagnostic, hypot_grid, soft_similarity, soft_similarity_grid
 from trace_tasks.family._kit import CONTEXT, KitProblem, assert_family_ok, check_family, hostile_values, orphan_problems
 from trace_tasks.family._matching import Matched, match_sequence, match_set
 from trace_tasks.family._parsing import make_parser, parse_collection, parse_map
@@ -111,6 +111,7 @@ __all__ = [
     "half_life_diagnostic",
     "hookimpl",
     "hostile_values",
+    "hypot_grid",
     "infer_item_schema",
     "is_flat",
     "lay_out",
@@ -126,5 +127,6 @@ __all__ = [
     "scale_xy",
     "schema_problems",
     "soft_similarity",
+    "soft_similarity_grid",
     "unsupported_keywords",
 ]
