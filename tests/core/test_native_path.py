@@ -81,10 +81,19 @@ def _both(call: Callable[[], Any]) -> tuple[Any, Any]:
 def test_the_box_family_declares_its_kernel_and_others_keep_python() -> None:
     registry = get_registry()
     plans = {rid: _pipeline._native_plan(entry) for rid, entry in registry.reward_ids.items()}
-    assert plans["bbox_soft_iou_v0"] == (0, "annotation_assigned_iou_mean")
-    assert plans["bbox_set_soft_iou_v0"] == (1, "annotation_assigned_iou_mean")
-    assert plans["bbox_sequence_soft_iou_v0"][0] == plans["bbox_map_soft_iou_v0"][0] == -1  # shapes it does not cover
-    assert all(code == -1 for rid, (code, _) in plans.items() if not rid.startswith("bbox_"))
+    assert plans["bbox_soft_iou_v0"] == (0, 0, "annotation_assigned_iou_mean", "")
+    assert plans["bbox_set_soft_iou_v0"] == (1, 0, "annotation_assigned_iou_mean", "")
+    half = "annotation_point_half_life_px"
+    assert plans["point_soft_distance_v0"] == (0, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["point_set_soft_distance_v0"] == (1, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["segment_soft_distance_v0"] == (0, 2, "annotation_assigned_similarity_mean", half)
+    assert plans["segment_set_soft_distance_v0"] == (1, 2, "annotation_assigned_similarity_mean", half)
+    covered = {
+        f"{family}_{rest}"
+        for family in ("bbox", "point", "segment")
+        for rest in ("soft_iou_v0", "set_soft_iou_v0", "soft_distance_v0", "set_soft_distance_v0")
+    }
+    assert all(plan[0] == -1 for rid, plan in plans.items() if rid not in covered)  # sequences, maps, other versions
 
 
 def test_an_overridden_score_hook_is_never_bypassed() -> None:
@@ -102,6 +111,7 @@ def test_an_overridden_score_hook_is_never_bypassed() -> None:
         "scalar",
         "iou",
         "annotation_assigned_iou_mean",
+        "",
     )
     assert plain.native_plan("bbox_soft_iou_v0", family.trace_score_annotation) is None  # another object's hook
     plain.scorers["bbox_soft_iou_v0"] = plain.scorers["bbox_soft_iou_v0"]  # the same scorer: still native
@@ -130,14 +140,16 @@ def test_the_native_path_scores_the_common_case() -> None:
     for kind, target, prediction in (
         ("bbox", [0, 0, 10, 10], [1, 1, 10, 10]),
         ("bbox_set", [[0, 0, 10, 10], [20, 20, 30, 30]], [[21, 20, 30, 30], [0, 1, 10, 10], [5, 5, 6, 6]]),
-        ("point", [5, 5], [5, 6]),  # an answer with an annotation the native path leaves to Python: no result
+        ("point_set", [[5, 5], [50, 5]], [[5, 6], [48, 7.5]]),
+        ("segment", [[0, 0], [10, 10]], [[10, 11], [0, 0]]),
+        ("bbox_sequence", [[0, 0, 10, 10]], [[1, 1, 10, 10]]),  # a shape the native path leaves to Python: no result
     ):
         kw = _kwargs(kind, target, json.dumps({"answer": 7, "annotation": prediction}))
         target_ = _pipeline.prepare_target(
             kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], opts, registry, (None,) * 4
         )
         got = _pipeline._native_run(kw["response"], opts, registry, target_)
-        assert (got is None) == (kind == "point"), kind
+        assert (got is None) == (kind == "bbox_sequence"), kind
         if got is not None:
             with pure_path():
                 assert _identical(got, score_trace_response(**kw))
@@ -202,52 +214,75 @@ _number = st.one_of(
     st.floats(-5, 40, allow_nan=False).map(repr),
     st.sampled_from(_EDGE_NUMBERS),
 )
-_box = st.lists(_number, min_size=4, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]")
-_odd_box = st.one_of(
-    _box, st.lists(_number, min_size=3, max_size=5).map(lambda xs: "[" + ",".join(xs) + "]"), st.just('"[0, 0, 5, 5]"')
+
+
+def _listed(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+_coords = {width: st.lists(_number, min_size=width, max_size=width).map(_listed) for width in (2, 4)}
+_segment = st.tuples(_coords[2], _coords[2]).map(lambda ends: _listed(list(ends)))
+ITEMS = {"bbox": _coords[4], "point": _coords[2], "segment": _segment}
+_odd = st.one_of(
+    st.lists(_number, min_size=1, max_size=5).map(_listed),
+    st.sampled_from(['"[0, 0, 5, 5]"', "[[0, 0], [5, 5], [1, 1]]", "[[0, 0, 5, 5]]", "[]", "5", '{"x": 1}']),
 )
-_boxes = st.one_of(
-    st.lists(_box, max_size=9).map(lambda bs: "[" + ", ".join(bs) + "]"),
-    st.lists(_box, min_size=60, max_size=70).map(lambda bs: "[" + ",".join(bs) + "]"),  # past the numpy matrix crossover
-    _box,  # one flat box given as a set
-    st.lists(_odd_box, max_size=4).map(lambda bs: "[" + ", ".join(bs) + "]"),
-    st.just('{"bboxes": [[0, 0, 5, 5]]}'),
-    st.just("null"),
-)
-_target_box = st.lists(st.integers(-3, 30), min_size=4, max_size=4)
+
+
+def _predictions(family: str) -> st.SearchStrategy[str]:
+    item = ITEMS[family]
+    return st.one_of(
+        item,  # one item (alone: promoted to a one-item set for boxes and points)
+        st.lists(item, max_size=9).map(_listed),
+        st.lists(item, min_size=30, max_size=70).map(_listed),  # past the numpy matrix crossovers
+        st.lists(st.one_of(item, _odd), max_size=4).map(_listed),
+        _odd,
+        st.just('{"bboxes": [[0, 0, 5, 5]]}'),
+        st.just("null"),
+    )
+
+
+_target_items = {
+    "bbox": st.lists(st.integers(-3, 30), min_size=4, max_size=4),
+    "point": st.lists(st.integers(-3, 30), min_size=2, max_size=2),
+    "segment": st.lists(st.lists(st.integers(-3, 30), min_size=2, max_size=2), min_size=2, max_size=2),
+}
 _answers = st.sampled_from(["7", "8", '"7"', '"B"', '" b "', '"[1]"', "7.0", "true", "null"])
 _prefixes = st.sampled_from(["", "Thinking.\n", "<think>x</think>\n", "```json\n", '{"answer": 1}\n'])
 _suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", " Done."])
 
 
+@st.composite
+def _cases(draw: st.DrawFn) -> dict[str, Any]:
+    family = draw(st.sampled_from(["bbox", "point", "segment"]))
+    kind = family + draw(st.sampled_from(["", "_set"]))
+    targets = draw(st.lists(_target_items[family], min_size=kind == family, max_size=8))
+    keys = draw(st.sampled_from(["both", "answer", "extra"]))
+    answer, prediction = draw(_answers), draw(_predictions(family))
+    body = {
+        "both": f'{{"answer": {answer}, "annotation": {prediction}}}',
+        "answer": f'{{"answer": {answer}}}',
+        "extra": f'{{"answer": {answer}, "annotation": {prediction}, "note": 1}}',
+    }[keys]
+    kw = _kwargs(
+        kind, targets[0] if kind == family else targets, draw(_prefixes) + body + draw(_suffixes), draw(st.sampled_from([7, "B"]))
+    )
+    size = draw(st.sampled_from([None, [640, 480], [1, 1]]))
+    if size is not None:
+        kw["image_size"] = size
+    return kw
+
+
 @needs_native
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    kind=st.sampled_from(["bbox", "bbox_set"]),
-    targets=st.lists(_target_box, max_size=8),
-    prediction=st.one_of(_boxes, _odd_box),
-    answer=_answers,
-    truth=st.sampled_from([7, "B"]),
-    prefix=_prefixes,
-    suffix=_suffixes,
-    keys=st.sampled_from(["both", "answer", "extra"]),
-)
-def test_native_equals_pure_on_fuzzed_responses(
-    kind: str, targets: list[list[int]], prediction: str, answer: str, truth: Any, prefix: str, suffix: str, keys: str
-) -> None:
-    if keys == "both":
-        body = f'{{"answer": {answer}, "annotation": {prediction}}}'
-    elif keys == "answer":
-        body = f'{{"answer": {answer}}}'
-    else:
-        body = f'{{"answer": {answer}, "annotation": {prediction}, "note": 1}}'
-    target: Any = targets[0] if kind == "bbox" and targets else targets
-    if kind == "bbox" and not targets:
-        target = [0, 0, 10, 10]
-    kw = _kwargs(kind, target, prefix + body + suffix, truth)
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(kw=_cases())
+def test_native_equals_pure_on_fuzzed_responses(kw: dict[str, Any]) -> None:
     native, pure = _both(lambda: score_trace_response(**kw))
     assert _identical(native, pure), kw
-    compiled = _outcome(lambda: compile_instance({k: kw[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}))
+    record = {k: kw[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}
+    if "image_size" in kw:
+        record["image_size"] = kw["image_size"]
+    compiled = _outcome(lambda: compile_instance(record))
     if not isinstance(compiled, type):
         native, pure = _both(lambda: compiled.score(kw["response"]))
         assert _identical(native, pure), kw

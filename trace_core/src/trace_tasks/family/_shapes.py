@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
+from trace_tasks.family._distance import HALF_LIFE_KEY, half_life_diagnostic
 from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.family._scoring import make_explainer, make_scorer
@@ -64,12 +65,14 @@ class _ShapeScoring:
         self.explainers = {rid: make_explainer(shape, prim, self.scorers[rid]) for rid, (_, shape, prim) in self.rewards.items()}
         self._made = dict(self.scorers)
 
-    def native_plan(self, reward_id: str, score: Any) -> tuple[str, str, str] | None:
-        """``(shape, kernel, mean key)`` when ``score`` (a registry's score callable) is this family's own
-        scoring of ``reward_id`` over a primitive that declares a native kernel (``Primitive.native``), else None.
+    def native_plan(self, reward_id: str, score: Any) -> tuple[str, str, str, str] | None:
+        """``(shape, kernel, mean key, half-life key)`` when ``score`` (a registry's score callable) is this
+        family's own scoring of ``reward_id`` over a primitive that declares a native kernel
+        (``Primitive.native``), else None. The half-life key is ``""`` unless the primitive reports the
+        core's :func:`~trace_tasks.family.half_life_diagnostic`.
 
         The scoring pipeline's native path asks this once per reward id: a subclass that overrides the score
-        hook, a scorer replaced after construction, or a primitive with extra diagnostics keeps Python scoring.
+        hook, a scorer replaced after construction, or a primitive with other extra diagnostics keeps Python scoring.
         """
         if (
             getattr(score, "__self__", None) is not self
@@ -80,9 +83,15 @@ class _ShapeScoring:
         if row is None or self.scorers.get(reward_id) is not self._made.get(reward_id):
             return None
         _, shape, prim = row
-        if prim.native is None or prim.extra_diagnostics is not None:
+        if prim.native is None:
             return None
-        return shape, prim.native, f"annotation_assigned_{prim.metric}_mean"
+        if prim.extra_diagnostics is None:
+            extra = ""
+        elif prim.extra_diagnostics is half_life_diagnostic:
+            extra = HALF_LIFE_KEY
+        else:
+            return None
+        return shape, prim.native, f"annotation_assigned_{prim.metric}_mean", extra
 
     @hookimpl
     def trace_score_annotation(

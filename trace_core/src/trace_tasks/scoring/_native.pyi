@@ -3,8 +3,11 @@ from typing import Any
 
 NO_REWARD: int
 UNKNOWN: int
-IOU_SCALAR: int
-IOU_SET: int
+SCALAR: int
+SET: int
+IOU: int
+SOFT_POINT: int
+SOFT_SEGMENT: int
 
 def score(
     text: str,
@@ -14,8 +17,11 @@ def score(
     answer_parse_ok: float,
     type_key: str | None,
     shape: int,
+    kernel: int,
     target: Any,
+    half_life: float,
     mean_key: str,
+    extra_key: str,
     template: dict[str, float],
     format_weight: float,
     answer_mode: bool,

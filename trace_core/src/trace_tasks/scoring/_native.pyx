@@ -9,19 +9,22 @@ same result dict (keys in order, values bit for bit):
 * a compact JSON final object (what ``plain_final_object`` finds: the text ends with ``}`` and its last
   ``{"answer"`` opens a JSON object that runs to that end), read by the pipeline's own ``load_json``;
 * an integer or plain-string answer (the pipeline's lean comparisons);
-* no annotation, or one scored by a kernel a family declared (``Primitive.native``): ``"iou"`` for the
-  scalar and set shapes, from plain JSON lists of ints and floats, sets below the reduction threshold.
+* no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
+  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar and set shapes, from plain
+  JSON lists of ints and floats, sets below the reduction threshold.
 
 Anything else (another ending, another answer, a string, a wrapper mapping, a value that does not parse,
 a large set) returns ``None`` and the unchanged Python pipeline scores the response: it stays the
-specification. The IoU is written with the same operations in the same order as the plugin's (C doubles
-are IEEE binary64; the module is compiled without floating-point contraction), the set total is summed
+specification. Each similarity is written with the same operations in the same order as the plugin's (C
+doubles are IEEE binary64; the module is compiled without floating-point contraction), distances are
+``math.hypot``'s (called: CPython's algorithm, not the C library's) and ``exp`` is the C library's, which
+is what ``math.exp`` calls; the set total is summed
 by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy's
 ``linear_sum_assignment`` on rows in the lexicographic order ``np.lexsort`` gives, as
 ``trace_tasks.family``'s ``assign_pairs`` does.
 """
 
-from libc.math cimport isfinite
+from libc.math cimport exp, isfinite
 from libc.stdlib cimport free, malloc, qsort
 
 import math
@@ -31,6 +34,8 @@ import numpy as np
 from trace_tasks.reading import load_json
 
 cdef object _fsum = math.fsum
+cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
+cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
 cdef object _lsa = None
 cdef object _load_json = load_json
 cdef object _np_empty = np.empty
@@ -44,8 +49,15 @@ cdef Py_ssize_t REDUCE_MIN_CELLS = 4096
 #: Shape codes (:func:`score`'s ``shape``).
 NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
 UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
-IOU_SCALAR = 0
-IOU_SET = 1
+SCALAR = 0
+SET = 1
+#: Kernel codes (:func:`score`'s ``kernel``), each a family's declared ``Primitive.native``.
+IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
+SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
+SOFT_SEGMENT = 2  # "soft_segment": segments [[x0, y0], [x1, y1]], the same over the endpoint distance
+
+#: Numbers per item of each kernel.
+cdef Py_ssize_t[3] WIDTH = [4, 2, 4]
 
 
 cdef inline double _iou(double* a, double* b) noexcept:
@@ -64,6 +76,34 @@ cdef inline double _iou(double* a, double* b) noexcept:
         return 0.0
     cdef double value = inter / union
     return value if 0.0 <= value <= 1.0 else 0.0
+
+
+cdef inline double _soft(double distance, double half_life) noexcept:
+    # trace_tasks.family._distance.soft_similarity; CPython's math.exp is the C library's exp.
+    cdef double ratio = distance / half_life
+    if not ratio < 40.0:
+        return 0.0
+    return exp(-LN2 * ratio * ratio)
+
+
+cdef double _distance(double x, double y) except? -1.0:
+    return <double>_hypot(x, y)
+
+
+cdef double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
+    cdef double same, swapped, d1, d2
+    if kernel == IOU:
+        return _iou(a, b)
+    if kernel == SOFT_POINT:
+        return _soft(_distance(a[0] - b[0], a[1] - b[1]), half_life)
+    # trace_plugins_segment.geometry.segment_distance: Python's max and min keep the first of equal values
+    d1 = _distance(a[0] - b[0], a[1] - b[1])
+    d2 = _distance(a[2] - b[2], a[3] - b[3])
+    same = d2 if d2 > d1 else d1
+    d1 = _distance(a[0] - b[2], a[1] - b[3])
+    d2 = _distance(a[2] - b[0], a[3] - b[1])
+    swapped = d2 if d2 > d1 else d1
+    return _soft(swapped if swapped < same else same, half_life)
 
 
 cdef int _coordinate(object v, double* out) except -1:
@@ -85,15 +125,24 @@ cdef int _coordinate(object v, double* out) except -1:
     return 1
 
 
-cdef int _box(object value, double* out) except -1:
-    """The family's ``parse_box`` of a plain list: 1 and the box in ``out``, else 0 (fall back)."""
-    if type(value) is not list:
+cdef int _pair(object value, double* out) except -1:
+    """``coordinates(value, 2)`` of a plain list: 1 and the two numbers in ``out``, else 0."""
+    if type(value) is not list or len(<list>value) != 2:
+        return 0
+    return _coordinate((<list>value)[0], out) and _coordinate((<list>value)[1], out + 1)
+
+
+cdef int _item(int kernel, object value, double* out) except -1:
+    """The family's item parse of a plain JSON value: 1 and the item in ``out``, else 0 (fall back)."""
+    cdef double t
+    if kernel == SOFT_POINT:
+        return _pair(value, out)
+    if type(value) is not list or len(<list>value) != (4 if kernel == IOU else 2):
         return 0
     cdef list items = <list>value
-    if len(items) != 4:
-        return 0
-    cdef double t
-    for i in range(4):
+    if kernel == SOFT_SEGMENT:
+        return _pair(items[0], out) and _pair(items[1], out + 2)
+    for i in range(4):  # parse_box
         if not _coordinate(items[i], &out[i]):
             return 0
     if out[0] > out[2]:
@@ -105,9 +154,14 @@ cdef int _box(object value, double* out) except -1:
     return 1
 
 
-cdef inline bint _nested(object v):
-    cdef type kind = type(v)
-    return kind is list or kind is dict or isinstance(v, (list, tuple, dict))
+cdef bint _flat(int kernel, list items):
+    """``is_flat``: one item given alone where a set is expected (boxes and points; never a segment)."""
+    if kernel == SOFT_SEGMENT or len(items) != WIDTH[kernel]:
+        return False
+    for v in items:
+        if isinstance(v, (list, tuple, dict)):
+            return False
+    return True
 
 
 # --- np.lexsort's row order, in C ----------------------------------------------------------------
@@ -129,9 +183,10 @@ cdef int _compare_rows(const void* x, const void* y) noexcept nogil:
     return -1 if i < j else (1 if i > j else 0)  # a stable sort: equal rows keep their order
 
 
-cdef object _set_total(double* preds, Py_ssize_t n, double* gts, Py_ssize_t m):
-    """The fsum of the optimal pairs' IoUs of n x m boxes (2 <= n*m < REDUCE_MIN_CELLS)."""
+cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_ssize_t m, double half_life):
+    """The fsum of the optimal pairs' similarities of n x m items (2 <= n*m < REDUCE_MIN_CELLS)."""
     global _lsa, _rows_values, _rows_width
+    cdef Py_ssize_t w = WIDTH[kernel]
     cdef double* matrix = <double*>malloc(n * m * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
     cdef Py_ssize_t i, j, best_i
@@ -144,7 +199,7 @@ cdef object _set_total(double* preds, Py_ssize_t n, double* gts, Py_ssize_t m):
     try:
         for i in range(n):
             for j in range(m):
-                matrix[i * m + j] = _iou(preds + 4 * i, gts + 4 * j)
+                matrix[i * m + j] = _similarity(kernel, preds + w * i, gts + w * j, half_life)
         if n == 1 or m == 1:  # assign_pairs' scan: the first best cell (its value is the optimum either way)
             best, best_i = -1.0, 0
             for i in range(n * m):
@@ -174,49 +229,42 @@ cdef object _set_total(double* preds, Py_ssize_t n, double* gts, Py_ssize_t m):
         free(order)
 
 
-cdef object _parse_set(object value, double** out, Py_ssize_t* count):
-    """The family's set parse of a plain list of boxes: True and the boxes in ``out[0]``, else False."""
+cdef object _parse_set(int kernel, object value, double** out, Py_ssize_t* count):
+    """The family's set parse of a plain list of items: True and the items in ``out[0]``, else False."""
     if type(value) is not list:
         return False  # a string, a wrapper mapping, anything else: the Python parse
     cdef list items = <list>value
-    cdef Py_ssize_t n = len(items), i
-    cdef bint flat
-    if n == 4:  # is_flat: one box given alone
-        flat = True
-        for i in range(4):
-            if _nested(items[i]):
-                flat = False
-                break
-        if flat:
-            out[0] = <double*>malloc(4 * sizeof(double))
-            if out[0] == NULL:
-                raise MemoryError()
-            count[0] = 1
-            return _box(value, out[0]) == 1
+    cdef Py_ssize_t n = len(items), i, w = WIDTH[kernel]
+    if _flat(kernel, items):  # one item given alone
+        out[0] = <double*>malloc(w * sizeof(double))
+        if out[0] == NULL:
+            raise MemoryError()
+        count[0] = 1
+        return _item(kernel, value, out[0]) == 1
     if n > MAX_COLLECTION_ITEMS:
         return False
-    out[0] = <double*>malloc((4 * n + 1) * sizeof(double))
+    out[0] = <double*>malloc((w * n + 1) * sizeof(double))
     if out[0] == NULL:
         raise MemoryError()
     count[0] = n
     for i in range(n):
-        if not _box(items[i], out[0] + 4 * i):
+        if not _item(kernel, items[i], out[0] + w * i):
             return False
     return True
 
 
-cdef int _target_boxes(object target, double* out, Py_ssize_t n) except -1:
-    """A parsed target set (tuples of 4 floats) into ``out``; 0 when it is not that."""
+cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
+    """A parsed target set (tuples of ``w`` floats) into ``out``; 0 when it is not that."""
     cdef Py_ssize_t i, k
     for i in range(n):
-        box = target[i]
-        if type(box) is not tuple or len(box) != 4:
+        item = target[i]
+        if type(item) is not tuple or len(item) != w:
             return 0
-        for k in range(4):
-            v = box[k]
+        for k in range(w):
+            v = item[k]
             if type(v) is not float:
                 return 0
-            out[4 * i + k] = <double>v
+            out[w * i + k] = <double>v
     return 1
 
 
@@ -228,8 +276,11 @@ def score(
     double answer_parse_ok,
     object type_key,
     int shape,
+    int kernel,
     object target,
+    double half_life,
     str mean_key,
+    str extra_key,
     dict template,
     double format_weight,
     bint answer_mode,
@@ -241,8 +292,10 @@ def score(
 
     ``keys`` are the required keys of the mode, ``prepared`` the prepared answer target (``Target.answer``),
     ``type_key`` the ``annotation_type_<name>`` indicator to set (None when no family owns the type);
-    ``shape`` one of :data:`NO_REWARD`, :data:`UNKNOWN`, :data:`IOU_SCALAR`, :data:`IOU_SET`, ``target``
-    the parsed target (None when it does not parse); ``template`` the options' result template.
+    ``shape`` one of :data:`NO_REWARD`, :data:`UNKNOWN`, :data:`SCALAR`, :data:`SET` and ``kernel`` one
+    of :data:`IOU`, :data:`SOFT_POINT`, :data:`SOFT_SEGMENT`; ``target`` the parsed target (None when it
+    does not parse), ``half_life`` the scoring context's; ``mean_key`` the diagnostic of the mean similarity
+    and ``extra_key`` the half-life diagnostic's (``""``: none); ``template`` the options' result template.
     """
     if len(text) > MAX_RESPONSE_CHARS:
         return None
@@ -269,26 +322,28 @@ def score(
 
     cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s
     cdef Py_ssize_t n = 0, m = 0, count = 0
-    cdef double box[4]
+    cdef double item[4]
     cdef double* preds = NULL
     cdef double* gts = NULL
+    cdef Py_ssize_t w
     diagnostics = None
     prediction = value.get("annotation")
     if shape == UNKNOWN and prediction is not None:
         return None  # a scorer only Python knows
     if shape >= 0 and prediction is not None and target is not None:
-        if shape == IOU_SCALAR:
-            if not _box(prediction, box):
-                return None
-            if type(target) is not tuple or len(target) != 4:
+        if kernel < 0 or kernel > SOFT_SEGMENT:
+            return None  # a kernel of a later version: Python scores it
+        w = WIDTH[kernel]
+        if shape == SCALAR:
+            if not _item(kernel, prediction, item):
                 return None
             gts = <double*>malloc(4 * sizeof(double))
             if gts == NULL:
                 raise MemoryError()
             try:
-                if not _target_boxes((target,), gts, 1):
+                if not _target_items((target,), gts, 1, w):
                     return None
-                s = _iou(box, gts)
+                s = _similarity(kernel, item, gts, half_life)
             finally:
                 free(gts)
             ann_reward, ann_parse_ok = s, 1.0
@@ -298,28 +353,28 @@ def score(
                 "annotation_assigned_count": 1.0,
                 mean_key: s,
             }
-        elif shape == IOU_SET:
+        elif shape == SET:
             if type(target) is not list:
                 return None
             m = len(target)
             try:
-                if not _parse_set(prediction, &preds, &n):
+                if not _parse_set(kernel, prediction, &preds, &n):
                     return None
                 if n * m >= REDUCE_MIN_CELLS:
                     return None  # the grouped solver's domain
-                gts = <double*>malloc((4 * m + 1) * sizeof(double))
+                gts = <double*>malloc((w * m + 1) * sizeof(double))
                 if gts == NULL:
                     raise MemoryError()
-                if not _target_boxes(target, gts, m):
+                if not _target_items(target, gts, m, w):
                     return None
                 if n == 0 or m == 0:
                     total, count = 0.0, 0
                     ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
                 elif n == 1 and m == 1:
-                    total, count = _iou(preds, gts), 1
+                    total, count = _similarity(kernel, preds, gts, half_life), 1
                     ann_reward = total / 1
                 else:
-                    total, count = _set_total(preds, n, gts, m), (n if n < m else m)
+                    total, count = _set_total(kernel, preds, n, gts, m, half_life), (n if n < m else m)
                     ann_reward = total / (n if n > m else m)
             finally:
                 free(preds)
@@ -332,7 +387,9 @@ def score(
                 mean_key: total / count if count else 0.0,
             }
         else:
-            return None  # a kernel of a later version: Python scores it
+            return None
+        if extra_key:
+            diagnostics[extra_key] = half_life
 
     # compose_result (trace_tasks.scoring._results), expression for expression
     cdef double answer_reward = 1.0 if matched else 0.0

@@ -330,44 +330,47 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, target.answer_parse_ok, ann)
 
 
-#: The native path's plan of a reward entry: (entry, shape code, mean key), by the entry's id.
-_native_plans: dict[int, tuple[RewardEntry, int, str]] = {}
-#: ``(shape, kernel)`` of a family's ``native_plan`` -> the native module's shape code (1: a set, 0: one item).
-_NATIVE_SHAPES = {("scalar", "iou"): 0, ("set", "iou"): 1}
+#: The native path's plan of a reward entry, by the entry's id: (entry, (shape code, kernel code, mean key, half-life key)).
+_native_plans: dict[int, tuple[RewardEntry, tuple[int, int, str, str]]] = {}
+#: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET; IOU, SOFT_POINT, SOFT_SEGMENT).
+_NATIVE_SHAPES = {"scalar": 0, "set": 1}
+_NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
+_NOT_NATIVE = (-1, -1, "", "")
 
 
-def _native_plan(reward: RewardEntry) -> tuple[int, str]:
-    """The native shape code of ``reward`` (-1: a scorer the native path does not know) and its mean key."""
+def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
+    """``(shape code, kernel code, mean key, half-life key)`` of ``reward``; shape -1: a scorer the native path does not know."""
     known = _native_plans.get(id(reward))
     if known is not None and known[0] is reward:
-        return known[1], known[2]
+        return known[1]
     owner = getattr(reward.score, "__self__", None)
     ask = getattr(owner, "native_plan", None)
     plan = ask(reward.reward_id, reward.score) if callable(ask) else None
-    code, mean_key = -1, ""
-    if type(plan) is tuple and len(plan) == 3:
-        code = _NATIVE_SHAPES.get((plan[0], plan[1]), -1)
-        mean_key = plan[2] if type(plan[2]) is str else ""
+    found = _NOT_NATIVE
+    if type(plan) is tuple and len(plan) == 4 and all(type(part) is str for part in plan):
+        shape, kernel = _NATIVE_SHAPES.get(plan[0], -1), _NATIVE_KERNELS.get(plan[1], -1)
+        if shape >= 0 and kernel >= 0:
+            found = (shape, kernel, plan[2], plan[3])
     if len(_native_plans) >= 256:
         _native_plans.clear()
-    _native_plans[id(reward)] = (reward, code, mean_key)
-    return code, mean_key
+    _native_plans[id(reward)] = (reward, found)
+    return found
 
 
 def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Target) -> dict[str, float] | None:
     """The native common path's result for ``text``, or None when the Python steps must score it.
 
     Only with every option at its default and no trail (the caller checks). The lenient target's parse
-    is done here first, as :func:`_annotate` would (the same call, remembered the same way).
+    and the scoring context are found here first, as :func:`_annotate` finds them (the same calls,
+    remembered the same way).
     """
     reward = target.reward
     parsed: Any = None
-    mean_key = ""
-    if reward is None:
-        code = -2
-    else:
-        code, mean_key = _native_plan(reward)
-        if code >= 0:
+    half_life = 0.0
+    shape, kernel, mean_key, extra_key = -2, -1, "", ""
+    if reward is not None:
+        shape, kernel, mean_key, extra_key = _native_plan(reward)
+        if shape >= 0:
             entry = target.entry
             assert entry is not None
             parsed = target._parsed
@@ -377,6 +380,12 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
                     target.problem = f"the target does not parse as {entry.name}"
             if parsed is UNPARSED:
                 parsed = None
+            elif kernel != 0:  # a distance kernel: the context's half-life
+                context = target._context
+                if context is None:  # the default options: no half-life option overrides a compiled target's
+                    size = target._size
+                    context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+                half_life = context.half_life_px
     template, type_keys = _template(opts, registry)
     type_key = type_keys[target.type_name] if target.type_name is not None else None
     assert _native_score is not None
@@ -387,9 +396,12 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
         target.reads_json,
         target.answer_parse_ok,
         type_key,
-        code,
+        shape,
+        kernel,
         parsed,
+        half_life,
         mean_key,
+        extra_key,
         template,
         opts.format_weight,
         opts.trace_reward_mode == ANSWER,
