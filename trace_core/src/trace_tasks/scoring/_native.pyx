@@ -36,7 +36,7 @@ from trace_tasks.reading import load_json
 cdef object _fsum = math.fsum
 cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
 cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
-cdef object _lsa = None
+cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
 cdef object _load_json = load_json
 cdef object _np_empty = np.empty
 cdef frozenset _JSON_STARTS = frozenset('{["-0123456789tfn')
@@ -185,7 +185,7 @@ cdef int _compare_rows(const void* x, const void* y) noexcept nogil:
 
 cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_ssize_t m, double half_life):
     """The fsum of the optimal pairs' similarities of n x m items (2 <= n*m < REDUCE_MIN_CELLS)."""
-    global _lsa, _rows_values, _rows_width
+    global _optimize, _rows_values, _rows_width
     cdef Py_ssize_t w = WIDTH[kernel]
     cdef double* matrix = <double*>malloc(n * m * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
@@ -217,11 +217,11 @@ cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_
         for i in range(n):
             for j in range(m):
                 view[i, j] = matrix[order[i] * m + j]
-        if _lsa is None:
-            from scipy.optimize import linear_sum_assignment
+        if _optimize is None:
+            import scipy.optimize
 
-            _lsa = linear_sum_assignment
-        rows, cols = _lsa(arr, maximize=True)
+            _optimize = scipy.optimize
+        rows, cols = _optimize.linear_sum_assignment(arr, maximize=True)
         values = [view[r, c] for r, c in zip(rows.tolist(), cols.tolist())]
         return _fsum(values)
     finally:
