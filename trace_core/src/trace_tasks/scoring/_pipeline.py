@@ -30,6 +30,12 @@ directly, and the lenient target parse of a family that declares it pure
 (``AnnotationTypeSpec.pure_parse``) is remembered by exact content (from a value's second sighting: a GRPO group parses its ground truth
 twice, not 8-16 times). Anything unusual takes the general steps.
 
+In the native build (docs/compiled.md) :func:`run` first hands a response scored with the default options
+and no trail to ``trace_tasks.scoring._native.score``, which returns the complete result of the commonest
+case (the lean ending, a lean answer, a box, point or segment annotation in the scalar or set shape from
+plain JSON, as the family's declared kernel) or None; the steps below then score it exactly as in the pure
+build. tests/core/test_native_path.py compares the two bit for bit.
+
 Given a :class:`Trail`, the same run also keeps what each step saw: the
 extraction, the predicted answer, the parsed values and context, and the
 family's :class:`~trace_tasks.plugins.AnnotationExplanation`, asked right
@@ -101,7 +107,7 @@ __all__ = ["NORMALISED_READINGS", "UNPARSED", "Target", "Trail", "prepare_target
 NORMALISED_READINGS: tuple[tuple[str, float], ...] = (("0-1", 1.0), ("0-1000", 1e-3))
 
 #: The lean common path (:func:`run`): the frequent case in fewer calls, the same result.
-#: ``False`` forces the general steps everywhere (tests/core/test_lean_path.py compares the two).
+#: ``False`` forces the general steps everywhere, the native path's too (tests/core/test_lean_path.py compares the two).
 _LEAN = True
 
 #: ``Target._parsed`` before the lenient target's first parse.
@@ -289,7 +295,8 @@ class Trail:
 
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
-    if _native_score is not None and trail is None and (opts is DEFAULT_OPTIONS or opts == DEFAULT_OPTIONS):
+    # The native build's common path first (docs/compiled.md): the complete result, or None and the steps below.
+    if _native_score is not None and _LEAN and trail is None and (opts is DEFAULT_OPTIONS or opts == DEFAULT_OPTIONS):
         native = _native_run(text, opts, registry, target)
         if native is not None:
             return native
