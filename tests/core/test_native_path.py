@@ -88,12 +88,11 @@ def test_the_box_family_declares_its_kernel_and_others_keep_python() -> None:
     assert plans["point_set_soft_distance_v0"] == (1, 1, "annotation_assigned_similarity_mean", half)
     assert plans["segment_soft_distance_v0"] == (0, 2, "annotation_assigned_similarity_mean", half)
     assert plans["segment_set_soft_distance_v0"] == (1, 2, "annotation_assigned_similarity_mean", half)
-    covered = {
-        f"{family}_{rest}"
-        for family in ("bbox", "point", "segment")
-        for rest in ("soft_iou_v0", "set_soft_iou_v0", "soft_distance_v0", "set_soft_distance_v0")
-    }
-    assert all(plan[0] == -1 for rid, plan in plans.items() if rid not in covered)  # sequences, maps, other versions
+    assert plans["bbox_sequence_soft_iou_v0"] == (2, 0, "annotation_assigned_iou_mean", "")
+    assert plans["point_map_soft_distance_v0"] == (3, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["bbox_set_map_soft_iou_v0"][0] == plans["point_set_map_soft_distance_v0"][0] == -1  # left to Python
+    official = {f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map")}
+    assert all(plan[0] == -1 for rid, plan in plans.items() if registry.reward_ids[rid].annotation_type not in official)
 
 
 def test_an_overridden_score_hook_is_never_bypassed() -> None:
@@ -142,14 +141,16 @@ def test_the_native_path_scores_the_common_case() -> None:
         ("bbox_set", [[0, 0, 10, 10], [20, 20, 30, 30]], [[21, 20, 30, 30], [0, 1, 10, 10], [5, 5, 6, 6]]),
         ("point_set", [[5, 5], [50, 5]], [[5, 6], [48, 7.5]]),
         ("segment", [[0, 0], [10, 10]], [[10, 11], [0, 0]]),
-        ("bbox_sequence", [[0, 0, 10, 10]], [[1, 1, 10, 10]]),  # a shape the native path leaves to Python: no result
+        ("bbox_sequence", [[0, 0, 10, 10]], [[1, 1, 10, 10]]),
+        ("point_map", {"a": [1, 2], "b": [5, 5]}, {" a": [1, 3], "c": [0, 0]}),
+        ("bbox_set_map", {"a": [[0, 0, 10, 10]]}, {"a": [[1, 1, 10, 10]]}),  # a shape the native path leaves to Python
     ):
         kw = _kwargs(kind, target, json.dumps({"answer": 7, "annotation": prediction}))
         target_ = _pipeline.prepare_target(
             kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], opts, registry, (None,) * 4
         )
         got = _pipeline._native_run(kw["response"], opts, registry, target_)
-        assert (got is None) == (kind == "bbox_sequence"), kind
+        assert (got is None) == (kind == "bbox_set_map"), kind
         if got is not None:
             with pure_path():
                 assert _identical(got, score_trace_response(**kw))
@@ -247,7 +248,19 @@ _target_items = {
     "point": st.lists(st.integers(-3, 30), min_size=2, max_size=2),
     "segment": st.lists(st.lists(st.integers(-3, 30), min_size=2, max_size=2), min_size=2, max_size=2),
 }
-_answers = st.sampled_from(["7", "8", '"7"', '"B"', '" b "', '"[1]"', "7.0", "true", "null"])
+_answers = st.sampled_from(["7", "8", '"7"', '"B"', '" b "', '"[1]"', "7.0", "true", "null", "[7]", '{"a": 7}', "-0.0"])
+_keys = st.sampled_from(["a", "b", " a", "a ", "", " ", "A", "left", "\u00a0b", "c"])
+
+
+def _map_predictions(family: str) -> st.SearchStrategy[str]:
+    item = st.one_of(ITEMS[family], _odd)
+    entries = st.lists(st.tuples(_keys, item), max_size=6)
+    return st.one_of(
+        entries.map(lambda pairs: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in pairs) + "}"),
+        _predictions(family),
+    )
+
+
 _prefixes = st.sampled_from(["", "Thinking.\n", "<think>x</think>\n", "```json\n", '{"answer": 1}\n'])
 _suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", " Done."])
 
@@ -255,10 +268,15 @@ _suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", " Done."])
 @st.composite
 def _cases(draw: st.DrawFn) -> dict[str, Any]:
     family = draw(st.sampled_from(["bbox", "point", "segment"]))
-    kind = family + draw(st.sampled_from(["", "_set"]))
-    targets = draw(st.lists(_target_items[family], min_size=kind == family, max_size=8))
+    kind = family + draw(st.sampled_from(["", "_set", "_sequence", "_map"] if family != "segment" else ["", "_set"]))
+    targets: Any = draw(st.lists(_target_items[family], min_size=kind == family, max_size=8))
+    if kind.endswith("_map"):
+        targets = dict(
+            zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
+        )
     keys = draw(st.sampled_from(["both", "answer", "extra"]))
-    answer, prediction = draw(_answers), draw(_predictions(family))
+    answer = draw(_answers)
+    prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
     body = {
         "both": f'{{"answer": {answer}, "annotation": {prediction}}}',
         "answer": f'{{"answer": {answer}}}',

@@ -5,6 +5,8 @@ NO_REWARD: int
 UNKNOWN: int
 SCALAR: int
 SET: int
+SEQUENCE: int
+MAP: int
 IOU: int
 SOFT_POINT: int
 SOFT_SEGMENT: int

@@ -32,12 +32,14 @@ import math
 import numpy as np
 
 from trace_tasks.reading import load_json
+from trace_tasks.scoring._answers import matches_answer_target
 
 cdef object _fsum = math.fsum
 cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
 cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
 cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
 cdef object _load_json = load_json
+cdef object _matches = matches_answer_target
 cdef object _np_empty = np.empty
 cdef frozenset _JSON_STARTS = frozenset('{["-0123456789tfn')
 
@@ -51,6 +53,8 @@ NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is n
 UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
 SCALAR = 0
 SET = 1
+SEQUENCE = 2
+MAP = 3
 #: Kernel codes (:func:`score`'s ``kernel``), each a family's declared ``Primitive.native``.
 IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
 SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
@@ -253,6 +257,31 @@ cdef object _parse_set(int kernel, object value, double** out, Py_ssize_t* count
     return True
 
 
+cdef object _parse_map(int kernel, object value, double** out, dict index):
+    """The family's map parse of a plain JSON object: True, the items in ``out[0]`` and ``index`` (key -> item
+    number), else False (a string, a key empty or repeated after stripping, an item that does not parse)."""
+    if type(value) is not dict:
+        return False
+    cdef dict raw_map = <dict>value
+    cdef Py_ssize_t n = len(raw_map), i = 0, w = WIDTH[kernel]
+    if n > MAX_COLLECTION_ITEMS:
+        return False
+    out[0] = <double*>malloc((w * n + 1) * sizeof(double))
+    if out[0] == NULL:
+        raise MemoryError()
+    for raw_key, raw in raw_map.items():
+        if type(raw_key) is not str:
+            return False
+        key = raw_key.strip()
+        if not key or key in index:
+            return False
+        if not _item(kernel, raw, out[0] + w * i):
+            return False
+        index[key] = i
+        i += 1
+    return True
+
+
 cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
     """A parsed target set (tuples of ``w`` floats) into ``out``; 0 when it is not that."""
     cdef Py_ssize_t i, k
@@ -317,15 +346,18 @@ def score(
         matched = predicted == prepared
     elif kind is str and type(prepared) is str and not (reads_json and predicted.lstrip()[:1] in _JSON_STARTS):
         matched = predicted.strip().casefold() == prepared
-    else:
-        return None  # no answer, or one that needs the general comparison
+    elif predicted is None:
+        return None  # no answer in the object: the atomic answer, the Python pipeline's
+    else:  # the general comparison, the very function the pipeline calls
+        matched = _matches(predicted, prepared, reads_json_strings=reads_json)
 
     cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s
-    cdef Py_ssize_t n = 0, m = 0, count = 0
+    cdef Py_ssize_t n = 0, m = 0, count = 0, union
     cdef double item[4]
     cdef double* preds = NULL
     cdef double* gts = NULL
-    cdef Py_ssize_t w
+    cdef Py_ssize_t w, i
+    cdef dict index
     diagnostics = None
     prediction = value.get("annotation")
     if shape == UNKNOWN and prediction is not None:
@@ -384,6 +416,68 @@ def score(
                 "annotation_pred_size": <double>n,
                 "annotation_gt_size": <double>m,
                 "annotation_assigned_count": <double>count,
+                mean_key: total / count if count else 0.0,
+            }
+        elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
+            if type(target) is not list:
+                return None
+            m = len(target)
+            try:
+                if not _parse_set(kernel, prediction, &preds, &n):
+                    return None
+                gts = <double*>malloc((w * m + 1) * sizeof(double))
+                if gts == NULL:
+                    raise MemoryError()
+                if not _target_items(target, gts, m, w):
+                    return None
+                count = n if n < m else m
+                for i in range(count):
+                    total += _similarity(kernel, preds + w * i, gts + w * i, half_life)
+            finally:
+                free(preds)
+                free(gts)
+            ann_reward = 1.0 if n == 0 and m == 0 else total / (n if n > m else (m if m > 1 else 1))
+            ann_parse_ok = 1.0
+            diagnostics = {
+                "annotation_pred_len": <double>n,
+                "annotation_gt_len": <double>m,
+                "annotation_assigned_count": <double>count,
+                mean_key: total / count if count else 0.0,
+            }
+        elif shape == MAP:  # the keyed shape: one item per key, the shared keys in the target's order
+            if type(target) is not dict:
+                return None
+            index = {}
+            m = len(<dict>target)
+            gts = <double*>malloc(4 * sizeof(double))
+            if gts == NULL:
+                raise MemoryError()
+            try:
+                if not _parse_map(kernel, prediction, &preds, index):
+                    return None
+                n = len(index)
+                for key, target_item in (<dict>target).items():
+                    position = index.get(key)
+                    if position is None:
+                        continue
+                    if not _target_items((target_item,), gts, 1, w):
+                        return None
+                    s = _similarity(kernel, preds + w * <Py_ssize_t>position, gts, half_life)
+                    total += s
+                    count += 1
+            finally:
+                free(preds)
+                free(gts)
+            union = n + m - count
+            ann_reward = 1.0 if union == 0 else total / union
+            ann_parse_ok = 1.0
+            diagnostics = {
+                "annotation_pred_size": <double>n,
+                "annotation_gt_size": <double>m,
+                "annotation_assigned_count": <double>count,
+                "annotation_shared_key_count": <double>count,
+                "annotation_missing_key_count": <double>(m - count),
+                "annotation_extra_key_count": <double>(n - count),
                 mean_key: total / count if count else 0.0,
             }
         else:

@@ -339,8 +339,9 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
 
 #: The native path's plan of a reward entry, by the entry's id: (entry, (shape code, kernel code, mean key, half-life key)).
 _native_plans: dict[int, tuple[RewardEntry, tuple[int, int, str, str]]] = {}
-#: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET; IOU, SOFT_POINT, SOFT_SEGMENT).
-_NATIVE_SHAPES = {"scalar": 0, "set": 1}
+#: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET, SEQUENCE, MAP; IOU,
+#: SOFT_POINT, SOFT_SEGMENT). A set-map is left to Python (its assignment budget is shared by its keys).
+_NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3}
 _NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
 _NOT_NATIVE = (-1, -1, "", "")
 
