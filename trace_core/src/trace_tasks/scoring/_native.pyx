@@ -8,10 +8,11 @@ same result dict (keys in order, values bit for bit):
 
 * a compact JSON final object (what ``plain_final_object`` finds: the text ends with ``}`` and its last
   ``{"answer"`` opens a JSON object that runs to that end), read by the pipeline's own ``load_json``;
-* an integer or plain-string answer (the pipeline's lean comparisons);
+* an integer or plain-string answer (the pipeline's lean comparisons), any other answer through the
+  pipeline's own ``matches_answer_target``;
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
-  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar and set shapes, from plain
-  JSON lists of ints and floats, sets below the reduction threshold.
+  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence and map
+  shapes, from plain JSON lists of ints and floats, sets below the reduction threshold.
 
 Anything else (another ending, another answer, a string, a wrapper mapping, a value that does not parse,
 a large set) returns ``None`` and the unchanged Python pipeline scores the response: it stays the
