@@ -48,9 +48,8 @@ def _kind(modules: tuple[str, ...]) -> BuildKind:
 
 
 def describe_build() -> str:
-    """For people: ``pure build`` or ``native build (Cython: trace_tasks.scoring._native)``."""
-    modules = compiled_modules()
-    return f"native build (Cython: {', '.join(modules)})" if modules else "pure build"
+    """For people: ``pure build`` or ``native build (Cython)``."""
+    return "native build (Cython)" if compiled_modules() else "pure build"
 
 
 def build_to_json() -> dict[str, object]:
