@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from trace_tasks import compile_instance, score_trace_response
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import _pipeline
+from trace_tasks.scoring._options import DEFAULT_OPTIONS
 
 from ..conformance.records import load
 from ..hostile.helpers import contract
@@ -135,7 +136,7 @@ def _kwargs(kind: str, target: Any, response: str, answer: Any = 7) -> dict[str,
 def test_the_native_path_scores_the_common_case() -> None:
     """Not a silent fallback: the native function itself returns the result of the frequent shapes."""
     registry = get_registry()
-    opts = _pipeline.DEFAULT_OPTIONS
+    opts = DEFAULT_OPTIONS
     for kind, target, prediction in (
         ("bbox", [0, 0, 10, 10], [1, 1, 10, 10]),
         ("bbox_set", [[0, 0, 10, 10], [20, 20, 30, 30]], [[21, 20, 30, 30], [0, 1, 10, 10], [5, 5, 6, 6]]),
@@ -261,8 +262,36 @@ def _map_predictions(family: str) -> st.SearchStrategy[str]:
     )
 
 
-_prefixes = st.sampled_from(["", "Thinking.\n", "<think>x</think>\n", "```json\n", '{"answer": 1}\n'])
-_suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", " Done."])
+_prefixes = st.sampled_from(
+    ["", "Thinking.\n", "<think>x</think>\n", "```json\n", "```JSON \n", "```jsonc\n", "```\n", '{"answer": 1}\n', "<answer>"]
+)
+_suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", "```", "\n````", " Done.", "</answer>"])
+#: Scorer options: those the native path serves (any mode, formula, weights, half-life, the answer-tag and
+#: tolerance switches) and those that keep the Python steps (a recovery policy, a frame, native reading).
+_options = st.one_of(
+    st.just({}),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "trace_reward_mode": st.sampled_from(["answer", "answer_and_annotation", "annotation_only"]),
+            "trace_annotation_reward_formula": st.sampled_from(["gated", "additive"]),
+            "answer_weight": st.sampled_from([0.5, 1, 0.3, 2.5]),
+            "annotation_weight": st.sampled_from([0.5, 0.7, 1e-3]),
+            "format_weight": st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+            "point_half_life_px": st.sampled_from([None, 1.0, 7.5, 1e-6]),
+            "format_accept_answer_tag": st.booleans(),
+            "answer_relative_tolerance": st.sampled_from([0.05, 0.0]),
+        },
+    ),
+    st.sampled_from(
+        [
+            {"trace_recovery": "outside_think"},
+            {"trace_recovery": "final_only"},
+            {"prediction_frame": "rel1000", "image_size": [640, 480]},
+            {"annotation_native": True},
+        ]
+    ),
+)
 
 
 @st.composite
@@ -274,13 +303,16 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
         targets = dict(
             zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
         )
-    keys = draw(st.sampled_from(["both", "answer", "extra"]))
+    keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed"]))
     answer = draw(_answers)
     prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
     body = {
         "both": f'{{"answer": {answer}, "annotation": {prediction}}}',
         "answer": f'{{"answer": {answer}}}',
         "extra": f'{{"answer": {answer}, "annotation": {prediction}, "note": 1}}',
+        "annotation": f'{{"annotation": {prediction}}}',
+        "pretty": f'{{\n  "answer": {answer},\n  "annotation": {prediction}\n}}',
+        "reversed": f'{{"annotation": {prediction}, "answer": {answer}}}',
     }[keys]
     kw = _kwargs(
         kind, targets[0] if kind == family else targets, draw(_prefixes) + body + draw(_suffixes), draw(st.sampled_from([7, "B"]))
@@ -288,6 +320,7 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
     size = draw(st.sampled_from([None, [640, 480], [1, 1]]))
     if size is not None:
         kw["image_size"] = size
+    kw.update(draw(_options))
     return kw
 
 
@@ -300,9 +333,10 @@ def test_native_equals_pure_on_fuzzed_responses(kw: dict[str, Any]) -> None:
     record = {k: kw[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}
     if "image_size" in kw:
         record["image_size"] = kw["image_size"]
+    options = {k: v for k, v in kw.items() if k not in (*record, "response")}
     compiled = _outcome(lambda: compile_instance(record))
     if not isinstance(compiled, type):
-        native, pure = _both(lambda: compiled.score(kw["response"]))
+        native, pure = _both(lambda: compiled.score(kw["response"], **options))
         assert _identical(native, pure), kw
 
 
@@ -318,3 +352,25 @@ def test_near_ties_choose_the_pure_pipelines_pairs() -> None:
         native, pure = _both(lambda kw=kw: score_trace_response(**kw))
         assert _identical(native, pure)
         assert math.isfinite(native["annotation_reward"])
+
+
+@needs_native
+def test_the_restated_solver_chooses_scipys_pairs() -> None:
+    """The native path's assignment restates scipy 1.17's solver: the same pairs, ties and tall matrices included."""
+    import random
+
+    import numpy as np
+    import scipy
+    from scipy.optimize import linear_sum_assignment
+
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    if scipy.__version__.split(".")[:2] != ["1", "17"]:
+        pytest.skip(f"the native path calls scipy {scipy.__version__}'s own solver; the restated one is scipy 1.17's")
+    rng = random.Random(20261204)
+    for trial in range(3000):
+        rows, cols = rng.randint(1, 9), rng.randint(1, 9)
+        values = [0.0, 0.25, 0.5, 1.0, 0.1 + 0.2, 0.3] if trial % 2 else None  # heavy ties, or continuous values
+        matrix = [[rng.choice(values) if values else rng.random() for _ in range(cols)] for _ in range(rows)]
+        expected = linear_sum_assignment(np.array(matrix), maximize=True)
+        assert _native.assign(matrix) == (expected[0].tolist(), expected[1].tolist()), matrix

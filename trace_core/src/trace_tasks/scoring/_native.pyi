@@ -1,4 +1,5 @@
 # The native common path's interface (_native.pyx, built only into the native wheel; docs/compiled.md).
+from collections.abc import Callable
 from typing import Any
 
 NO_REWARD: int
@@ -11,6 +12,8 @@ IOU: int
 SOFT_POINT: int
 SOFT_SEGMENT: int
 
+def assign(matrix: list[list[float]]) -> tuple[list[int], list[int]]: ...
+def exact(value: Any) -> bool: ...
 def score(
     text: str,
     keys: frozenset[str],
@@ -21,7 +24,10 @@ def score(
     shape: int,
     kernel: int,
     target: Any,
-    half_life: float,
+    raw_target: bool,
+    half_life_of: Callable[[Any, float | None], float],
+    target_ref: Any,
+    half_life_px: float | None,
     mean_key: str,
     extra_key: str,
     template: dict[str, float],

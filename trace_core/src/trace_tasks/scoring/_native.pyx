@@ -25,7 +25,7 @@ by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy
 ``trace_tasks.family``'s ``assign_pairs`` does.
 """
 
-from libc.math cimport exp, isfinite
+from libc.math cimport INFINITY, exp, isfinite
 from libc.stdlib cimport free, malloc, qsort
 
 import math
@@ -194,18 +194,140 @@ cdef int _compare_rows(const void* x, const void* y) noexcept nogil:
     return -1 if i < j else (1 if i > j else 0)  # a stable sort: equal rows keep their order
 
 
+cdef Py_ssize_t _augmenting_path(
+    Py_ssize_t nc, double* cost, double* u, double* v, Py_ssize_t* path, Py_ssize_t* row4col,
+    double* shortest, Py_ssize_t i, char* SR, char* SC, Py_ssize_t* remaining, double* p_min, Py_ssize_t nr,
+) noexcept:
+    # scipy 1.17's rectangular_lsap.cpp augmenting_path, statement for statement (Crouse's shortest augmenting path).
+    cdef double min_val = 0.0, lowest, r
+    cdef Py_ssize_t num_remaining = nc, it, j, index, sink = -1
+    for it in range(nc):
+        remaining[it] = nc - it - 1
+    for it in range(nr):
+        SR[it] = 0
+    for it in range(nc):
+        SC[it] = 0
+        shortest[it] = INFINITY
+    while sink == -1:
+        index = -1
+        lowest = INFINITY
+        SR[i] = 1
+        for it in range(num_remaining):
+            j = remaining[it]
+            r = min_val + cost[i * nc + j] - u[i] - v[j]
+            if r < shortest[j]:
+                path[j] = i
+                shortest[j] = r
+            if shortest[j] < lowest or (shortest[j] == lowest and row4col[j] == -1):
+                lowest = shortest[j]
+                index = it
+        min_val = lowest
+        if min_val == INFINITY:
+            return -1
+        j = remaining[index]
+        if row4col[j] == -1:
+            sink = j
+        else:
+            i = row4col[j]
+        SC[j] = 1
+        num_remaining -= 1
+        remaining[index] = remaining[num_remaining]
+    p_min[0] = min_val
+    return sink
+
+
+cdef int _assign(Py_ssize_t nr, Py_ssize_t nc, double* cost, Py_ssize_t* col4row) except -1:
+    """scipy 1.17's ``linear_sum_assignment(cost, maximize=True)`` on an nr x nc matrix with nr <= nc (the caller
+    transposes a tall one, as scipy does): ``col4row[i]`` is row i's column. The same operations in the same order,
+    so the same pairs, ties included (its solve() and augmenting_path()). 0, or -1 when infeasible."""
+    cdef double* neg = <double*>malloc(nr * nc * sizeof(double))
+    cdef double* u = <double*>malloc(nr * sizeof(double))
+    cdef double* v = <double*>malloc(nc * sizeof(double))
+    cdef double* shortest = <double*>malloc(nc * sizeof(double))
+    cdef Py_ssize_t* path = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* row4col = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* remaining = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef char* SR = <char*>malloc(nr)
+    cdef char* SC = <char*>malloc(nc)
+    cdef Py_ssize_t i, j, cur, sink, t
+    cdef double min_val
+    cdef int status = 0
+    try:
+        if not (neg and u and v and shortest and path and row4col and remaining and SR and SC):
+            raise MemoryError()
+        for i in range(nr * nc):
+            neg[i] = -cost[i]  # maximize: the negated matrix
+        for i in range(nr):
+            u[i] = 0.0
+            col4row[i] = -1
+        for j in range(nc):
+            v[j] = 0.0
+            path[j] = -1
+            row4col[j] = -1
+        for cur in range(nr):
+            sink = _augmenting_path(nc, neg, u, v, path, row4col, shortest, cur, SR, SC, remaining, &min_val, nr)
+            if sink < 0:
+                status = -1
+                break
+            u[cur] += min_val
+            for i in range(nr):
+                if SR[i] and i != cur:
+                    u[i] += min_val - shortest[col4row[i]]
+            for j in range(nc):
+                if SC[j]:
+                    v[j] -= min_val - shortest[j]
+            j = sink
+            while True:
+                i = path[j]
+                row4col[j] = i
+                t = col4row[i]
+                col4row[i] = j
+                j = t
+                if i == cur:
+                    break
+    finally:
+        free(neg); free(u); free(v); free(shortest); free(path); free(row4col); free(remaining); free(SR); free(SC)
+    return status
+
+
+def assign(list matrix):
+    """``scipy.optimize.linear_sum_assignment(matrix, maximize=True)`` as lists (rows, cols), by :func:`_assign`:
+    the restated solver, for the differential test against scipy's own."""
+    cdef Py_ssize_t nr = len(matrix), nc = len(matrix[0]) if matrix else 0, i, j
+    if nr == 0 or nc == 0:
+        return [], []
+    cdef bint tall = nc < nr
+    cdef Py_ssize_t a = nc if tall else nr, b = nr if tall else nc
+    cdef double* cost = <double*>malloc(nr * nc * sizeof(double))
+    cdef Py_ssize_t* col4row = <Py_ssize_t*>malloc(a * sizeof(Py_ssize_t))
+    try:
+        for i in range(nr):
+            for j in range(nc):
+                if tall:
+                    cost[j * nr + i] = matrix[i][j]
+                else:
+                    cost[i * nc + j] = matrix[i][j]
+        if _assign(a, b, cost, col4row) < 0:
+            raise ValueError("cost matrix is infeasible")
+        pairs = sorted((col4row[k], k) if tall else (k, col4row[k]) for k in range(a))
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    finally:
+        free(cost)
+        free(col4row)
+
+
 cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_ssize_t m, double half_life):
     """The fsum of the optimal pairs' similarities of n x m items (2 <= n*m < REDUCE_MIN_CELLS)."""
-    global _optimize, _rows_values, _rows_width
+    global _rows_values, _rows_width
     cdef Py_ssize_t w = WIDTH[kernel]
     cdef double* matrix = <double*>malloc(n * m * sizeof(double))
+    cdef double* rows = <double*>malloc(n * m * sizeof(double))
     cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* col4row = <Py_ssize_t*>malloc((n if n < m else m) * sizeof(Py_ssize_t))
     cdef Py_ssize_t i, j, best_i
     cdef double best, v
-    cdef double[:, ::1] view
-    if matrix == NULL or order == NULL:
-        free(matrix)
-        free(order)
+    if matrix == NULL or rows == NULL or order == NULL or col4row == NULL:
+        free(matrix); free(rows); free(order); free(col4row)
         raise MemoryError()
     try:
         for i in range(n):
@@ -223,21 +345,59 @@ cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_
         _rows_values, _rows_width = matrix, m
         qsort(order, n, sizeof(Py_ssize_t), _compare_rows)
         _rows_values = NULL
-        arr = _np_empty((n, m), dtype=np.float64)
-        view = arr
-        for i in range(n):
-            for j in range(m):
-                view[i, j] = matrix[order[i] * m + j]
-        if _optimize is None:
-            import scipy.optimize
-
-            _optimize = scipy.optimize
-        rows, cols = _optimize.linear_sum_assignment(arr, maximize=True)
-        values = [view[r, c] for r, c in zip(rows.tolist(), cols.tolist())]
-        return _fsum(values)
+        if _scipy_ported():
+            # The rows in np.lexsort's order, as assign_pairs hands them to scipy; a tall matrix transposed, as
+            # scipy's solve() does.
+            if n <= m:
+                for i in range(n):
+                    for j in range(m):
+                        rows[i * m + j] = matrix[order[i] * m + j]
+                if _assign(n, m, rows, col4row) < 0:
+                    return None
+                values = [rows[i * m + col4row[i]] for i in range(n)]
+            else:
+                for i in range(n):
+                    for j in range(m):
+                        rows[j * n + i] = matrix[order[i] * m + j]
+                if _assign(m, n, rows, col4row) < 0:
+                    return None
+                values = [rows[j * n + col4row[j]] for j in range(m)]
+            return _fsum(values)
+        return _scipy_total(_np_empty((n, m), dtype=np.float64), matrix, order, n, m)
     finally:
         free(matrix)
+        free(rows)
         free(order)
+        free(col4row)
+
+
+cdef object _scipy_total(object arr, double* matrix, Py_ssize_t* order, Py_ssize_t n, Py_ssize_t m):
+    """scipy's own solver on the rows in order (another scipy release than the one :func:`_assign` restates)."""
+    global _optimize
+    cdef double[:, ::1] view = arr
+    cdef Py_ssize_t i, j
+    for i in range(n):
+        for j in range(m):
+            view[i, j] = matrix[order[i] * m + j]
+    if _optimize is None:
+        import scipy.optimize
+
+        _optimize = scipy.optimize
+    rows, cols = _optimize.linear_sum_assignment(arr, maximize=True)
+    return _fsum([view[r, c] for r, c in zip(rows.tolist(), cols.tolist())])
+
+
+cdef int _ported = -1
+
+
+cdef bint _scipy_ported():
+    """Whether the installed scipy's solver is the one :func:`_assign` restates (scipy 1.17)."""
+    global _ported
+    if _ported < 0:
+        import scipy
+
+        _ported = 1 if scipy.__version__.split(".")[:2] == ["1", "17"] else 0
+    return _ported == 1
 
 
 cdef object _parse_set(int kernel, object value, double** out, Py_ssize_t* count):
@@ -304,6 +464,46 @@ cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) e
     return 1
 
 
+#: How many objects :func:`exact` looks at before it answers False (a shared or cyclic structure ends there).
+cdef Py_ssize_t EXACT_BUDGET = 100_000
+
+
+cdef int _exact(object item, int depth, Py_ssize_t* budget) except -1:
+    cdef type kind = type(item)
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 256:
+        return 0
+    if kind is str or kind is int or kind is float or kind is bool or item is None:
+        return 1
+    if kind is list:
+        for x in <list>item:
+            if not _exact(x, depth + 1, budget):
+                return 0
+        return 1
+    if kind is tuple:
+        for x in <tuple>item:
+            if not _exact(x, depth + 1, budget):
+                return 0
+        return 1
+    if kind is dict:
+        for k, v in (<dict>item).items():
+            if not _exact(k, depth + 1, budget) or not _exact(v, depth + 1, budget):
+                return 0
+        return 1
+    return 0
+
+
+def exact(object value):
+    """Whether every object reachable from ``value`` through exact lists, tuples and dicts is exactly a str, int,
+    float, bool, None, list, tuple or dict (then ``trace_tasks.core.reward_scoring.plain`` has nothing to convert).
+
+    False for anything else, and past :data:`EXACT_BUDGET` objects or 256 levels: the caller then takes the
+    general look (which handles shared and cyclic structures).
+    """
+    cdef Py_ssize_t budget = EXACT_BUDGET
+    return _exact(value, 0, &budget) == 1
+
+
 def score(
     str text,
     frozenset keys,
@@ -314,7 +514,10 @@ def score(
     int shape,
     int kernel,
     object target,
-    double half_life,
+    bint raw_target,
+    object half_life_of,
+    object target_ref,
+    object half_life_px,
     str mean_key,
     str extra_key,
     dict template,
@@ -373,54 +576,73 @@ def score(
         else:  # the general comparison, the very function the pipeline calls
             matched = _matches(predicted, prepared, reads_json_strings=reads_json)
 
-    cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s
-    cdef Py_ssize_t n = 0, m = 0, count = 0, union
+    cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s, half_life = 0.0
+    cdef Py_ssize_t n = 0, m = 0, count = 0, union, w, i
     cdef double item[4]
     cdef double* preds = NULL
     cdef double* gts = NULL
-    cdef Py_ssize_t w, i
     cdef dict index
+    cdef list target_keys = None
     diagnostics = None
     prediction = value.get("annotation")
     if shape == UNKNOWN and prediction is not None:
         return None  # a scorer only Python knows
-    if shape >= 0 and prediction is not None and target is not None:
+    if shape >= 0 and prediction is not None and (raw_target or target is not None):
         if kernel < 0 or kernel > SOFT_SEGMENT:
             return None  # a kernel of a later version: Python scores it
         w = WIDTH[kernel]
-        if shape == SCALAR:
-            if not _item(kernel, prediction, item):
-                return None
-            gts = <double*>malloc(4 * sizeof(double))
-            if gts == NULL:
-                raise MemoryError()
-            try:
-                if not _target_items((target,), gts, 1, w):
+        try:
+            # The target's m items into gts (a map's keys in target_keys, in the target's order).
+            if raw_target:  # a lenient target, read here from plain JSON as the owner's parse reads it
+                if shape == SCALAR:
+                    gts = <double*>malloc(4 * sizeof(double))
+                    if gts == NULL:
+                        raise MemoryError()
+                    if not _item(kernel, target, gts):
+                        return None
+                    m = 1
+                elif shape == MAP:
+                    index = {}
+                    if not _parse_map(kernel, target, &gts, index):
+                        return None
+                    target_keys = list(index)
+                    m = len(target_keys)
+                elif not _parse_set(kernel, target, &gts, &m):
                     return None
-                s = _similarity(kernel, item, gts, half_life)
-            finally:
-                free(gts)
-            ann_reward, ann_parse_ok = s, 1.0
-            diagnostics = {
-                "annotation_pred_size": 1.0,
-                "annotation_gt_size": 1.0,
-                "annotation_assigned_count": 1.0,
-                mean_key: s,
-            }
-        elif shape == SET:
-            if type(target) is not list:
-                return None
-            m = len(target)
-            try:
-                if not _parse_set(kernel, prediction, &preds, &n):
+            else:  # a prepared target: the owner's parse, tuples of floats
+                if shape == SCALAR:
+                    target = (target,)
+                elif shape == MAP:
+                    if type(target) is not dict:
+                        return None
+                    target_keys = list(<dict>target)
+                    target = list((<dict>target).values())
+                elif type(target) is not list:
                     return None
-                if n * m >= REDUCE_MIN_CELLS:
-                    return None  # the grouped solver's domain
+                m = len(target)
                 gts = <double*>malloc((w * m + 1) * sizeof(double))
                 if gts == NULL:
                     raise MemoryError()
                 if not _target_items(target, gts, m, w):
                     return None
+            if kernel != IOU:  # a distance kernel: the scoring context's half-life, found only now
+                half_life = half_life_of(target_ref, half_life_px)
+            if shape == SCALAR:
+                if not _item(kernel, prediction, item):
+                    return None
+                s = _similarity(kernel, item, gts, half_life)
+                ann_reward = s
+                diagnostics = {
+                    "annotation_pred_size": 1.0,
+                    "annotation_gt_size": 1.0,
+                    "annotation_assigned_count": 1.0,
+                    mean_key: s,
+                }
+            elif shape == SET:
+                if not _parse_set(kernel, prediction, &preds, &n):
+                    return None
+                if n * m >= REDUCE_MIN_CELLS:
+                    return None  # the grouped solver's domain
                 if n == 0 or m == 0:
                     total, count = 0.0, 0
                     ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
@@ -428,82 +650,59 @@ def score(
                     total, count = _similarity(kernel, preds, gts, half_life), 1
                     ann_reward = total / 1
                 else:
-                    total, count = _set_total(kernel, preds, n, gts, m, half_life), (n if n < m else m)
+                    summed = _set_total(kernel, preds, n, gts, m, half_life)
+                    if summed is None:
+                        return None  # no assignment (never for finite similarities): Python's solver decides
+                    total, count = summed, (n if n < m else m)
                     ann_reward = total / (n if n > m else m)
-            finally:
-                free(preds)
-                free(gts)
-            ann_parse_ok = 1.0
-            diagnostics = {
-                "annotation_pred_size": <double>n,
-                "annotation_gt_size": <double>m,
-                "annotation_assigned_count": <double>count,
-                mean_key: total / count if count else 0.0,
-            }
-        elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
-            if type(target) is not list:
-                return None
-            m = len(target)
-            try:
+                diagnostics = {
+                    "annotation_pred_size": <double>n,
+                    "annotation_gt_size": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    mean_key: total / count if count else 0.0,
+                }
+            elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
                 if not _parse_set(kernel, prediction, &preds, &n):
-                    return None
-                gts = <double*>malloc((w * m + 1) * sizeof(double))
-                if gts == NULL:
-                    raise MemoryError()
-                if not _target_items(target, gts, m, w):
                     return None
                 count = n if n < m else m
                 for i in range(count):
                     total += _similarity(kernel, preds + w * i, gts + w * i, half_life)
-            finally:
-                free(preds)
-                free(gts)
-            ann_reward = 1.0 if n == 0 and m == 0 else total / (n if n > m else (m if m > 1 else 1))
-            ann_parse_ok = 1.0
-            diagnostics = {
-                "annotation_pred_len": <double>n,
-                "annotation_gt_len": <double>m,
-                "annotation_assigned_count": <double>count,
-                mean_key: total / count if count else 0.0,
-            }
-        elif shape == MAP:  # the keyed shape: one item per key, the shared keys in the target's order
-            if type(target) is not dict:
-                return None
-            index = {}
-            m = len(<dict>target)
-            gts = <double*>malloc(4 * sizeof(double))
-            if gts == NULL:
-                raise MemoryError()
-            try:
+                ann_reward = 1.0 if n == 0 and m == 0 else total / (n if n > m else (m if m > 1 else 1))
+                diagnostics = {
+                    "annotation_pred_len": <double>n,
+                    "annotation_gt_len": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    mean_key: total / count if count else 0.0,
+                }
+            elif shape == MAP:  # the keyed shape: one item per key, the shared keys in the target's order
+                index = {}
                 if not _parse_map(kernel, prediction, &preds, index):
                     return None
                 n = len(index)
-                for key, target_item in (<dict>target).items():
-                    position = index.get(key)
+                for i in range(m):
+                    position = index.get(target_keys[i])
                     if position is None:
                         continue
-                    if not _target_items((target_item,), gts, 1, w):
-                        return None
-                    s = _similarity(kernel, preds + w * <Py_ssize_t>position, gts, half_life)
+                    s = _similarity(kernel, preds + w * <Py_ssize_t>position, gts + w * i, half_life)
                     total += s
                     count += 1
-            finally:
-                free(preds)
-                free(gts)
-            union = n + m - count
-            ann_reward = 1.0 if union == 0 else total / union
-            ann_parse_ok = 1.0
-            diagnostics = {
-                "annotation_pred_size": <double>n,
-                "annotation_gt_size": <double>m,
-                "annotation_assigned_count": <double>count,
-                "annotation_shared_key_count": <double>count,
-                "annotation_missing_key_count": <double>(m - count),
-                "annotation_extra_key_count": <double>(n - count),
-                mean_key: total / count if count else 0.0,
-            }
-        else:
-            return None
+                union = n + m - count
+                ann_reward = 1.0 if union == 0 else total / union
+                diagnostics = {
+                    "annotation_pred_size": <double>n,
+                    "annotation_gt_size": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    "annotation_shared_key_count": <double>count,
+                    "annotation_missing_key_count": <double>(m - count),
+                    "annotation_extra_key_count": <double>(n - count),
+                    mean_key: total / count if count else 0.0,
+                }
+            else:
+                return None
+        finally:
+            free(preds)
+            free(gts)
+        ann_parse_ok = 1.0
         if extra_key:
             diagnostics[extra_key] = half_life
 

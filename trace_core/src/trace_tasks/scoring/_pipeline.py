@@ -104,10 +104,11 @@ from trace_tasks.scoring._results import _template, compose_result
 #: The native build's common path (docs/compiled.md): ``None`` in the pure build, which has no such module.
 #: tests/core/test_native_path.py sets it to ``None`` to compare the two.
 _native_score: Callable[..., dict[str, float] | None] | None
+_native_exact: Callable[[Any], bool] | None
 try:
-    from trace_tasks.scoring._native import score as _native_score
+    from trace_tasks.scoring._native import exact as _native_exact, score as _native_score
 except ImportError:
-    _native_score = None
+    _native_score = _native_exact = None
 
 __all__ = [
     "NORMALISED_READINGS",
@@ -115,6 +116,7 @@ __all__ = [
     "Target",
     "Trail",
     "frame_problem",
+    "holds_exact_values",
     "prepare_target",
     "required_keys",
     "run",
@@ -267,6 +269,22 @@ def prepare_target(
     if image_size is not None or image_sizes is not None or metadata is not None or extra_info is not None:
         target._sizes, target._size = sizes, _UNSEARCHED
     return target
+
+
+def holds_exact_values(values: tuple[Any, ...]) -> bool:
+    """Whether ``values`` hold only values of the exact built-in types a caller's JSON gives (no subclass to convert).
+
+    The native build walks them in C; the pure build asks ``marshal``, which writes exact built-in types only. A
+    False answer (a subclass, another type, a structure too deep or too shared to look at quickly) is never wrong:
+    the caller then converts each value with the general look.
+    """
+    if _native_exact is not None:
+        return _native_exact(values)
+    try:
+        marshal.dumps(values)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return False
+    return True
 
 
 def frame_problem(opts: ScoringOptions, target: Target) -> str:
@@ -537,32 +555,23 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
 def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Target) -> dict[str, float] | None:
     """The native common path's result for ``text``, or None when the Python steps must score it.
 
-    Only with the contract's reading of the response and no trail (the caller checks). The lenient target's
-    parse and the scoring context are found here first, as :func:`_annotate` finds them (the same calls,
-    remembered the same way).
+    Only with the contract's reading of the response and no trail (the caller checks). A compiled target's
+    parse is handed over; a lenient target's raw value is read by the native path itself when the response
+    predicts something (a value it cannot read there sends the whole response to the Python steps, which
+    parse it as always). The scoring context's half-life is asked for only when a distance is computed.
     """
     reward = target.reward
     parsed: Any = None
-    half_life = 0.0
+    raw = False
     shape, kernel, mean_key, extra_key = -2, -1, "", ""
     if reward is not None:
         shape, kernel, mean_key, extra_key = _native_plan(reward)
         if shape >= 0:
-            entry = target.entry
-            assert entry is not None
             parsed = target._parsed
             if parsed is _PENDING:
-                parsed = target._parsed = _parse_target(entry, target._value)
-                if parsed is UNPARSED:
-                    target.problem = f"the target does not parse as {entry.name}"
-            if parsed is UNPARSED:
+                parsed, raw = target._value, True
+            elif parsed is UNPARSED:
                 parsed = None
-            elif kernel != 0:  # a distance kernel: the context's half-life
-                context = target._context  # a compiled target's, when no half-life option overrides it
-                if context is None or opts.point_half_life_px is not None:
-                    size = target._size
-                    context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
-                half_life = context.half_life_px
     template, type_keys = _template(opts, registry)
     type_key = type_keys[target.type_name] if target.type_name is not None else None
     assert _native_score is not None
@@ -577,7 +586,10 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
         shape,
         kernel,
         parsed,
-        half_life,
+        raw,
+        _half_life,
+        target,
+        opts.point_half_life_px,
         mean_key,
         extra_key,
         template,
@@ -587,6 +599,15 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
         opts.answer_weight,
         opts.annotation_weight,
     )
+
+
+def _half_life(target: Target, half_life_px: float | None) -> float:
+    """The half-life of ``target``'s scoring context, as :func:`_annotate` finds the context (the native path's)."""
+    context = target._context  # a compiled target's, when no half-life option overrides it
+    if context is None or half_life_px is not None:
+        size = target._size
+        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, half_life_px)
+    return context.half_life_px
 
 
 def _annotate(
