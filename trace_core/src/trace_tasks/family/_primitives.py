@@ -107,6 +107,7 @@ class Primitive:
     def swapper(self) -> Callable[[Any], Any] | None:
         """``swap``, or :func:`swap_xy` for a ``flat_xy`` primitive."""
         return self.swap if self.swap is not None else swap_xy if self.flat_xy else None
+
     native: str | None = None
 
 
