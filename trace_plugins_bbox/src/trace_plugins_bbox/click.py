@@ -152,7 +152,7 @@ class ClickVersions:
             return None
         ask = getattr(self.inner, "native_plan", None)
         inner_score = getattr(self.inner, "trace_score_annotation", None)
-        return ask(reward_id, inner_score) if callable(ask) else None  # type: ignore[no-any-return]
+        return ask(reward_id, inner_score) if callable(ask) else None
 
     @hookimpl
     def trace_explain_annotation(

@@ -238,7 +238,7 @@ def score_trace_response(
     if not holds_exact_values(values):  # one quick look at all of them (the usual case: nothing to convert)
         values = tuple(map(plain, values))
     answer_gt, annotation_gt, reward_contract, *size_sources = values
-    target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, tuple(size_sources))  # type: ignore[arg-type]
+    target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, tuple(size_sources))
     if model_image_size is not None:
         target.model_size = _model_image_size(plain(model_image_size))
     if opts.prediction_frame != PIXEL:  # a declared frame: refuse what cannot be converted, before the response

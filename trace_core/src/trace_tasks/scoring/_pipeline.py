@@ -106,7 +106,8 @@ from trace_tasks.scoring._results import _template, compose_result
 _native_score: Callable[..., dict[str, float] | None] | None
 _native_exact: Callable[[Any], bool] | None
 try:
-    from trace_tasks.scoring._native import exact as _native_exact, score as _native_score
+    from trace_tasks.scoring._native import exact as _native_exact
+    from trace_tasks.scoring._native import score as _native_score
 except ImportError:
     _native_score = _native_exact = None
 
