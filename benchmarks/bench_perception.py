@@ -193,7 +193,7 @@ def runners(items: list[Item]) -> dict[str, Callable[[], Any]]:
 
 
 def build_kind() -> str:
-    """Which build of trace_tasks this interpreter runs: ``compiled`` (mypyc) or ``pure``."""
+    """Which build of trace_tasks this interpreter runs: ``native`` or ``pure``."""
     import trace_tasks
 
     return str(getattr(trace_tasks, "__build__", "pure"))  # builds before the compiled one were all pure

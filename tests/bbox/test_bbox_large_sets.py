@@ -161,7 +161,7 @@ def no_solver(monkeypatch) -> None:
     def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
 
 
@@ -250,7 +250,7 @@ def test_a_cycle_of_competing_boxes_past_the_solver_budget_fails_fast(monkeypatc
     def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
     result = score("bbox_set", [WHOLE_IMAGE, [0, 0, 1000, 700]] * 250, _targets(1000))
     assert result["annotation_parse_ok"] == 0.0

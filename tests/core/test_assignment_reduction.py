@@ -82,7 +82,7 @@ def test_random_larger_problems(seed: int, monkeypatch: pytest.MonkeyPatch) -> N
 
     solved = []
     real = scipy.optimize.linear_sum_assignment
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", lambda arr, **kw: solved.append(arr.shape) or real(arr, **kw))
     rng = np.random.default_rng(seed)
     forced = seed % 3 == 0  # every row group wants column 0: the shortcut fails and scipy solves
@@ -106,7 +106,7 @@ def test_one_group_needs_no_solver(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError("the solver was called")
 
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
     values = np.random.default_rng(1).uniform(0, 1, (1, 2000))
     groups = assign_groups(values, [500], [1] * 2000, AssignmentBudget(work=0))

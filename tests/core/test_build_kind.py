@@ -1,9 +1,9 @@
 """Which build runs: ``trace_tasks.__build__`` and :mod:`trace_tasks._build`.
 
 The normal suite runs on the pure editable install and expects ``"pure"``; the
-compiled pass (``.ci/compiled``) sets ``TRACE_TASKS_EXPECT_BUILD=compiled`` and
-runs the same suite against the mypyc wheel, so this file also proves that pass
-imported the compiled modules rather than the sources.
+native pass (``.ci/compiled``) sets ``TRACE_TASKS_EXPECT_BUILD=native`` and
+runs the same suite against the native wheel, so this file also proves that pass
+imported the native module and that the pipeline calls it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ EXPECTED = os.environ.get("TRACE_TASKS_EXPECT_BUILD", "pure")
 
 
 def test_the_running_build_is_the_expected_one() -> None:
-    assert EXPECTED in ("pure", "compiled"), f"TRACE_TASKS_EXPECT_BUILD={EXPECTED!r}: expected 'pure' or 'compiled'"
+    assert EXPECTED in ("pure", "native"), f"TRACE_TASKS_EXPECT_BUILD={EXPECTED!r}: expected 'pure' or 'native'"
     modules = compiled_modules()
     if EXPECTED == "pure":
         assert not modules, (
@@ -31,8 +31,8 @@ def test_the_running_build_is_the_expected_one() -> None:
             "next to the sources, which the import system prefers: delete trace_core/src/**/*.so"
         )
     else:
-        assert "trace_tasks.scoring._pipeline" in modules, f"the compiled pass imported the pure pipeline: {_pipeline.__file__}"
-        assert (_pipeline.__file__ or "").endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+        assert modules == ("trace_tasks.scoring._native",), f"the native pass imported {modules}"
+        assert _pipeline._native_score is not None, "the pipeline did not pick up the native module"
     assert trace_tasks.__build__ == build_kind() == EXPECTED
     assert build_to_json() == {"build": EXPECTED, "compiled_modules": list(modules)}
 
@@ -43,8 +43,8 @@ def test_a_module_loaded_from_a_shared_library_counts_as_compiled(monkeypatch: p
     before = compiled_modules()
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
     assert compiled_modules() == tuple(sorted((*before, fake.__name__)))
-    assert build_kind() == "compiled"
-    assert describe_build() == f"compiled build (mypyc, {len(before) + 1} modules)"
+    assert build_kind() == "native"
+    assert describe_build() == "native build (Cython)"
 
 
 def test_other_packages_and_modules_without_a_file_are_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +58,7 @@ def test_other_packages_and_modules_without_a_file_are_not_counted(monkeypatch: 
     assert compiled_modules() == before
 
 
-@pytest.mark.skipif(EXPECTED != "pure", reason="the pure build's wording; the compiled one is checked above")
+@pytest.mark.skipif(EXPECTED != "pure", reason="the pure build's wording; the native one is checked above")
 def test_the_pure_build_says_so() -> None:
     assert describe_build() == "pure build"
     assert trace_tasks.__build__ == "pure"

@@ -366,7 +366,7 @@ def test_floods_move_to_the_numpy_scans(text: str, scans: set[str], monkeypatch:
     monkeypatch.setattr(extraction, "_balanced_object_start_np", spy("balanced", extraction._balanced_object_start_np))
     monkeypatch.setattr(extraction, "_top_level_spans_np", spy("top_level", extraction._top_level_spans_np))
     python_result = extraction.extract(text, extraction.ANSWER_AND_ANNOTATION_KEYS)
-    # The compiled build (mypyc) calls the numpy scans directly, past the spies; it still checks
+    # A compiled build calls the numpy scans directly, past the spies; it still checks
     # below that the Python steps and the numpy scans read every flood alike.
     if trace_tasks.__build__ == "pure":
         assert used == scans

@@ -272,7 +272,7 @@ def test_a_repeated_long_metadata_string_is_decoded_within_a_budget(monkeypatch:
         decoded.append(len(text))
         return real(text)
 
-    # The decoder behind load_json, not load_json itself: compiled (mypyc) code calls load_json
+    # The decoder behind load_json, not load_json itself: compiled code calls load_json
     # directly, past any patch, but looks the decoder up in its module at every call.
     monkeypatch.setattr(literals, "_json_loads", counted)
     long_json = json.dumps({"caption": "x" * 50_000})  # valid JSON, no size: held once, listed 64 times

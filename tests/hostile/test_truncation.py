@@ -232,7 +232,7 @@ def test_past_the_plausible_size_the_budget_still_stops_the_solver(monkeypatch: 
     def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
     target = _grid_points(400)
     count = 500  # past 400 + 400 // 8 + 1: 400^2 x 500 units, more than the target's budget

@@ -48,7 +48,7 @@ def no_solver(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(arr: np.ndarray, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
         raise AssertionError(f"the solver was called on {arr.shape}")
 
-    # scipy's solver itself, not _scipy_pairs: compiled (mypyc) code calls _scipy_pairs directly, past any patch.
+    # scipy's solver itself, not _scipy_pairs: compiled code calls _scipy_pairs directly, past any patch.
     monkeypatch.setattr(scipy.optimize, "linear_sum_assignment", forbidden)
 
 

@@ -84,8 +84,8 @@ try:
 except importlib.metadata.PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-# "pure" or "compiled" (the optional mypyc build, docs/compiled.md). Computed after the imports
-# above, which load the scoring pipeline: its modules are the compiled ones in a compiled build.
+# "pure" or "native" (the optional native build, docs/compiled.md). Computed after the imports
+# above, which load the scoring pipeline: it imports the native module in a native build.
 __build__: BuildKind = build_kind()
 
 __all__ = [

@@ -1,11 +1,12 @@
-"""Which build of trace-core is running: the pure one, or the one compiled with mypyc.
+"""Which build of trace-core is running: the pure one, or the native one.
 
-The compiled build (``HATCH_BUILD_HOOKS_ENABLE=1`` when building trace-core; see
-``docs/compiled.md``) ships the per-response hot modules as extension modules
-next to their ``.py`` sources. The import system prefers an extension module
-over a source file of the same name, so a module is compiled exactly when the
-file it was loaded from is a shared library. Only modules already imported are
-looked at: this reports what runs, not what happens to lie on disk.
+The native build (``HATCH_BUILD_HOOKS_ENABLE=1`` when building trace-core; see
+``docs/compiled.md``) ships the scoring pipeline's native common path,
+``trace_tasks.scoring._native``, as an extension module compiled with Cython; the pure build has no such
+module and the pipeline scores everything in Python. A module counts as compiled exactly when the file it
+was loaded from is a shared library. Only modules already imported are looked at (``import trace_tasks``
+imports the pipeline, which imports the native module when there is one): this reports what runs, not what
+happens to lie on disk.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from typing import Literal
 
 #: What :func:`build_kind` returns; also ``trace_tasks.__build__``.
-BuildKind = Literal["pure", "compiled"]
+BuildKind = Literal["pure", "native"]
 
 # ".cpython-311-x86_64-linux-gnu.so", ".abi3.so", ".so" (".pyd" on Windows).
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -34,25 +35,24 @@ def compiled_modules() -> tuple[str, ...]:
 
 
 def build_kind() -> BuildKind:
-    """``"compiled"`` when any imported ``trace_tasks`` module is compiled, else ``"pure"``.
+    """``"native"`` when any imported ``trace_tasks`` module is compiled, else ``"pure"``.
 
     ``import trace_tasks`` imports the scoring pipeline, so by the time anyone can
-    ask, the hot modules of a compiled build are among the imported ones.
+    ask, the native module of a native build is among the imported ones.
     """
     return _kind(compiled_modules())
 
 
 def _kind(modules: tuple[str, ...]) -> BuildKind:
-    return "compiled" if modules else "pure"
+    return "native" if modules else "pure"
 
 
 def describe_build() -> str:
-    """For people: ``pure build`` or ``compiled build (mypyc, 14 modules)``."""
-    modules = compiled_modules()
-    return f"compiled build (mypyc, {len(modules)} modules)" if modules else "pure build"
+    """For people: ``pure build`` or ``native build (Cython)``."""
+    return "native build (Cython)" if compiled_modules() else "pure build"
 
 
 def build_to_json() -> dict[str, object]:
-    """``{"build": "pure" | "compiled", "compiled_modules": [...]}`` for machine-readable listings."""
+    """``{"build": "pure" | "native", "compiled_modules": [...]}`` for machine-readable listings."""
     modules = compiled_modules()
     return {"build": _kind(modules), "compiled_modules": list(modules)}

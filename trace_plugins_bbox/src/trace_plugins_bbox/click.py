@@ -140,6 +140,20 @@ class ClickVersions:
             return self.inner.trace_score_annotation(reward_id, prediction, target, context)  # type: ignore[attr-defined,no-any-return]
         return _score(reward_id, similarity(prediction, target, context), prediction, target, context)
 
+    def native_plan(self, reward_id: str, score: Any) -> tuple[str, str, str, str] | None:
+        """The box family's own native plan for the ids it scores (``ShapeFamily.native_plan``); None for a click id.
+
+        The scoring pipeline's native path (the native build) asks the owner of a score hook: this object
+        answers for the family it wraps, since every other id's score is that family's, unchanged.
+        """
+        if reward_id in _SIMILARITY or getattr(score, "__func__", None) is not ClickVersions.trace_score_annotation:
+            return None
+        if getattr(score, "__self__", None) is not self:
+            return None
+        ask = getattr(self.inner, "native_plan", None)
+        inner_score = getattr(self.inner, "trace_score_annotation", None)
+        return ask(reward_id, inner_score) if callable(ask) else None
+
     @hookimpl
     def trace_explain_annotation(
         self, reward_id: str, prediction: Any, target: Any, context: ScoringContext

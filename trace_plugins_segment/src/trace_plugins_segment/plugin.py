@@ -30,6 +30,8 @@ SEGMENT = Primitive(
     # the kit's parse of a segment depends on the value only; the image-blind segment is the diagonal
     pure_parse=True,
     image_blind=ImageBlind(lambda width, height: [[0, 0], [width, height]]),
+    # the native build scores segment and segment_set from plain JSON with this very similarity (docs/compiled.md)
+    native="soft_segment",
 )
 
 family = ShapeFamily(

@@ -6,8 +6,8 @@ fails to import, two families claiming one type, or a bad
 ``TRACE_TASKS_REWARD_IDS`` pin is reported with the registry's own message
 (``trace-tasks: error: ...``, exit code 1) instead of surfacing mid-training.
 
-The listing starts with the core's version and build (pure, or compiled with
-mypyc: ``docs/compiled.md``), then shows, per annotation type, its owner, the
+The listing starts with the core's version and build (pure, or native:
+``docs/compiled.md``), then shows, per annotation type, its owner, the
 owner's default reward id, the current id and what pinned it (``TRACE_TASKS_REWARD_IDS`` or
 ``trace_tasks.pin_reward_id()``); reward ids that a plugin adds for a type
 another plugin owns; and, as problems, reward ids declared for a type no

@@ -24,6 +24,7 @@ from trace_tasks.scoring import (
     PIXEL,
     document_options,
     frame_problem,
+    holds_exact_values,
     prepare_target,
     required_keys,
     resolve_answer_tag,
@@ -222,7 +223,9 @@ def score_trace_response(
         trace_recovery,
         format_accept_answer_tag,
         prediction_frame,
-        resize,
+        # The default record as None (the option's way of saying "the processor's defaults"): a Resize is a
+        # named tuple, which the subclass check below would take apart on every call.
+        None if resize is DEFAULT_RESIZE else resize,
         annotation_native,
         tool_call,
     )
@@ -231,8 +234,11 @@ def score_trace_response(
     opts = resolve_options(*options)
     text = check_response(response)
     registry = get_registry()
-    sizes = (plain(image_size), plain(image_sizes), plain(metadata), plain(extra_info))
-    target = prepare_target(plain(answer_gt), plain(annotation_gt), plain(reward_contract), opts, registry, sizes)
+    values = (answer_gt, annotation_gt, reward_contract, image_size, image_sizes, metadata, extra_info)
+    if not holds_exact_values(values):  # one quick look at all of them (the usual case: nothing to convert)
+        values = tuple(map(plain, values))
+    answer_gt, annotation_gt, reward_contract, *size_sources = values
+    target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, tuple(size_sources))
     if model_image_size is not None:
         target.model_size = _model_image_size(plain(model_image_size))
     if opts.prediction_frame != PIXEL:  # a declared frame: refuse what cannot be converted, before the response

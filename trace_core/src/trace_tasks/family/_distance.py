@@ -14,6 +14,8 @@ import numpy as np
 from trace_tasks.plugins import ScoringContext
 
 LN2 = math.log(2.0)
+#: The diagnostic :func:`half_life_diagnostic` reports.
+HALF_LIFE_KEY = "annotation_point_half_life_px"
 
 
 def soft_similarity(distance: float, half_life: float) -> float:
@@ -50,4 +52,4 @@ def half_life_diagnostic(ctx: ScoringContext) -> Mapping[str, float]:
     Reporting the half-life a reward was scored with makes a run's rewards
     comparable across image sizes (the policy scales it with the diagonal).
     """
-    return {"annotation_point_half_life_px": ctx.half_life_px}
+    return {HALF_LIFE_KEY: ctx.half_life_px}

@@ -1,11 +1,10 @@
 """The family API's numeric functions as callers see them: arguments read as plain numbers first.
 
-:mod:`trace_tasks.family._distance` is compiled in the compiled build (docs/compiled.md),
-and mypyc reads a ``float`` argument at the boundary as the number it holds: a
-``float`` subclass's own arithmetic is not called, an ``int`` becomes a float,
-anything else is a ``TypeError``. The pure build would run the subclass's
-methods. The door exports the wrapper below, which reads the arguments that
-way in both builds, so both give the same result (issue 37, item 17).
+:func:`trace_tasks.family._distance.soft_similarity` does arithmetic on its arguments, which would run a
+``float`` subclass's own methods; the native build's kernels (docs/compiled.md) read such a number as the
+plain value it holds. The door exports the wrapper below, which reads the arguments as plain numbers
+first (an ``int`` becomes a float, anything else is a ``TypeError``), so every build gives the same
+result (issue 37, item 17).
 """
 
 from __future__ import annotations

@@ -108,6 +108,8 @@ class Primitive:
         """``swap``, or :func:`swap_xy` for a ``flat_xy`` primitive."""
         return self.swap if self.swap is not None else swap_xy if self.flat_xy else None
 
+    native: str | None = None
+
 
 def scale_xy(item: Sequence[float], scale_x: float, scale_y: float) -> tuple[float, ...]:
     """A flat item of alternating x and y coordinates (a point, a box's corners, a segment's ends), scaled."""

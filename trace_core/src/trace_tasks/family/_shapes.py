@@ -29,6 +29,7 @@ from typing import Any, Union
 import attrs
 
 from trace_tasks.errors import AnnotationParseError, FamilyDefinitionError
+from trace_tasks.family._distance import HALF_LIFE_KEY, half_life_diagnostic
 from trace_tasks.family._parsing import make_parser
 from trace_tasks.family._primitives import Primitive
 from trace_tasks.family._scoring import make_explainer, make_scorer
@@ -66,6 +67,35 @@ class _ShapeScoring:
         self.rewards = dict(rewards)
         self.scorers = {rid: make_scorer(_check_shape(shape), prim) for rid, (_, shape, prim) in self.rewards.items()}
         self.explainers = {rid: make_explainer(shape, prim, self.scorers[rid]) for rid, (_, shape, prim) in self.rewards.items()}
+        self._made = dict(self.scorers)
+
+    def native_plan(self, reward_id: str, score: Any) -> tuple[str, str, str, str] | None:
+        """``(shape, kernel, mean key, half-life key)`` when ``score`` (a registry's score callable) is this
+        family's own scoring of ``reward_id`` over a primitive that declares a native kernel
+        (``Primitive.native``), else None. The half-life key is ``""`` unless the primitive reports the
+        core's :func:`~trace_tasks.family.half_life_diagnostic`.
+
+        The scoring pipeline's native path asks this once per reward id: a subclass that overrides the score
+        hook, a scorer replaced after construction, or a primitive with other extra diagnostics keeps Python scoring.
+        """
+        if (
+            getattr(score, "__self__", None) is not self
+            or getattr(score, "__func__", None) is not _ShapeScoring.trace_score_annotation
+        ):
+            return None
+        row = self.rewards.get(reward_id)
+        if row is None or self.scorers.get(reward_id) is not self._made.get(reward_id):
+            return None
+        _, shape, prim = row
+        if prim.native is None:
+            return None
+        if prim.extra_diagnostics is None:
+            extra = ""
+        elif prim.extra_diagnostics is half_life_diagnostic:
+            extra = HALF_LIFE_KEY
+        else:
+            return None
+        return shape, prim.native, f"annotation_assigned_{prim.metric}_mean", extra
 
     @hookimpl
     def trace_score_annotation(

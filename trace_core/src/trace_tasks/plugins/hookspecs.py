@@ -1,5 +1,5 @@
-# Hook specs are signatures with docstrings only; pluggy never calls their bodies. Said here, not in
-# a mypy config, because the compiled build (mypyc) type-checks this module without the root config.
+# Hook specs are signatures with docstrings only; pluggy never calls their bodies. Said here, beside
+# them, so that any mypy run over this module (with or without the workspace's config) knows it.
 # mypy: disable-error-code="empty-body"
 """Hook specifications of trace_tasks (the plugin contract, version 2), in three phases.
 

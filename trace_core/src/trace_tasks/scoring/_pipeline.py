@@ -30,6 +30,12 @@ directly, and the lenient target parse of a family that declares it pure
 (``AnnotationTypeSpec.pure_parse``) is remembered by exact content (from a value's second sighting: a GRPO group parses its ground truth
 twice, not 8-16 times). Anything unusual takes the general steps.
 
+In the native build (docs/compiled.md) :func:`run` first hands a response scored with the default options
+and no trail to ``trace_tasks.scoring._native.score``, which returns the complete result of the commonest
+case (the lean ending, a lean answer, a box, point or segment annotation in the scalar or set shape from
+plain JSON, as the family's declared kernel) or None; the steps below then score it exactly as in the pure
+build. tests/core/test_native_path.py compares the two bit for bit.
+
 Given a :class:`Trail`, the same run also keeps what each step saw: the
 extraction, the predicted answer, the parsed values and context, and the
 family's :class:`~trace_tasks.plugins.AnnotationExplanation`, asked right
@@ -47,6 +53,7 @@ contract's shape (``NativeFormat.converted``).
 from __future__ import annotations
 
 import marshal
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -81,7 +88,7 @@ from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_targ
 from trace_tasks.scoring._context import Size, scoring_context
 from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
 from trace_tasks.scoring._image_size import find_image_size
-from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, ScoringOptions
+from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, ANSWER_AND_ANNOTATION, GATED, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
     AnnotationResult,
@@ -92,7 +99,17 @@ from trace_tasks.scoring._plugin_calls import (
     report_plugin_bug,
 )
 from trace_tasks.scoring._relaxed import relaxed_match
-from trace_tasks.scoring._results import compose_result
+from trace_tasks.scoring._results import _template, compose_result
+
+#: The native build's common path (docs/compiled.md): ``None`` in the pure build, which has no such module.
+#: tests/core/test_native_path.py sets it to ``None`` to compare the two.
+_native_score: Callable[..., dict[str, float] | None] | None
+_native_exact: Callable[[Any], bool] | None
+try:
+    from trace_tasks.scoring._native import exact as _native_exact
+    from trace_tasks.scoring._native import score as _native_score
+except ImportError:
+    _native_score = _native_exact = None
 
 __all__ = [
     "NORMALISED_READINGS",
@@ -100,6 +117,7 @@ __all__ = [
     "Target",
     "Trail",
     "frame_problem",
+    "holds_exact_values",
     "prepare_target",
     "required_keys",
     "run",
@@ -110,7 +128,7 @@ __all__ = [
 NORMALISED_READINGS: tuple[tuple[str, float], ...] = (("0-1", 1.0), ("0-1000", 1e-3))
 
 #: The lean common path (:func:`run`): the frequent case in fewer calls, the same result.
-#: ``False`` forces the general steps everywhere (tests/core/test_lean_path.py compares the two).
+#: ``False`` forces the general steps everywhere, the native path's too (tests/core/test_lean_path.py compares the two).
 _LEAN = True
 
 #: ``Target._parsed`` before the lenient target's first parse.
@@ -252,6 +270,22 @@ def prepare_target(
     if image_size is not None or image_sizes is not None or metadata is not None or extra_info is not None:
         target._sizes, target._size = sizes, _UNSEARCHED
     return target
+
+
+def holds_exact_values(values: tuple[Any, ...]) -> bool:
+    """Whether ``values`` hold only values of the exact built-in types a caller's JSON gives (no subclass to convert).
+
+    The native build walks them in C; the pure build asks ``marshal``, which writes exact built-in types only. A
+    False answer (a subclass, another type, a structure too deep or too shared to look at quickly) is never wrong:
+    the caller then converts each value with the general look.
+    """
+    if _native_exact is not None:
+        return _native_exact(values)
+    try:
+        marshal.dumps(values)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return False
+    return True
 
 
 def frame_problem(opts: ScoringOptions, target: Target) -> str:
@@ -400,6 +434,22 @@ class Trail:
 
 def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, trail: Trail | None = None) -> dict[str, float]:
     """Score ``text`` against ``target``: the flat result dict (docs/contracts.md §7). Never raises."""
+    # The native build's common path first (docs/compiled.md): the complete result, or None and the steps
+    # below. It knows the contract's reading (lenient recovery, pixels, no tool call) and any weights, formula,
+    # mode and half-life; a declared departure in how the response is read, or a pinned answer policy, stays here.
+    if (
+        _native_score is not None
+        and _LEAN
+        and trail is None
+        and opts.trace_recovery == LENIENT
+        and opts.tool_call is None
+        and opts.prediction_frame == PIXEL
+        and not opts.annotation_native
+        and target.relaxed is None
+    ):
+        native = _native_run(text, opts, registry, target)
+        if native is not None:
+            return native
     literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
     tool = opts.tool_call
     # A declared tool call carries the annotation: the final object holds the answer alone (§3.9).
@@ -470,6 +520,95 @@ def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) ->
         kept["annotation"] = call.value
     fmt = attrs.evolve(ext.format, schema_ok=ext.format.schema_ok and read)
     return attrs.evolve(ext, format=fmt, payload=kept or None, source=ext.source or source)
+
+
+#: The native path's plan of a reward entry, by the entry's id: (entry, (shape code, kernel code, mean key, half-life key)).
+_native_plans: dict[int, tuple[RewardEntry, tuple[int, int, str, str]]] = {}
+#: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET, SEQUENCE, MAP; IOU,
+#: SOFT_POINT, SOFT_SEGMENT). A set-map is left to Python (its assignment budget is shared by its keys).
+_NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3}
+_NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
+_NOT_NATIVE = (-1, -1, "", "")
+#: The reward modes by the native module's codes (_native.pyx: BOTH, ANSWER_ONLY, ANNOTATION_ALONE).
+_NATIVE_MODES = {ANSWER_AND_ANNOTATION: 0, ANSWER: 1, ANNOTATION_ONLY: 2}
+
+
+def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
+    """``(shape code, kernel code, mean key, half-life key)`` of ``reward``; shape -1: a scorer the native path does not know."""
+    known = _native_plans.get(id(reward))
+    if known is not None and known[0] is reward:
+        return known[1]
+    owner = getattr(reward.score, "__self__", None)
+    ask = getattr(owner, "native_plan", None)
+    # A version that reads its prediction in its own form (RewardIdSpec.parse_prediction) is Python's.
+    plan = ask(reward.reward_id, reward.score) if callable(ask) and reward.parse is None else None
+    found = _NOT_NATIVE
+    if type(plan) is tuple and len(plan) == 4 and all(type(part) is str for part in plan):
+        shape, kernel = _NATIVE_SHAPES.get(plan[0], -1), _NATIVE_KERNELS.get(plan[1], -1)
+        if shape >= 0 and kernel >= 0:
+            found = (shape, kernel, plan[2], plan[3])
+    if len(_native_plans) >= 256:
+        _native_plans.clear()
+    _native_plans[id(reward)] = (reward, found)
+    return found
+
+
+def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Target) -> dict[str, float] | None:
+    """The native common path's result for ``text``, or None when the Python steps must score it.
+
+    Only with the contract's reading of the response and no trail (the caller checks). A compiled target's
+    parse is handed over; a lenient target's raw value is read by the native path itself when the response
+    predicts something (a value it cannot read there sends the whole response to the Python steps, which
+    parse it as always). The scoring context's half-life is asked for only when a distance is computed.
+    """
+    reward = target.reward
+    parsed: Any = None
+    raw = False
+    shape, kernel, mean_key, extra_key = -2, -1, "", ""
+    if reward is not None:
+        shape, kernel, mean_key, extra_key = _native_plan(reward)
+        if shape >= 0:
+            parsed = target._parsed
+            if parsed is _PENDING:
+                parsed, raw = target._value, True
+            elif parsed is UNPARSED:
+                parsed = None
+    template, type_keys = _template(opts, registry)
+    type_key = type_keys[target.type_name] if target.type_name is not None else None
+    assert _native_score is not None
+    mode = opts.trace_reward_mode
+    return _native_score(
+        text,
+        required_keys(mode),
+        target.answer,
+        target.reads_json,
+        0.0 if mode == ANNOTATION_ONLY else target.answer_parse_ok,  # no answer is read: its keys hold 0
+        type_key,
+        shape,
+        kernel,
+        parsed,
+        raw,
+        _half_life,
+        target,
+        opts.point_half_life_px,
+        mean_key,
+        extra_key,
+        template,
+        opts.format_weight,
+        _NATIVE_MODES[mode],
+        opts.trace_annotation_reward_formula == GATED,
+        opts.answer_weight,
+        opts.annotation_weight,
+    )
+
+
+def _half_life(target: Target, half_life_px: float | None) -> float:
+    """The half-life of ``target``'s scoring context, as :func:`_annotate` finds the context (the native path's)."""
+    context = target._context  # a compiled target's, when no half-life option overrides it
+    if context is None or half_life_px is not None:
+        size = target._size
+        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, half_life_px)
+    return context.half_life_px
 
 
 def _annotate(

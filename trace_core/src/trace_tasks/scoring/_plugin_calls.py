@@ -111,8 +111,8 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
         raise PluginBug("result", f"returned {type(score).__name__} instead of an AnnotationScore")
     # Its fields are read as Any, as what they may really hold: AnnotationScore does not check
     # its arguments, so a plugin can put a string or a bool in ``reward``. Read as the declared
-    # float, the compiled build (mypyc) would raise a bare TypeError here, or turn True into
-    # 1.0, before the checks below could name the problem.
+    # float, a compiled reading would raise a bare TypeError here, or turn True into 1.0, before
+    # the checks below could name the problem.
     fields: Any = score
     reward = _number(fields.reward)
     if reward is None:

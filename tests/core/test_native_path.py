@@ -1,0 +1,376 @@
+"""The native common path gives exactly the pure pipeline's results (issue 41).
+
+In the native build (``.ci/compiled``), :func:`trace_tasks.scoring._pipeline.run` first asks
+``trace_tasks.scoring._native.score`` and keeps the Python steps for whatever it declines.
+``_pipeline._native_score = None`` forces the pure pipeline; every result dict must then be the
+same, key for key, in order and bit for bit, on the benchmark workloads, the conformance replay,
+the hostile corpus and a fuzz aimed at the native path's edges (corners swapped, zero areas,
+-0.0, huge and non-finite numbers, near ties, one flat box given as a set, sizes around the
+matrix thresholds). In the pure build the module does not exist, so the comparisons have nothing
+to compare and say so; the plan the pipeline derives from a family's declaration is tested in both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trace_tasks import compile_instance, score_trace_response
+from trace_tasks.plugins import get_registry
+from trace_tasks.scoring import _pipeline
+from trace_tasks.scoring._options import DEFAULT_OPTIONS
+
+from ..conformance.records import load
+from ..hostile.helpers import contract
+from ..hostile.test_corpus import CASES
+from ..support.benchmarks import import_benchmark
+
+NATIVE = _pipeline._native_score is not None
+needs_native = pytest.mark.skipif(
+    not NATIVE, reason="the pure build has no native module; .ci/compiled runs these against the native build"
+)
+
+
+@contextmanager
+def pure_path() -> Iterator[None]:
+    saved = _pipeline._native_score
+    _pipeline._native_score = None
+    try:
+        yield
+    finally:
+        _pipeline._native_score = saved
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception as exc:  # a caller mistake: the same class either way
+        return type(exc)
+
+
+def _bits(value: Any) -> Any:
+    return struct.pack("<d", value) if type(value) is float else value
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """The same result: dicts with the same keys in the same order and the same bits of every float."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_bits(x) == _bits(y) for x, y in zip(a.values(), b.values(), strict=True))
+    return bool(a == b)
+
+
+def _both(call: Callable[[], Any]) -> tuple[Any, Any]:
+    native = _outcome(call)
+    with pure_path():
+        pure = _outcome(call)
+    return native, pure
+
+
+# --- the plan, in every build --------------------------------------------------------------------
+
+
+def test_the_box_family_declares_its_kernel_and_others_keep_python() -> None:
+    registry = get_registry()
+    plans = {rid: _pipeline._native_plan(entry) for rid, entry in registry.reward_ids.items()}
+    assert plans["bbox_soft_iou_v0"] == (0, 0, "annotation_assigned_iou_mean", "")
+    assert plans["bbox_set_soft_iou_v0"] == (1, 0, "annotation_assigned_iou_mean", "")
+    half = "annotation_point_half_life_px"
+    assert plans["point_soft_distance_v0"] == (0, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["point_set_soft_distance_v0"] == (1, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["segment_soft_distance_v0"] == (0, 2, "annotation_assigned_similarity_mean", half)
+    assert plans["segment_set_soft_distance_v0"] == (1, 2, "annotation_assigned_similarity_mean", half)
+    assert plans["bbox_sequence_soft_iou_v0"] == (2, 0, "annotation_assigned_iou_mean", "")
+    assert plans["point_map_soft_distance_v0"] == (3, 1, "annotation_assigned_similarity_mean", half)
+    assert plans["bbox_set_map_soft_iou_v0"][0] == plans["point_set_map_soft_distance_v0"][0] == -1  # left to Python
+    official = {f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map")}
+    assert all(plan[0] == -1 for rid, plan in plans.items() if registry.reward_ids[rid].annotation_type not in official)
+
+
+def test_an_overridden_score_hook_is_never_bypassed() -> None:
+    from trace_plugins_bbox.plugin import BOX
+    from trace_tasks.family import ShapeFamily
+
+    class Mine(ShapeFamily):
+        def trace_score_annotation(self, reward_id: str, prediction: Any, target: Any, context: Any) -> Any:
+            return None
+
+    family = Mine(BOX, {"bbox": ("scalar", "bbox_soft_iou_v0")})
+    assert family.native_plan("bbox_soft_iou_v0", family.trace_score_annotation) is None
+    plain = ShapeFamily(BOX, {"bbox": ("scalar", "bbox_soft_iou_v0")})
+    assert plain.native_plan("bbox_soft_iou_v0", plain.trace_score_annotation) == (
+        "scalar",
+        "iou",
+        "annotation_assigned_iou_mean",
+        "",
+    )
+    assert plain.native_plan("bbox_soft_iou_v0", family.trace_score_annotation) is None  # another object's hook
+    plain.scorers["bbox_soft_iou_v0"] = plain.scorers["bbox_soft_iou_v0"]  # the same scorer: still native
+    assert plain.native_plan("bbox_soft_iou_v0", plain.trace_score_annotation) is not None
+    plain.scorers["bbox_soft_iou_v0"] = lambda *a, **k: None
+    assert plain.native_plan("bbox_soft_iou_v0", plain.trace_score_annotation) is None
+
+
+# --- the comparisons, in the native build -----------------------------------------------------------
+
+
+def _kwargs(kind: str, target: Any, response: str, answer: Any = 7) -> dict[str, Any]:
+    return {
+        "response": response,
+        "answer_gt": {"type": "integer" if isinstance(answer, int) else "option_letter", "value": answer},
+        "annotation_gt": {"type": kind, "value": target},
+        "reward_contract": contract(kind, "integer" if isinstance(answer, int) else "option_letter"),
+    }
+
+
+@needs_native
+def test_the_native_path_scores_the_common_case() -> None:
+    """Not a silent fallback: the native function itself returns the result of the frequent shapes."""
+    registry = get_registry()
+    opts = DEFAULT_OPTIONS
+    for kind, target, prediction in (
+        ("bbox", [0, 0, 10, 10], [1, 1, 10, 10]),
+        ("bbox_set", [[0, 0, 10, 10], [20, 20, 30, 30]], [[21, 20, 30, 30], [0, 1, 10, 10], [5, 5, 6, 6]]),
+        ("point_set", [[5, 5], [50, 5]], [[5, 6], [48, 7.5]]),
+        ("segment", [[0, 0], [10, 10]], [[10, 11], [0, 0]]),
+        ("bbox_sequence", [[0, 0, 10, 10]], [[1, 1, 10, 10]]),
+        ("point_map", {"a": [1, 2], "b": [5, 5]}, {" a": [1, 3], "c": [0, 0]}),
+        ("bbox_set_map", {"a": [[0, 0, 10, 10]]}, {"a": [[1, 1, 10, 10]]}),  # a shape the native path leaves to Python
+    ):
+        kw = _kwargs(kind, target, json.dumps({"answer": 7, "annotation": prediction}))
+        target_ = _pipeline.prepare_target(
+            kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], opts, registry, (None,) * 4
+        )
+        got = _pipeline._native_run(kw["response"], opts, registry, target_)
+        assert (got is None) == (kind == "bbox_set_map"), kind
+        if got is not None:
+            with pure_path():
+                assert _identical(got, score_trace_response(**kw))
+
+
+@needs_native
+@pytest.mark.parametrize("shape", ["bare", "fenced", "tagged", "grpo", "grpo-compiled", "mix"])
+def test_native_equals_pure_on_the_benchmark_shapes(shape: str) -> None:
+    bench = import_benchmark("bench_shapes")
+    workload = bench.make_workloads(400, 20261204)[shape]
+    runner = bench._runner(shape, workload)
+    native, pure = _both(runner)
+    assert isinstance(native, list) and len(native) == bench.responses_of(shape, workload)
+    assert _identical(native, pure), shape
+
+
+@needs_native
+def test_native_equals_pure_on_the_perception_workloads() -> None:
+    bench = import_benchmark("bench_perception")
+    for i, item in enumerate(bench.make_items(1500, 20261204)):  # bbox_set, as its reward comparison scores them
+        fields = {k: v for k, v in item.items() if k != "response"}
+        native, pure = _both(lambda item=item, fields=fields: score_trace_response(response=item["response"], **fields))
+        assert _identical(native, pure), i
+
+
+@needs_native
+def test_native_equals_pure_on_the_conformance_replay() -> None:
+    compared = 0
+    for record in load("original-scorer.jsonl"):
+        kwargs = {
+            k: v
+            for k, v in record["kwargs"].items()
+            if k not in ("trace_answer_scoring", "legacy_strict_scorer", "bbox_iou_threshold")
+        }
+        native, pure = _both(lambda kwargs=kwargs: score_trace_response(**kwargs))
+        assert _identical(native, pure), record["id"]
+        compared += 1
+    assert compared >= 300
+
+
+@needs_native
+def test_native_equals_pure_on_the_hostile_corpus() -> None:
+    for case in CASES:
+        instance = {"answer": 7, "answer_type": "integer", "annotation_type": "bbox", "annotation": [0, 0, 10, 10]}
+        instance.update(case.instance)
+        kwargs = {
+            "response": case.response,
+            "answer_gt": {"type": instance["answer_type"], "value": instance["answer"]},
+            "annotation_gt": {"type": instance["annotation_type"], "value": instance["annotation"]},
+            "reward_contract": contract(instance["annotation_type"], instance["answer_type"]),
+            **{k: v for k, v in instance.items() if k not in ("answer", "answer_type", "annotation_type", "annotation")},
+        }
+        native, pure = _both(lambda kwargs=kwargs: score_trace_response(**kwargs))
+        assert _identical(native, pure), case.name
+
+
+# The fuzz: numbers where the IoU's comparisons and roundings turn, written as JSON text.
+_EDGE_NUMBERS = ["0", "-0.0", "1e308", "-1e308", "1e999", "NaN", "Infinity", "10", "10.0", "9.999999999999998",
+                 "0.1", "0.30000000000000004", str(10**400), "true", "null", '"5"', "5e-324", "1"]  # fmt: skip
+_number = st.one_of(
+    st.integers(-5, 40).map(str),
+    st.floats(-5, 40, allow_nan=False).map(repr),
+    st.sampled_from(_EDGE_NUMBERS),
+)
+
+
+def _listed(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+_coords = {width: st.lists(_number, min_size=width, max_size=width).map(_listed) for width in (2, 4)}
+_segment = st.tuples(_coords[2], _coords[2]).map(lambda ends: _listed(list(ends)))
+ITEMS = {"bbox": _coords[4], "point": _coords[2], "segment": _segment}
+_odd = st.one_of(
+    st.lists(_number, min_size=1, max_size=5).map(_listed),
+    st.sampled_from(['"[0, 0, 5, 5]"', "[[0, 0], [5, 5], [1, 1]]", "[[0, 0, 5, 5]]", "[]", "5", '{"x": 1}']),
+)
+
+
+def _predictions(family: str) -> st.SearchStrategy[str]:
+    item = ITEMS[family]
+    return st.one_of(
+        item,  # one item (alone: promoted to a one-item set for boxes and points)
+        st.lists(item, max_size=9).map(_listed),
+        st.lists(item, min_size=30, max_size=70).map(_listed),  # past the numpy matrix crossovers
+        st.lists(st.one_of(item, _odd), max_size=4).map(_listed),
+        _odd,
+        st.just('{"bboxes": [[0, 0, 5, 5]]}'),
+        st.just("null"),
+    )
+
+
+_target_items = {
+    "bbox": st.lists(st.integers(-3, 30), min_size=4, max_size=4),
+    "point": st.lists(st.integers(-3, 30), min_size=2, max_size=2),
+    "segment": st.lists(st.lists(st.integers(-3, 30), min_size=2, max_size=2), min_size=2, max_size=2),
+}
+_answers = st.sampled_from(["7", "8", '"7"', '"B"', '" b "', '"[1]"', "7.0", "true", "null", "[7]", '{"a": 7}', "-0.0"])
+_keys = st.sampled_from(["a", "b", " a", "a ", "", " ", "A", "left", "\u00a0b", "c"])
+
+
+def _map_predictions(family: str) -> st.SearchStrategy[str]:
+    item = st.one_of(ITEMS[family], _odd)
+    entries = st.lists(st.tuples(_keys, item), max_size=6)
+    return st.one_of(
+        entries.map(lambda pairs: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in pairs) + "}"),
+        _predictions(family),
+    )
+
+
+_prefixes = st.sampled_from(
+    ["", "Thinking.\n", "<think>x</think>\n", "```json\n", "```JSON \n", "```jsonc\n", "```\n", '{"answer": 1}\n', "<answer>"]
+)
+_suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", "```", "\n````", " Done.", "</answer>"])
+#: Scorer options: those the native path serves (any mode, formula, weights, half-life, the answer-tag and
+#: tolerance switches) and those that keep the Python steps (a recovery policy, a frame, native reading).
+_options = st.one_of(
+    st.just({}),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "trace_reward_mode": st.sampled_from(["answer", "answer_and_annotation", "annotation_only"]),
+            "trace_annotation_reward_formula": st.sampled_from(["gated", "additive"]),
+            "answer_weight": st.sampled_from([0.5, 1, 0.3, 2.5]),
+            "annotation_weight": st.sampled_from([0.5, 0.7, 1e-3]),
+            "format_weight": st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+            "point_half_life_px": st.sampled_from([None, 1.0, 7.5, 1e-6]),
+            "format_accept_answer_tag": st.booleans(),
+            "answer_relative_tolerance": st.sampled_from([0.05, 0.0]),
+        },
+    ),
+    st.sampled_from(
+        [
+            {"trace_recovery": "outside_think"},
+            {"trace_recovery": "final_only"},
+            {"prediction_frame": "rel1000", "image_size": [640, 480]},
+            {"annotation_native": True},
+        ]
+    ),
+)
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> dict[str, Any]:
+    family = draw(st.sampled_from(["bbox", "point", "segment"]))
+    kind = family + draw(st.sampled_from(["", "_set", "_sequence", "_map"] if family != "segment" else ["", "_set"]))
+    targets: Any = draw(st.lists(_target_items[family], min_size=kind == family, max_size=8))
+    if kind.endswith("_map"):
+        targets = dict(
+            zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
+        )
+    keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed"]))
+    answer = draw(_answers)
+    prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
+    body = {
+        "both": f'{{"answer": {answer}, "annotation": {prediction}}}',
+        "answer": f'{{"answer": {answer}}}',
+        "extra": f'{{"answer": {answer}, "annotation": {prediction}, "note": 1}}',
+        "annotation": f'{{"annotation": {prediction}}}',
+        "pretty": f'{{\n  "answer": {answer},\n  "annotation": {prediction}\n}}',
+        "reversed": f'{{"annotation": {prediction}, "answer": {answer}}}',
+    }[keys]
+    kw = _kwargs(
+        kind, targets[0] if kind == family else targets, draw(_prefixes) + body + draw(_suffixes), draw(st.sampled_from([7, "B"]))
+    )
+    size = draw(st.sampled_from([None, [640, 480], [1, 1]]))
+    if size is not None:
+        kw["image_size"] = size
+    kw.update(draw(_options))
+    return kw
+
+
+@needs_native
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(kw=_cases())
+def test_native_equals_pure_on_fuzzed_responses(kw: dict[str, Any]) -> None:
+    native, pure = _both(lambda: score_trace_response(**kw))
+    assert _identical(native, pure), kw
+    record = {k: kw[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}
+    if "image_size" in kw:
+        record["image_size"] = kw["image_size"]
+    options = {k: v for k, v in kw.items() if k not in (*record, "response")}
+    compiled = _outcome(lambda: compile_instance(record))
+    if not isinstance(compiled, type):
+        native, pure = _both(lambda: compiled.score(kw["response"], **options))
+        assert _identical(native, pure), kw
+
+
+@needs_native
+def test_near_ties_choose_the_pure_pipelines_pairs() -> None:
+    """Assignments whose totals tie up to rounding: the native rows in np.lexsort's order give scipy the same problem."""
+    rows = [[0, 0, 10, 10], [0, 0, 10, 10.000000000000002], [0.1, 0, 10, 10], [0, 0.30000000000000004, 10, 10]]
+    for shift in range(4):
+        prediction = rows[shift:] + rows[:shift]
+        kw = _kwargs(
+            "bbox_set", [[0, 0, 10, 10], [0, 0, 10, 10.1], [0.2, 0, 10, 10]], json.dumps({"answer": 7, "annotation": prediction})
+        )
+        native, pure = _both(lambda kw=kw: score_trace_response(**kw))
+        assert _identical(native, pure)
+        assert math.isfinite(native["annotation_reward"])
+
+
+@needs_native
+def test_the_restated_solver_chooses_scipys_pairs() -> None:
+    """The native path's assignment restates scipy 1.17's solver: the same pairs, ties and tall matrices included."""
+    import random
+
+    import numpy as np
+    import scipy
+    from scipy.optimize import linear_sum_assignment
+
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    if scipy.__version__.split(".")[:2] != ["1", "17"]:
+        pytest.skip(f"the native path calls scipy {scipy.__version__}'s own solver; the restated one is scipy 1.17's")
+    rng = random.Random(20261204)
+    for trial in range(3000):
+        rows, cols = rng.randint(1, 9), rng.randint(1, 9)
+        values = [0.0, 0.25, 0.5, 1.0, 0.1 + 0.2, 0.3] if trial % 2 else None  # heavy ties, or continuous values
+        matrix = [[rng.choice(values) if values else rng.random() for _ in range(cols)] for _ in range(rows)]
+        expected = linear_sum_assignment(np.array(matrix), maximize=True)
+        assert _native.assign(matrix) == (expected[0].tolist(), expected[1].tolist()), matrix

@@ -1,0 +1,39 @@
+# The native common path's interface (_native.pyx, built only into the native wheel; docs/compiled.md).
+from collections.abc import Callable
+from typing import Any
+
+NO_REWARD: int
+UNKNOWN: int
+SCALAR: int
+SET: int
+SEQUENCE: int
+MAP: int
+IOU: int
+SOFT_POINT: int
+SOFT_SEGMENT: int
+
+def assign(matrix: list[list[float]]) -> tuple[list[int], list[int]]: ...
+def exact(value: Any) -> bool: ...
+def score(
+    text: str,
+    keys: frozenset[str],
+    prepared: Any,
+    reads_json: bool,
+    answer_parse_ok: float,
+    type_key: str | None,
+    shape: int,
+    kernel: int,
+    target: Any,
+    raw_target: bool,
+    half_life_of: Callable[[Any, float | None], float],
+    target_ref: Any,
+    half_life_px: float | None,
+    mean_key: str,
+    extra_key: str,
+    template: dict[str, float],
+    format_weight: float,
+    mode: int,
+    gated: bool,
+    answer_weight: float,
+    annotation_weight: float,
+) -> dict[str, float] | None: ...

@@ -1,0 +1,741 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The native common path of the scoring pipeline (docs/compiled.md): one response, the result or None.
+
+Built only into the native wheel (``TRACE_TASKS_NATIVE=1``); the pure build has no such module and
+:func:`trace_tasks.scoring._pipeline.run` scores everything in Python. :func:`score` handles the most
+frequent case, with every option at its default, exactly as the Python pipeline does and with the very
+same result dict (keys in order, values bit for bit):
+
+* a compact JSON final object (what ``plain_final_object`` finds: the text ends with ``}`` and its last
+  ``{"answer"`` opens a JSON object that runs to that end), read by the pipeline's own ``load_json``;
+* an integer or plain-string answer (the pipeline's lean comparisons), any other answer through the
+  pipeline's own ``matches_answer_target``;
+* no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
+  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence and map
+  shapes, from plain JSON lists of ints and floats, sets below the reduction threshold.
+
+Anything else (another ending, another answer, a string, a wrapper mapping, a value that does not parse,
+a large set) returns ``None`` and the unchanged Python pipeline scores the response: it stays the
+specification. Each similarity is written with the same operations in the same order as the plugin's (C
+doubles are IEEE binary64; the module is compiled without floating-point contraction), distances are
+``math.hypot``'s (called: CPython's algorithm, not the C library's) and ``exp`` is the C library's, which
+is what ``math.exp`` calls; the set total is summed
+by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy's
+``linear_sum_assignment`` on rows in the lexicographic order ``np.lexsort`` gives, as
+``trace_tasks.family``'s ``assign_pairs`` does.
+"""
+
+from libc.math cimport INFINITY, exp, isfinite
+from libc.stdlib cimport free, malloc, qsort
+
+import math
+
+import numpy as np
+
+from trace_tasks.reading import final_block, load_json
+from trace_tasks.scoring._answers import JSON_STARTS, matches_answer_target
+
+cdef object _fsum = math.fsum
+cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
+cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
+cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
+cdef object _load_json = load_json
+cdef object _final_block = final_block
+cdef object _matches = matches_answer_target
+cdef object _np_empty = np.empty
+cdef frozenset _JSON_STARTS = JSON_STARTS
+
+#: Limits of the Python pipeline the native path stays within (trace_tasks.limits, family._matching).
+cdef Py_ssize_t MAX_RESPONSE_CHARS = 1024 * 1024
+cdef Py_ssize_t MAX_COLLECTION_ITEMS = 10_000
+cdef Py_ssize_t REDUCE_MIN_CELLS = 4096
+
+#: Shape codes (:func:`score`'s ``shape``).
+NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
+UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
+SCALAR = 0
+SET = 1
+SEQUENCE = 2
+MAP = 3
+#: Kernel codes (:func:`score`'s ``kernel``), each a family's declared ``Primitive.native``.
+IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
+SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
+SOFT_SEGMENT = 2  # "soft_segment": segments [[x0, y0], [x1, y1]], the same over the endpoint distance
+
+#: Reward mode codes (:func:`score`'s ``mode``).
+BOTH = 0  # answer_and_annotation
+ANSWER_ONLY = 1  # answer
+ANNOTATION_ALONE = 2  # annotation_only: no answer is read, the task reward is the annotation reward
+
+#: Numbers per item of each kernel.
+cdef Py_ssize_t[3] WIDTH = [4, 2, 4]
+
+
+cdef inline double _iou(double* a, double* b) noexcept:
+    # trace_plugins_bbox.geometry.iou, operation for operation.
+    cdef double ax0 = a[0], ay0 = a[1], ax1 = a[2], ay1 = a[3]
+    cdef double bx0 = b[0], by0 = b[1], bx1 = b[2], by1 = b[3]
+    cdef double iw = (bx1 if bx1 < ax1 else ax1) - (bx0 if bx0 > ax0 else ax0)
+    if not iw > 0:
+        return 0.0
+    cdef double ih = (by1 if by1 < ay1 else ay1) - (by0 if by0 > ay0 else ay0)
+    if not ih > 0:
+        return 0.0
+    cdef double inter = iw * ih
+    cdef double union = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - inter
+    if not union > 0:
+        return 0.0
+    cdef double value = inter / union
+    return value if 0.0 <= value <= 1.0 else 0.0
+
+
+cdef inline double _soft(double distance, double half_life) noexcept:
+    # trace_tasks.family._distance.soft_similarity; CPython's math.exp is the C library's exp.
+    cdef double ratio = distance / half_life
+    if not ratio < 40.0:
+        return 0.0
+    return exp(-LN2 * ratio * ratio)
+
+
+cdef double _distance(double x, double y) except? -1.0:
+    return <double>_hypot(x, y)
+
+
+cdef double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
+    cdef double same, swapped, d1, d2
+    if kernel == IOU:
+        return _iou(a, b)
+    if kernel == SOFT_POINT:
+        return _soft(_distance(a[0] - b[0], a[1] - b[1]), half_life)
+    # trace_plugins_segment.geometry.segment_distance: Python's max and min keep the first of equal values
+    d1 = _distance(a[0] - b[0], a[1] - b[1])
+    d2 = _distance(a[2] - b[2], a[3] - b[3])
+    same = d2 if d2 > d1 else d1
+    d1 = _distance(a[0] - b[2], a[1] - b[3])
+    d2 = _distance(a[2] - b[0], a[3] - b[1])
+    swapped = d2 if d2 > d1 else d1
+    return _soft(swapped if swapped < same else same, half_life)
+
+
+cdef int _coordinate(object v, double* out) except -1:
+    """1 and ``out[0]`` for an exact int or float that is a finite float, else 0 (the caller falls back)."""
+    cdef type kind = type(v)
+    cdef double d
+    if kind is float:
+        d = <double>v
+    elif kind is int:
+        try:
+            d = float(v)
+        except OverflowError:
+            return 0
+    else:
+        return 0
+    if not isfinite(d):
+        return 0
+    out[0] = d
+    return 1
+
+
+cdef int _pair(object value, double* out) except -1:
+    """``coordinates(value, 2)`` of a plain list: 1 and the two numbers in ``out``, else 0."""
+    if type(value) is not list or len(<list>value) != 2:
+        return 0
+    return _coordinate((<list>value)[0], out) and _coordinate((<list>value)[1], out + 1)
+
+
+cdef int _item(int kernel, object value, double* out) except -1:
+    """The family's item parse of a plain JSON value: 1 and the item in ``out``, else 0 (fall back)."""
+    cdef double t
+    if kernel == SOFT_POINT:
+        return _pair(value, out)
+    if type(value) is not list or len(<list>value) != (4 if kernel == IOU else 2):
+        return 0
+    cdef list items = <list>value
+    if kernel == SOFT_SEGMENT:
+        return _pair(items[0], out) and _pair(items[1], out + 2)
+    for i in range(4):  # parse_box
+        if not _coordinate(items[i], &out[i]):
+            return 0
+    if out[0] > out[2]:
+        t = out[0]; out[0] = out[2]; out[2] = t
+    if out[1] > out[3]:
+        t = out[1]; out[1] = out[3]; out[3] = t
+    if out[0] == out[2] or out[1] == out[3]:
+        return 0  # zero area: a parse failure, whose model-native check is the Python pipeline's
+    return 1
+
+
+cdef bint _flat(int kernel, list items):
+    """``is_flat``: one item given alone where a set is expected (boxes and points; never a segment)."""
+    if kernel == SOFT_SEGMENT or len(items) != WIDTH[kernel]:
+        return False
+    for v in items:
+        if isinstance(v, (list, tuple, dict)):
+            return False
+    return True
+
+
+# --- np.lexsort's row order, in C ----------------------------------------------------------------
+
+cdef double* _rows_values = NULL
+cdef Py_ssize_t _rows_width = 0
+
+
+cdef int _compare_rows(const void* x, const void* y) noexcept nogil:
+    cdef Py_ssize_t i = (<Py_ssize_t*>x)[0], j = (<Py_ssize_t*>y)[0]
+    cdef double* a = _rows_values + i * _rows_width
+    cdef double* b = _rows_values + j * _rows_width
+    cdef Py_ssize_t k
+    for k in range(_rows_width):
+        if a[k] < b[k]:
+            return -1
+        if a[k] > b[k]:
+            return 1
+    return -1 if i < j else (1 if i > j else 0)  # a stable sort: equal rows keep their order
+
+
+cdef Py_ssize_t _augmenting_path(
+    Py_ssize_t nc, double* cost, double* u, double* v, Py_ssize_t* path, Py_ssize_t* row4col,
+    double* shortest, Py_ssize_t i, char* SR, char* SC, Py_ssize_t* remaining, double* p_min, Py_ssize_t nr,
+) noexcept:
+    # scipy 1.17's rectangular_lsap.cpp augmenting_path, statement for statement (Crouse's shortest augmenting path).
+    cdef double min_val = 0.0, lowest, r
+    cdef Py_ssize_t num_remaining = nc, it, j, index, sink = -1
+    for it in range(nc):
+        remaining[it] = nc - it - 1
+    for it in range(nr):
+        SR[it] = 0
+    for it in range(nc):
+        SC[it] = 0
+        shortest[it] = INFINITY
+    while sink == -1:
+        index = -1
+        lowest = INFINITY
+        SR[i] = 1
+        for it in range(num_remaining):
+            j = remaining[it]
+            r = min_val + cost[i * nc + j] - u[i] - v[j]
+            if r < shortest[j]:
+                path[j] = i
+                shortest[j] = r
+            if shortest[j] < lowest or (shortest[j] == lowest and row4col[j] == -1):
+                lowest = shortest[j]
+                index = it
+        min_val = lowest
+        if min_val == INFINITY:
+            return -1
+        j = remaining[index]
+        if row4col[j] == -1:
+            sink = j
+        else:
+            i = row4col[j]
+        SC[j] = 1
+        num_remaining -= 1
+        remaining[index] = remaining[num_remaining]
+    p_min[0] = min_val
+    return sink
+
+
+cdef int _assign(Py_ssize_t nr, Py_ssize_t nc, double* cost, Py_ssize_t* col4row) except -1:
+    """scipy 1.17's ``linear_sum_assignment(cost, maximize=True)`` on an nr x nc matrix with nr <= nc (the caller
+    transposes a tall one, as scipy does): ``col4row[i]`` is row i's column. The same operations in the same order,
+    so the same pairs, ties included (its solve() and augmenting_path()). 0, or -1 when infeasible."""
+    cdef double* neg = <double*>malloc(nr * nc * sizeof(double))
+    cdef double* u = <double*>malloc(nr * sizeof(double))
+    cdef double* v = <double*>malloc(nc * sizeof(double))
+    cdef double* shortest = <double*>malloc(nc * sizeof(double))
+    cdef Py_ssize_t* path = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* row4col = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* remaining = <Py_ssize_t*>malloc(nc * sizeof(Py_ssize_t))
+    cdef char* SR = <char*>malloc(nr)
+    cdef char* SC = <char*>malloc(nc)
+    cdef Py_ssize_t i, j, cur, sink, t
+    cdef double min_val
+    cdef int status = 0
+    try:
+        if not (neg and u and v and shortest and path and row4col and remaining and SR and SC):
+            raise MemoryError()
+        for i in range(nr * nc):
+            neg[i] = -cost[i]  # maximize: the negated matrix
+        for i in range(nr):
+            u[i] = 0.0
+            col4row[i] = -1
+        for j in range(nc):
+            v[j] = 0.0
+            path[j] = -1
+            row4col[j] = -1
+        for cur in range(nr):
+            sink = _augmenting_path(nc, neg, u, v, path, row4col, shortest, cur, SR, SC, remaining, &min_val, nr)
+            if sink < 0:
+                status = -1
+                break
+            u[cur] += min_val
+            for i in range(nr):
+                if SR[i] and i != cur:
+                    u[i] += min_val - shortest[col4row[i]]
+            for j in range(nc):
+                if SC[j]:
+                    v[j] -= min_val - shortest[j]
+            j = sink
+            while True:
+                i = path[j]
+                row4col[j] = i
+                t = col4row[i]
+                col4row[i] = j
+                j = t
+                if i == cur:
+                    break
+    finally:
+        free(neg); free(u); free(v); free(shortest); free(path); free(row4col); free(remaining); free(SR); free(SC)
+    return status
+
+
+def assign(list matrix):
+    """``scipy.optimize.linear_sum_assignment(matrix, maximize=True)`` as lists (rows, cols), by :func:`_assign`:
+    the restated solver, for the differential test against scipy's own."""
+    cdef Py_ssize_t nr = len(matrix), nc = len(matrix[0]) if matrix else 0, i, j
+    if nr == 0 or nc == 0:
+        return [], []
+    cdef bint tall = nc < nr
+    cdef Py_ssize_t a = nc if tall else nr, b = nr if tall else nc
+    cdef double* cost = <double*>malloc(nr * nc * sizeof(double))
+    cdef Py_ssize_t* col4row = <Py_ssize_t*>malloc(a * sizeof(Py_ssize_t))
+    try:
+        for i in range(nr):
+            for j in range(nc):
+                if tall:
+                    cost[j * nr + i] = matrix[i][j]
+                else:
+                    cost[i * nc + j] = matrix[i][j]
+        if _assign(a, b, cost, col4row) < 0:
+            raise ValueError("cost matrix is infeasible")
+        pairs = sorted((col4row[k], k) if tall else (k, col4row[k]) for k in range(a))
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    finally:
+        free(cost)
+        free(col4row)
+
+
+cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_ssize_t m, double half_life):
+    """The fsum of the optimal pairs' similarities of n x m items (2 <= n*m < REDUCE_MIN_CELLS)."""
+    global _rows_values, _rows_width
+    cdef Py_ssize_t w = WIDTH[kernel]
+    cdef double* matrix = <double*>malloc(n * m * sizeof(double))
+    cdef double* rows = <double*>malloc(n * m * sizeof(double))
+    cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* col4row = <Py_ssize_t*>malloc((n if n < m else m) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t i, j, best_i
+    cdef double best, v
+    if matrix == NULL or rows == NULL or order == NULL or col4row == NULL:
+        free(matrix); free(rows); free(order); free(col4row)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            for j in range(m):
+                matrix[i * m + j] = _similarity(kernel, preds + w * i, gts + w * j, half_life)
+        if n == 1 or m == 1:  # assign_pairs' scan: the first best cell (its value is the optimum either way)
+            best, best_i = -1.0, 0
+            for i in range(n * m):
+                v = matrix[i]
+                if v > best and isfinite(v):
+                    best, best_i = v, i
+            return _fsum((matrix[best_i],))
+        for i in range(n):
+            order[i] = i
+        _rows_values, _rows_width = matrix, m
+        qsort(order, n, sizeof(Py_ssize_t), _compare_rows)
+        _rows_values = NULL
+        if _scipy_ported():
+            # The rows in np.lexsort's order, as assign_pairs hands them to scipy; a tall matrix transposed, as
+            # scipy's solve() does.
+            if n <= m:
+                for i in range(n):
+                    for j in range(m):
+                        rows[i * m + j] = matrix[order[i] * m + j]
+                if _assign(n, m, rows, col4row) < 0:
+                    return None
+                values = [rows[i * m + col4row[i]] for i in range(n)]
+            else:
+                for i in range(n):
+                    for j in range(m):
+                        rows[j * n + i] = matrix[order[i] * m + j]
+                if _assign(m, n, rows, col4row) < 0:
+                    return None
+                values = [rows[j * n + col4row[j]] for j in range(m)]
+            return _fsum(values)
+        return _scipy_total(_np_empty((n, m), dtype=np.float64), matrix, order, n, m)
+    finally:
+        free(matrix)
+        free(rows)
+        free(order)
+        free(col4row)
+
+
+cdef object _scipy_total(object arr, double* matrix, Py_ssize_t* order, Py_ssize_t n, Py_ssize_t m):
+    """scipy's own solver on the rows in order (another scipy release than the one :func:`_assign` restates)."""
+    global _optimize
+    cdef double[:, ::1] view = arr
+    cdef Py_ssize_t i, j
+    for i in range(n):
+        for j in range(m):
+            view[i, j] = matrix[order[i] * m + j]
+    if _optimize is None:
+        import scipy.optimize
+
+        _optimize = scipy.optimize
+    rows, cols = _optimize.linear_sum_assignment(arr, maximize=True)
+    return _fsum([view[r, c] for r, c in zip(rows.tolist(), cols.tolist())])
+
+
+cdef int _ported = -1
+
+
+cdef bint _scipy_ported():
+    """Whether the installed scipy's solver is the one :func:`_assign` restates (scipy 1.17)."""
+    global _ported
+    if _ported < 0:
+        import scipy
+
+        _ported = 1 if scipy.__version__.split(".")[:2] == ["1", "17"] else 0
+    return _ported == 1
+
+
+cdef object _parse_set(int kernel, object value, double** out, Py_ssize_t* count):
+    """The family's set parse of a plain list of items: True and the items in ``out[0]``, else False."""
+    if type(value) is not list:
+        return False  # a string, a wrapper mapping, anything else: the Python parse
+    cdef list items = <list>value
+    cdef Py_ssize_t n = len(items), i, w = WIDTH[kernel]
+    if _flat(kernel, items):  # one item given alone
+        out[0] = <double*>malloc(w * sizeof(double))
+        if out[0] == NULL:
+            raise MemoryError()
+        count[0] = 1
+        return _item(kernel, value, out[0]) == 1
+    if n > MAX_COLLECTION_ITEMS:
+        return False
+    out[0] = <double*>malloc((w * n + 1) * sizeof(double))
+    if out[0] == NULL:
+        raise MemoryError()
+    count[0] = n
+    for i in range(n):
+        if not _item(kernel, items[i], out[0] + w * i):
+            return False
+    return True
+
+
+cdef object _parse_map(int kernel, object value, double** out, dict index):
+    """The family's map parse of a plain JSON object: True, the items in ``out[0]`` and ``index`` (key -> item
+    number), else False (a string, a key empty or repeated after stripping, an item that does not parse)."""
+    if type(value) is not dict:
+        return False
+    cdef dict raw_map = <dict>value
+    cdef Py_ssize_t n = len(raw_map), i = 0, w = WIDTH[kernel]
+    if n > MAX_COLLECTION_ITEMS:
+        return False
+    out[0] = <double*>malloc((w * n + 1) * sizeof(double))
+    if out[0] == NULL:
+        raise MemoryError()
+    for raw_key, raw in raw_map.items():
+        if type(raw_key) is not str:
+            return False
+        key = raw_key.strip()
+        if not key or key in index:
+            return False
+        if not _item(kernel, raw, out[0] + w * i):
+            return False
+        index[key] = i
+        i += 1
+    return True
+
+
+cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
+    """A parsed target set (tuples of ``w`` floats) into ``out``; 0 when it is not that."""
+    cdef Py_ssize_t i, k
+    for i in range(n):
+        item = target[i]
+        if type(item) is not tuple or len(item) != w:
+            return 0
+        for k in range(w):
+            v = item[k]
+            if type(v) is not float:
+                return 0
+            out[w * i + k] = <double>v
+    return 1
+
+
+#: How many objects :func:`exact` looks at before it answers False (a shared or cyclic structure ends there).
+cdef Py_ssize_t EXACT_BUDGET = 100_000
+
+
+cdef int _exact(object item, int depth, Py_ssize_t* budget) except -1:
+    cdef type kind = type(item)
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 256:
+        return 0
+    if kind is str or kind is int or kind is float or kind is bool or item is None:
+        return 1
+    if kind is list:
+        for x in <list>item:
+            if not _exact(x, depth + 1, budget):
+                return 0
+        return 1
+    if kind is tuple:
+        for x in <tuple>item:
+            if not _exact(x, depth + 1, budget):
+                return 0
+        return 1
+    if kind is dict:
+        for k, v in (<dict>item).items():
+            if not _exact(k, depth + 1, budget) or not _exact(v, depth + 1, budget):
+                return 0
+        return 1
+    return 0
+
+
+def exact(object value):
+    """Whether every object reachable from ``value`` through exact lists, tuples and dicts is exactly a str, int,
+    float, bool, None, list, tuple or dict (then ``trace_tasks.core.reward_scoring.plain`` has nothing to convert).
+
+    False for anything else, and past :data:`EXACT_BUDGET` objects or 256 levels: the caller then takes the
+    general look (which handles shared and cyclic structures).
+    """
+    cdef Py_ssize_t budget = EXACT_BUDGET
+    return _exact(value, 0, &budget) == 1
+
+
+def score(
+    str text,
+    frozenset keys,
+    object prepared,
+    bint reads_json,
+    double answer_parse_ok,
+    object type_key,
+    int shape,
+    int kernel,
+    object target,
+    bint raw_target,
+    object half_life_of,
+    object target_ref,
+    object half_life_px,
+    str mean_key,
+    str extra_key,
+    dict template,
+    double format_weight,
+    int mode,
+    bint gated,
+    double answer_weight,
+    double annotation_weight,
+):
+    """The result dict of ``text`` (see the module docstring), or None when the Python pipeline must score it.
+
+    ``keys`` are the required keys of the mode, ``prepared`` the prepared answer target (``Target.answer``),
+    ``type_key`` the ``annotation_type_<name>`` indicator to set (None when no family owns the type);
+    ``shape`` one of :data:`NO_REWARD`, :data:`UNKNOWN`, :data:`SCALAR`, :data:`SET` and ``kernel`` one
+    of :data:`IOU`, :data:`SOFT_POINT`, :data:`SOFT_SEGMENT`; ``target`` the parsed target (None when it
+    does not parse), ``half_life`` the scoring context's; ``mean_key`` the diagnostic of the mean similarity
+    and ``extra_key`` the half-life diagnostic's (``""``: none); ``template`` the options' result template.
+    """
+    if len(text) > MAX_RESPONSE_CHARS:
+        return None
+    # The final object: extraction's plain ending first (plain_final_object), else the final block a fenced
+    # or spaced ending gives (check_format's), when it is a JSON object holding a prediction; anything else
+    # (a literal, prose after the object, tags, recovery) is the Python extraction's.
+    stripped = text.rstrip()
+    cdef bint alone = mode == ANNOTATION_ALONE
+    cdef Py_ssize_t start = -1
+    payload = None
+    ok = False
+    if stripped.endswith("}"):
+        start = stripped.rfind('{"annotation"' if alone else '{"answer"')
+        if start >= 0:
+            payload, ok = _load_json(stripped[start:])
+            ok = ok and type(payload) is dict
+    if not ok:
+        if not (stripped.endswith("}") or stripped.endswith("```")):
+            return None
+        block = _final_block(text)
+        if block is None:
+            return None
+        payload, ok = _load_json(block)
+        if not ok or type(payload) is not dict or not ("answer" in payload or "annotation" in payload):
+            return None
+    cdef dict value = <dict>payload
+    cdef bint schema_ok = len(value) == len(keys) and all([k in value for k in keys])
+    cdef bint matched = False
+    cdef type kind
+    if not alone:
+        predicted = value.get("answer")
+        kind = type(predicted)
+        if kind is int and type(prepared) is int:
+            matched = predicted == prepared
+        elif kind is str and type(prepared) is str and not (reads_json and predicted.lstrip()[:1] in _JSON_STARTS):
+            matched = predicted.strip().casefold() == prepared
+        elif predicted is None:
+            return None  # no answer in the object: the atomic answer, the Python pipeline's
+        else:  # the general comparison, the very function the pipeline calls
+            matched = _matches(predicted, prepared, reads_json_strings=reads_json)
+
+    cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s, half_life = 0.0
+    cdef Py_ssize_t n = 0, m = 0, count = 0, union, w, i
+    cdef double item[4]
+    cdef double* preds = NULL
+    cdef double* gts = NULL
+    cdef dict index
+    cdef list target_keys = None
+    diagnostics = None
+    prediction = value.get("annotation")
+    if shape == UNKNOWN and prediction is not None:
+        return None  # a scorer only Python knows
+    if shape >= 0 and prediction is not None and (raw_target or target is not None):
+        if kernel < 0 or kernel > SOFT_SEGMENT:
+            return None  # a kernel of a later version: Python scores it
+        w = WIDTH[kernel]
+        try:
+            # The target's m items into gts (a map's keys in target_keys, in the target's order).
+            if raw_target:  # a lenient target, read here from plain JSON as the owner's parse reads it
+                if shape == SCALAR:
+                    gts = <double*>malloc(4 * sizeof(double))
+                    if gts == NULL:
+                        raise MemoryError()
+                    if not _item(kernel, target, gts):
+                        return None
+                    m = 1
+                elif shape == MAP:
+                    index = {}
+                    if not _parse_map(kernel, target, &gts, index):
+                        return None
+                    target_keys = list(index)
+                    m = len(target_keys)
+                elif not _parse_set(kernel, target, &gts, &m):
+                    return None
+            else:  # a prepared target: the owner's parse, tuples of floats
+                if shape == SCALAR:
+                    target = (target,)
+                elif shape == MAP:
+                    if type(target) is not dict:
+                        return None
+                    target_keys = list(<dict>target)
+                    target = list((<dict>target).values())
+                elif type(target) is not list:
+                    return None
+                m = len(target)
+                gts = <double*>malloc((w * m + 1) * sizeof(double))
+                if gts == NULL:
+                    raise MemoryError()
+                if not _target_items(target, gts, m, w):
+                    return None
+            if kernel != IOU:  # a distance kernel: the scoring context's half-life, found only now
+                half_life = half_life_of(target_ref, half_life_px)
+            if shape == SCALAR:
+                if not _item(kernel, prediction, item):
+                    return None
+                s = _similarity(kernel, item, gts, half_life)
+                ann_reward = s
+                diagnostics = {
+                    "annotation_pred_size": 1.0,
+                    "annotation_gt_size": 1.0,
+                    "annotation_assigned_count": 1.0,
+                    mean_key: s,
+                }
+            elif shape == SET:
+                if not _parse_set(kernel, prediction, &preds, &n):
+                    return None
+                if n * m >= REDUCE_MIN_CELLS:
+                    return None  # the grouped solver's domain
+                if n == 0 or m == 0:
+                    total, count = 0.0, 0
+                    ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
+                elif n == 1 and m == 1:
+                    total, count = _similarity(kernel, preds, gts, half_life), 1
+                    ann_reward = total / 1
+                else:
+                    summed = _set_total(kernel, preds, n, gts, m, half_life)
+                    if summed is None:
+                        return None  # no assignment (never for finite similarities): Python's solver decides
+                    total, count = summed, (n if n < m else m)
+                    ann_reward = total / (n if n > m else m)
+                diagnostics = {
+                    "annotation_pred_size": <double>n,
+                    "annotation_gt_size": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    mean_key: total / count if count else 0.0,
+                }
+            elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
+                if not _parse_set(kernel, prediction, &preds, &n):
+                    return None
+                count = n if n < m else m
+                for i in range(count):
+                    total += _similarity(kernel, preds + w * i, gts + w * i, half_life)
+                ann_reward = 1.0 if n == 0 and m == 0 else total / (n if n > m else (m if m > 1 else 1))
+                diagnostics = {
+                    "annotation_pred_len": <double>n,
+                    "annotation_gt_len": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    mean_key: total / count if count else 0.0,
+                }
+            elif shape == MAP:  # the keyed shape: one item per key, the shared keys in the target's order
+                index = {}
+                if not _parse_map(kernel, prediction, &preds, index):
+                    return None
+                n = len(index)
+                for i in range(m):
+                    position = index.get(target_keys[i])
+                    if position is None:
+                        continue
+                    s = _similarity(kernel, preds + w * <Py_ssize_t>position, gts + w * i, half_life)
+                    total += s
+                    count += 1
+                union = n + m - count
+                ann_reward = 1.0 if union == 0 else total / union
+                diagnostics = {
+                    "annotation_pred_size": <double>n,
+                    "annotation_gt_size": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    "annotation_shared_key_count": <double>count,
+                    "annotation_missing_key_count": <double>(m - count),
+                    "annotation_extra_key_count": <double>(n - count),
+                    mean_key: total / count if count else 0.0,
+                }
+            else:
+                return None
+        finally:
+            free(preds)
+            free(gts)
+        ann_parse_ok = 1.0
+        if extra_key:
+            diagnostics[extra_key] = half_life
+
+    # compose_result (trace_tasks.scoring._results), expression for expression
+    cdef double answer_reward = 1.0 if matched else 0.0
+    cdef double task
+    if mode == ANSWER_ONLY:
+        task = answer_reward
+    elif alone:  # nothing to gate on: the formula and the weights do not apply
+        task = ann_reward
+    elif gated:
+        task = answer_reward * (answer_weight + annotation_weight * ann_reward)
+    else:
+        task = answer_weight * answer_reward + annotation_weight * ann_reward
+    cdef double format_score = 1.0 if schema_ok else 0.0
+    cdef dict result = template.copy()
+    result["overall"] = (1.0 - format_weight) * task + format_weight * format_score
+    result["format"] = format_score
+    result["accuracy"] = answer_reward
+    result["answer_reward"] = answer_reward
+    result["annotation_reward"] = ann_reward
+    result["task_reward_raw"] = task
+    result["task_reward_effective"] = task
+    result["task_reward_gated"] = task
+    result["format_structure_ok"] = 1.0
+    result["format_json_ok"] = 1.0
+    result["format_schema_ok"] = format_score
+    result["answer_parse_ok"] = answer_parse_ok
+    result["annotation_parse_ok"] = ann_parse_ok
+    result["json_found"] = 1.0
+    result["zero_reward"] = 1.0 if task == 0.0 else 0.0
+    if type_key is not None:
+        result[type_key] = 1.0
+    if diagnostics:
+        result.update(diagnostics)
+    return result
