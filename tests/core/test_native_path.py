@@ -374,3 +374,31 @@ def test_the_restated_solver_chooses_scipys_pairs() -> None:
         matrix = [[rng.choice(values) if values else rng.random() for _ in range(cols)] for _ in range(rows)]
         expected = linear_sum_assignment(np.array(matrix), maximize=True)
         assert _native.assign(matrix) == (expected[0].tolist(), expected[1].tolist()), matrix
+
+
+@needs_native
+def test_the_native_distance_is_math_hypot() -> None:
+    """The kernels' distance is math.hypot's value bit for bit: typical pixels, integers, every exponent, ties."""
+    import random
+
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    rng = random.Random(20261204)
+    specials = [0.0, -0.0, 1e308, -1e308, 5e-324, 1e-310, 2.2250738585072014e-308, math.inf, -math.inf, math.nan, 3.0]
+    for i in range(300_000):
+        kind = i % 6
+        if kind == 0:
+            x, y = rng.uniform(-2000, 2000), rng.uniform(-2000, 2000)
+        elif kind == 1:
+            x, y = float(rng.randint(-3000, 3000)), float(rng.randint(-3000, 3000))
+        elif kind == 2:
+            x, y = (rng.uniform(-1, 1) * 10 ** rng.randint(-320, 308) for _ in range(2))
+        elif kind == 3:
+            x, y = rng.uniform(-1e-3, 1e-3), rng.uniform(-1e3, 1e3)
+        elif kind == 4:
+            x, y = rng.choice(specials), rng.choice([*specials, rng.uniform(-10, 10)])
+        else:
+            x = rng.uniform(-100, 100)
+            y = x * rng.choice([1, -1, 1 + 1e-15, 0.5])
+        got, expected = _native.hypot(x, y), math.hypot(x, y)
+        assert _bits(got) == _bits(expected) or (math.isnan(got) and math.isnan(expected)), (x, y, got, expected)

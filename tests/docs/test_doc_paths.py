@@ -94,6 +94,10 @@ def _resolves(name: str) -> bool:
         return False  # an old flat path: only the deprecation finder finds it
     for cut in range(len(parts), 0, -1):
         module_name = ".".join(parts[:cut])
+        source = PACKAGE.joinpath(*parts[1:cut]).with_suffix(".pyx")
+        if cut > 1 and source.is_file():  # the native build's module: built from this source, absent in the pure build
+            text = source.read_text(encoding="utf-8")
+            return all(re.search(rf"^(?:def {a}\(|{a} = )", text, re.M) for a in parts[cut:])
         try:
             value: object = importlib.import_module(module_name)
         except ModuleNotFoundError:

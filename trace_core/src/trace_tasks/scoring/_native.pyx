@@ -25,10 +25,14 @@ by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy
 ``trace_tasks.family``'s ``assign_pairs`` does.
 """
 
-from libc.math cimport INFINITY, exp, isfinite
+from libc.math cimport INFINITY, NAN, exp, fabs, frexp, isfinite, isinf, isnan, ldexp, sqrt
+
+cdef extern from "float.h":
+    double DBL_MIN
 from libc.stdlib cimport free, malloc, qsort
 
 import math
+import sys
 
 import numpy as np
 
@@ -97,8 +101,87 @@ cdef inline double _soft(double distance, double half_life) noexcept:
     return exp(-LN2 * ratio * ratio)
 
 
+# CPython 3.11's math.hypot (Modules/mathmodule.c: vector_norm with dl_split, dl_mul and dl_fast_sum, the
+# Veltkamp-Dekker products it uses before 3.12 took fma), restated for two coordinates: the same operations in
+# the same order, so the same bits (tests/core/test_native_path.py compares it with math.hypot). Used on 3.11
+# only, and never for a subnormal largest coordinate (math.hypot's own rescaling then); elsewhere math.hypot.
+cdef inline void _split(double x, double* hi, double* lo) noexcept:
+    cdef double t = x * 134217729.0
+    hi[0] = t - (t - x)
+    lo[0] = x - hi[0]
+
+cdef inline void _mul(double x, double y, double* z, double* zz) noexcept:
+    cdef double xh, xl, yh, yl, p, q
+    _split(x, &xh, &xl)
+    _split(y, &yh, &yl)
+    p = xh * yh
+    q = xh * yl + xl * yh
+    z[0] = p + q
+    zz[0] = p - z[0] + q + xl * yl
+
+cdef inline void _fast_sum(double a, double b, double* x, double* y) noexcept:
+    x[0] = a + b
+    cdef double z = x[0] - a
+    y[0] = b - z
+
+cdef double _norm(double* vec, Py_ssize_t n, double mx, bint found_nan) noexcept:
+    # vector_norm(n, vec, max, found_nan)
+    cdef double x, h, scale, csum = 1.0, frac1 = 0.0, frac2 = 0.0, prhi, prlo, smhi, smlo
+    cdef int max_e
+    cdef Py_ssize_t i
+    if isinf(mx):
+        return mx
+    if found_nan:
+        return NAN
+    if mx == 0.0 or n <= 1:
+        return mx
+    frexp(mx, &max_e)
+    if max_e < -1023:
+        for i in range(n):
+            vec[i] /= DBL_MIN
+        return DBL_MIN * _norm(vec, n, mx / DBL_MIN, found_nan)
+    scale = ldexp(1.0, -max_e)
+    for i in range(n):
+        x = vec[i]
+        x *= scale
+        _mul(x, x, &prhi, &prlo)
+        _fast_sum(csum, prhi, &smhi, &smlo)
+        csum = smhi
+        frac1 += prlo
+        frac2 += smlo
+    h = sqrt(csum - 1.0 + (frac1 + frac2))
+    _mul(-h, h, &prhi, &prlo)
+    _fast_sum(csum, prhi, &smhi, &smlo)
+    csum = smhi
+    frac1 += prlo
+    frac2 += smlo
+    x = csum - 1.0 + (frac1 + frac2)
+    h += x / (2.0 * h)
+    return h / scale
+
+
+cdef bint _HYPOT_311 = sys.version_info[:2] == (3, 11)
+
+
 cdef double _distance(double x, double y) except? -1.0:
+    cdef double v[2]
+    cdef double mx
+    if _HYPOT_311:
+        v[0] = fabs(x)
+        v[1] = fabs(y)
+        mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
+        if v[0] > mx:
+            mx = v[0]
+        if v[1] > mx:
+            mx = v[1]
+        if not (0.0 < mx < DBL_MIN):
+            return _norm(v, 2, mx, isnan(v[0]) or isnan(v[1]))
     return <double>_hypot(x, y)
+
+
+def hypot(double x, double y):
+    """The distance the native kernels compute (:func:`_distance`): math.hypot's value, bit for bit."""
+    return _distance(x, y)
 
 
 cdef double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
