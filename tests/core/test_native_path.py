@@ -303,7 +303,7 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
         targets = dict(
             zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
         )
-    keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed"]))
+    keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed", "literal", "twice"]))
     answer = draw(_answers)
     prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
     body = {
@@ -313,6 +313,8 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
         "annotation": f'{{"annotation": {prediction}}}',
         "pretty": f'{{\n  "answer": {answer},\n  "annotation": {prediction}\n}}',
         "reversed": f'{{"annotation": {prediction}, "answer": {answer}}}',
+        "literal": f"{{'answer': {answer}, 'annotation': {prediction}}}",  # a Python literal: recovery reads it
+        "twice": f'{{"answer": 3}} then {{"answer": {answer}, "annotation": {prediction}}} and {{"note": "{{"}}',
     }[keys]
     kw = _kwargs(
         kind, targets[0] if kind == family else targets, draw(_prefixes) + body + draw(_suffixes), draw(st.sampled_from([7, "B"]))

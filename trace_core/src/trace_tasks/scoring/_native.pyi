@@ -18,6 +18,7 @@ def exact(value: Any) -> bool: ...
 def score(
     text: str,
     keys: frozenset[str],
+    extract_of: Callable[[str, frozenset[str]], Any],
     prepared: Any,
     reads_json: bool,
     answer_parse_ok: float,

@@ -36,7 +36,7 @@ import sys
 
 import numpy as np
 
-from trace_tasks.reading import final_block, load_json
+from trace_tasks.reading import load_json
 from trace_tasks.scoring._answers import JSON_STARTS, matches_answer_target
 
 cdef object _fsum = math.fsum
@@ -44,7 +44,6 @@ cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12),
 cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
 cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
 cdef object _load_json = load_json
-cdef object _final_block = final_block
 cdef object _matches = matches_answer_target
 cdef object _np_empty = np.empty
 cdef frozenset _JSON_STARTS = JSON_STARTS
@@ -590,6 +589,7 @@ def exact(object value):
 def score(
     str text,
     frozenset keys,
+    object extract_of,
     object prepared,
     bint reads_json,
     double answer_parse_ok,
@@ -621,12 +621,13 @@ def score(
     """
     if len(text) > MAX_RESPONSE_CHARS:
         return None
-    # The final object: extraction's plain ending first (plain_final_object), else the final block a fenced
-    # or spaced ending gives (check_format's), when it is a JSON object holding a prediction; anything else
-    # (a literal, prose after the object, tags, recovery) is the Python extraction's.
+    # The final object: extraction's plain ending first (plain_final_object, in C), else the pipeline's own
+    # extraction (``extract_of``: extract() under the response's literal budget, as run() calls it), whose
+    # format flags are then the result's. No object found: the Python steps (atomic answers, native shapes).
     stripped = text.rstrip()
     cdef bint alone = mode == ANNOTATION_ALONE
     cdef Py_ssize_t start = -1
+    cdef bint structure_ok = True, json_ok = True, schema_ok
     payload = None
     ok = False
     if stripped.endswith("}"):
@@ -634,17 +635,16 @@ def score(
         if start >= 0:
             payload, ok = _load_json(stripped[start:])
             ok = ok and type(payload) is dict
-    if not ok:
-        if not (stripped.endswith("}") or stripped.endswith("```")):
+    if ok:
+        schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
+    else:
+        ext = extract_of(text, keys)
+        payload = ext.payload
+        if type(payload) is not dict:
             return None
-        block = _final_block(text)
-        if block is None:
-            return None
-        payload, ok = _load_json(block)
-        if not ok or type(payload) is not dict or not ("answer" in payload or "annotation" in payload):
-            return None
+        fmt = ext.format
+        structure_ok, json_ok, schema_ok = fmt.structure_ok, fmt.json_ok, fmt.schema_ok
     cdef dict value = <dict>payload
-    cdef bint schema_ok = len(value) == len(keys) and all([k in value for k in keys])
     cdef bint matched = False
     cdef type kind
     if not alone:
@@ -810,8 +810,8 @@ def score(
     result["task_reward_raw"] = task
     result["task_reward_effective"] = task
     result["task_reward_gated"] = task
-    result["format_structure_ok"] = 1.0
-    result["format_json_ok"] = 1.0
+    result["format_structure_ok"] = 1.0 if structure_ok else 0.0
+    result["format_json_ok"] = 1.0 if json_ok else 0.0
     result["format_schema_ok"] = format_score
     result["answer_parse_ok"] = answer_parse_ok
     result["annotation_parse_ok"] = ann_parse_ok

@@ -580,6 +580,7 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
     return _native_score(
         text,
         required_keys(mode),
+        _extract_answer_tag if opts.format_accept_answer_tag else _extract,
         target.answer,
         target.reads_json,
         0.0 if mode == ANNOTATION_ONLY else target.answer_parse_ok,  # no answer is read: its keys hold 0
@@ -600,6 +601,18 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
         opts.answer_weight,
         opts.annotation_weight,
     )
+
+
+def _extract(text: str, keys: frozenset[str]) -> Extraction:
+    """:func:`run`'s general extraction step after no plain final object was found (the native path's, in C)."""
+    with literal_budget([MAX_LITERAL_BUDGET]):
+        return extract(text, keys, LENIENT, False, plain_tried=True)
+
+
+def _extract_answer_tag(text: str, keys: frozenset[str]) -> Extraction:
+    """:func:`_extract` under ``format_accept_answer_tag``."""
+    with literal_budget([MAX_LITERAL_BUDGET]):
+        return extract(text, keys, LENIENT, True, plain_tried=True)
 
 
 def _half_life(target: Target, half_life_px: float | None) -> float:
