@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from tests.support.processes import alive, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import main
 from trace_tasks.data import _batch as batch_module
-from trace_tasks.data import score_trace_batch
+from trace_tasks.data import compile_instance, score_trace_batch
 from trace_tasks.runs import _engine
 from trace_tasks.runs._errors import EXIT_TERMINATED
 
@@ -91,8 +92,8 @@ def _items(count: int) -> list[dict[str, Any]]:
 
 
 def _payload(items: list[dict[str, Any]]) -> _engine.Payload:
-    """A chunk as ``trace-tasks score`` hands it to its pool: each instance once, and (instance, response) rows."""
-    instances = [{k: v for k, v in item.items() if k != "response"} for item in items]
+    """A chunk as ``trace-tasks score`` hands it to its pool: each instance handed over once, and (instance, response) rows."""
+    instances = [compile_instance({k: v for k, v in item.items() if k != "response"}).handover() for item in items]
     return instances, [(n, item["response"]) for n, item in enumerate(items)]
 
 
@@ -128,6 +129,20 @@ def test_past_the_restarts_the_rest_is_scored_in_this_process(fake_pool: type[Fa
     fake_pool.breaks = set(range(1000))  # every pool dies at once
     assert _pooled(_chunks(12, 2), {}, 2) == _expected(12, 2)
     assert fake_pool.started == 1 + _engine.POOL_RESTARTS
+
+
+class UnpicklableExecutor(FakeExecutor):
+    """A pool whose queue cannot pickle what it is handed (a family's own target type): the future holds the error."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_exception(pickle.PicklingError("Can't pickle <class 'Target'>: it's not the same object"))
+        return future
+
+
+def test_a_chunk_that_does_not_pickle_is_scored_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_engine._Pool, "_start", lambda self: UnpicklableExecutor())
+    assert _pooled(_chunks(4, 3), {}, 2) == _expected(4, 3)
 
 
 def test_empty_chunks_need_no_worker(fake_pool: type[FakeExecutor]) -> None:

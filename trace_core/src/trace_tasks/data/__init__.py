@@ -23,7 +23,7 @@ from trace_tasks.data._batch import (
     watch_parent,
 )
 from trace_tasks.data._cache import InstanceCache
-from trace_tasks.data._compiled import CompiledInstance, compile_instance, mode_problem
+from trace_tasks.data._compiled import CompiledInstance, Handover, compile_instance, from_handover, mode_problem
 from trace_tasks.data._lint import (
     WARNING_RULES,
     DatasetLint,
@@ -61,6 +61,7 @@ __all__ = [
     "CompiledInstance",
     "DataWarning",
     "DatasetLint",
+    "Handover",
     "InstanceCache",
     "InstanceError",
     "InstanceReport",
@@ -72,6 +73,7 @@ __all__ = [
     "converter",
     "dataset_warnings",
     "format_exception",
+    "from_handover",
     "instance_from_dict",
     "instance_problems",
     "instance_report",

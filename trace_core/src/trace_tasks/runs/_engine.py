@@ -5,22 +5,25 @@ flight, so memory stays flat however long the input is. Results come back in
 input order. Each response is scored by its compiled instance
 (:class:`trace_tasks.CompiledInstance`: the ground truth was validated and
 parsed once), with the run's options checked once: in this process, or in a
-pool worker. A worker gets a chunk as a :data:`Payload`: the chunk's distinct
-instances (each once, however many responses share it) and ``(instance,
-response)`` rows; it compiles each distinct instance once per chunk
-and scores the rows through the very call the in-process path makes, so the
-output is the same bytes whatever the worker count. Before this, every row
-went to the pool as ``score_trace_response``'s keyword arguments and was
-keyed, validated and merged with the options again, per row: two workers
-used 1.7x the CPU of one (``benchmarks/bench_workers.py``). Either way a
-failing item becomes ``{"error": ...}`` instead of stopping the run.
+pool worker. Every row is validated once, here (the run needs the compiled
+instance anyway: its errors name the line, its warnings are counted, its type
+goes into the summary). A worker gets a chunk as a :data:`Payload`: each
+distinct compiled instance handed over once (:meth:`CompiledInstance.handover`:
+its registry entries by name, its prepared answer and target as they are, not
+its record) and ``(instance, response)`` rows; it rebuilds each instance
+without validating it again (:func:`trace_tasks.data.from_handover`) and
+scores the rows through the very call the in-process path makes, so the
+output is the same bytes whatever the worker count. Either way a failing item
+becomes ``{"error": ...}`` instead of stopping the run.
 
 A pool worker that dies (SIGKILL, the out-of-memory killer) costs time, never
 output: the chunk being waited for is scored in this process (the very
 :func:`score_payload` call the worker would have made, so the same results), a
 fresh pool replaces the broken one and the chunks in flight are handed to it,
 in order. After :data:`POOL_RESTARTS` replacements the rest of the run is
-scored in this process. The workers exit when this process dies.
+scored in this process. A chunk the pool cannot carry (a third-party family's
+parsed target that does not pickle) is scored in this process too. The
+workers exit when this process dies.
 """
 
 from __future__ import annotations
@@ -37,14 +40,14 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
-from trace_tasks.data import CompiledInstance, InstanceError, compile_instance, watch_parent
+from trace_tasks.data import CompiledInstance, Handover, InstanceError, from_handover, watch_parent
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
 Result = dict[str, Any]
-#: A chunk as a pool worker gets it: the distinct instances (as compiled in the parent) and ``(instance index, response)`` rows.
-Payload = tuple[list[Mapping[str, Any]], list[tuple[int, str]]]
+#: A chunk as a pool worker gets it: the distinct compiled instances, handed over, and ``(instance index, response)`` rows.
+Payload = tuple[list[Handover], list[tuple[int, str]]]
 
 
 class Work(Protocol):
@@ -139,12 +142,12 @@ def score_chunks(
 
 
 def payload(works: list[Work]) -> Payload:
-    """What a worker needs to score ``works``: each distinct compiled instance's record once, and the rows.
+    """What a worker needs to score ``works``: each distinct compiled instance handed over once, and the rows.
 
     The parent's cache hands out one compiled object per content, so the
     instances are told apart by identity (no hashing of their content here).
     """
-    instances: list[Mapping[str, Any]] = []
+    instances: list[Handover] = []
     where: dict[int, int] = {}
     rows: list[tuple[int, str]] = []
     for work in works:
@@ -154,7 +157,7 @@ def payload(works: list[Work]) -> Payload:
         index = where.get(id(compiled))
         if index is None:
             index = where[id(compiled)] = len(instances)
-            instances.append(compiled.data)
+            instances.append(compiled.handover())
         rows.append((index, item["response"]))
     return instances, rows
 
@@ -170,19 +173,18 @@ class _Row:
 def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = False) -> list[Result]:
     """A pool worker's chunk, scored as :func:`score_chunks` scores in-process (the same call per row, the same results).
 
-    Each distinct instance of the chunk is compiled once, without a content-keyed
-    cache: the parent told them apart already, and keying costs as much as two
-    thirds of a compilation (51 µs through ``InstanceCache`` against 30 µs, on
-    the example mix). The instances were validated in the parent; compiling one
-    here cannot fail unless the worker's plugins differ from the parent's, and
-    then its rows say so.
+    Each distinct instance of the chunk is rebuilt once from its handover, not
+    validated again: validating took about 20 µs per instance and sending its
+    record another 8 µs, against about 2 µs for the handover (the example mix).
+    Rebuilding cannot fail unless the worker's plugins differ from the
+    parent's, and then its rows say so.
     """
     instances, rows = chunk
     opts = options_from(options)
     compiled: list[CompiledInstance | Result] = []
-    for data in instances:
+    for state in instances:
         try:
-            compiled.append(compile_instance(data))
+            compiled.append(from_handover(state))
         except InstanceError as exc:
             compiled.append({"error": f"{type(exc).__name__}: {exc}"})
     score = score_compiled_with_metrics if metrics else score_compiled
@@ -261,6 +263,8 @@ class _Pool(Generic[T]):
                 return chunk.context, chunk.future.result()
             except BrokenProcessPool:
                 self._replace()
+            except Exception:  # the chunk or its results did not pickle (a family's own target type): scored below
+                pass
         if not chunk.payload[1]:
             return chunk.context, []
         return chunk.context, score_payload(chunk.payload, self.options, self.metrics)
