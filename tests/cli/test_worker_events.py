@@ -10,6 +10,8 @@ breaks on cue; the slow ones kill real workers and send a real SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import gc
+import multiprocessing.context
 import os
 import pickle
 import signal
@@ -32,6 +34,7 @@ from trace_tasks import cli
 from trace_tasks.cli import main
 from trace_tasks.data import _batch as batch_module
 from trace_tasks.data import compile_instance, score_trace_batch
+from trace_tasks.plugins import reset_registry
 from trace_tasks.runs import _engine
 from trace_tasks.runs._errors import EXIT_TERMINATED
 
@@ -169,6 +172,47 @@ def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> Non
     finally:
         signal.signal(signal.SIGINT, before)
     assert started == [(batch_module._exit_with, (1234,), True)]
+
+
+def test_a_worker_watches_what_started_it_and_freezes_its_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork server under forkserver (it exits with the command), the command under spawn: the worker's parent."""
+    before = signal.getsignal(signal.SIGINT)
+    started: list[tuple[Any, ...]] = []
+
+    class Thread:
+        def __init__(self, target: Any, args: tuple[Any, ...], name: str, daemon: bool) -> None:
+            started.append((target, args, daemon))
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(threading, "Thread", Thread)
+    monkeypatch.setattr(_engine.os, "getppid", lambda: 4321)
+    monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "")  # put back (unset) after the test, whatever start_worker does
+    monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")
+    command = {**os.environ, "TRACE_TASKS_REWARD_IDS": "number=answer_relaxed_match_v0"}  # pinned after the server started
+    try:
+        _engine.start_worker(command)
+        assert gc.get_freeze_count() > 0
+        assert dict(os.environ) == command
+    finally:
+        gc.unfreeze()
+        signal.signal(signal.SIGINT, before)
+        reset_registry()
+    assert started == [(batch_module._exit_with, (4321,), True)]
+
+
+@pytest.mark.parametrize(("methods", "method"), [(["fork", "spawn", "forkserver"], "forkserver"), (["spawn"], "spawn")])
+def test_workers_start_from_a_fork_server_where_there_is_one(
+    monkeypatch: pytest.MonkeyPatch, methods: list[str], method: str
+) -> None:
+    preloads: list[list[str]] = []
+    monkeypatch.setattr(_engine.multiprocessing, "get_all_start_methods", lambda: methods)
+    monkeypatch.setattr(
+        multiprocessing.context.ForkServerContext, "set_forkserver_preload", lambda self, names: preloads.append(names)
+    )
+    assert _engine.pool_context().get_start_method() == method
+    assert preloads == ([list(_engine.PRELOAD)] if method == "forkserver" else [])
 
 
 # --- SIGTERM, in-process: the handler main() installs ------------------------------------------------

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import multiprocessing
+import multiprocessing.context
 import os
 import signal
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,6 +43,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, Handover, InstanceError, from_handover, watch_parent
+from trace_tasks.plugins import get_registry
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.scoring import ScoringOptions, options_from
 
@@ -68,6 +71,8 @@ POOL_CHUNK = 2048
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
+#: What the fork server imports before forking workers (:func:`pool_context`): the worker's code and the assignment solver.
+PRELOAD = ("trace_tasks.runs._engine", "scipy.optimize")
 
 
 class EngineError(RuntimeError):
@@ -199,7 +204,7 @@ def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = Fa
 
 
 def ignore_interrupts(parent: int | None = None) -> None:
-    """Pool worker initializer: Ctrl-C reaches the whole process group, and only the parent answers it.
+    """Ctrl-C reaches the whole process group, and only the parent answers it.
 
     The parent stops, reports one line and exits 130; a worker that took the
     interrupt too would print its own ``KeyboardInterrupt`` traceback. SIGTERM
@@ -211,6 +216,44 @@ def ignore_interrupts(parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         watch_parent(parent)
+
+
+def start_worker(environ: Mapping[str, str] | None = None) -> None:
+    """Pool worker initializer: interrupts left to the command (:func:`ignore_interrupts`), and the start-up paid once.
+
+    ``environ``: the command's environment when it started the pool. A worker
+    forked by the fork server inherits the server's, which is the command's at
+    the server's start; with it, a worker sees what a spawned one would (a
+    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). The worker watches the
+    process that started it: the command itself under ``spawn``, the fork
+    server under ``forkserver`` (which exits when the command does, so the
+    worker is handed to another parent either way). The plugin registry is
+    built here, not in the first chunk, and what start-up created (modules,
+    the registry: most of the worker's objects) is set aside from the cyclic
+    GC (``gc.freeze``), which would otherwise walk it in every full collection.
+    """
+    if environ is not None and environ != os.environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    ignore_interrupts(os.getppid())
+    get_registry()
+    gc.freeze()
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """How workers start: ``forkserver`` where the platform has it, else ``spawn``; never ``fork``.
+
+    Forking this process can deadlock (it runs threads: the pool's own). A
+    spawned worker imports the package, numpy and scipy's solver itself, about
+    2.4 billion instructions (close to a second of CPU) per worker; the fork
+    server imports :data:`PRELOAD` once and forks each worker from its single
+    thread, so the import is paid once per run whatever the worker count.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOAD))
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 @dataclass
@@ -234,10 +277,8 @@ class _Pool(Generic[T]):
         self.executor: ProcessPoolExecutor | None = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
-        # spawn, not fork: forking a process that runs threads can deadlock (as in data/_batch.py).
-        context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=context, initializer=ignore_interrupts, initargs=(os.getpid(),)
+            max_workers=self.workers, mp_context=pool_context(), initializer=start_worker, initargs=(dict(os.environ),)
         )
 
     def submit(self, context: T, payload: Payload) -> None:
