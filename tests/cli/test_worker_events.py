@@ -174,8 +174,9 @@ def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> Non
     assert started == [(batch_module._exit_with, (1234,), True)]
 
 
-def test_a_worker_watches_what_started_it_and_freezes_its_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fork server under forkserver (it exits with the command), the command under spawn: the worker's parent."""
+@pytest.mark.parametrize(("parent", "watch"), [(1234, batch_module._exit_with), (4321, _engine._exit_after)])
+def test_a_worker_watches_the_command_and_freezes_its_start_up(monkeypatch: pytest.MonkeyPatch, parent: int, watch: Any) -> None:
+    """Spawned (its parent is the command, 1234): it watches its parent; forked by the fork server: the command's process."""
     before = signal.getsignal(signal.SIGINT)
     started: list[tuple[Any, ...]] = []
 
@@ -187,19 +188,29 @@ def test_a_worker_watches_what_started_it_and_freezes_its_start_up(monkeypatch: 
             pass
 
     monkeypatch.setattr(threading, "Thread", Thread)
-    monkeypatch.setattr(_engine.os, "getppid", lambda: 4321)
+    monkeypatch.setattr(_engine.os, "getppid", lambda: parent)
     monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "")  # put back (unset) after the test, whatever start_worker does
     monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")
     command = {**os.environ, "TRACE_TASKS_REWARD_IDS": "number=answer_relaxed_match_v0"}  # pinned after the server started
     try:
-        _engine.start_worker(command)
+        _engine.start_worker(1234, command)
         assert gc.get_freeze_count() > 0
         assert dict(os.environ) == command
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         gc.unfreeze()
         signal.signal(signal.SIGINT, before)
         reset_registry()
-    assert started == [(batch_module._exit_with, (4321,), True)]
+    assert started == [(watch, (1234,), True)]
+
+
+@pytest.mark.slow  # starts processes
+def test_a_watched_process_ending_ends_the_watcher() -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    code = "import sys, time\nfrom trace_tasks.runs import _engine\n_engine.watch_process(int(sys.argv[1]))\ntime.sleep(60)"
+    watcher = subprocess.run([sys.executable, "-c", code, str(target.pid)], timeout=TIMEOUT_S, cwd=ROOT)
+    target.wait()
+    assert watcher.returncode == 1  # os._exit(1) once the watched process was gone, long before its own minute
 
 
 @pytest.mark.parametrize(("methods", "method"), [(["fork", "spawn", "forkserver"], "forkserver"), (["spawn"], "spawn")])
@@ -309,6 +320,37 @@ def test_score_survives_killed_workers_and_writes_every_line_in_order(tmp_path: 
     assert (code, err) == (0, b"")
     assert out.read_bytes() == reference.stdout  # every line, in order, the same scores as one worker's
     assert len(out.read_bytes().splitlines()) == len(lines)
+
+
+@pytest.mark.slow  # starts the command and its pool, kills the command
+@needs_proc
+def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
+    lines = _lines(tmp_path / "in.jsonl", 40)  # 4,320 lines
+    proc = subprocess.Popen(
+        [*MODULE, "score", "-", "-q", "--workers", "2", "-o", str(tmp_path / "out.jsonl")], stdin=subprocess.PIPE, cwd=ROOT
+    )
+    pool: list[int] = []
+    try:
+        _send(proc, b"".join(lines[:4200]))  # two chunks: two workers; stdin stays open, the command waits for more
+        _wait_for(lambda: len(pool_children(proc.pid)) == 2, proc, "two pool workers")
+        pool = pool_children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)  # it cannot stop its pool: the workers must notice
+        proc.wait(timeout=TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [pid for pid in pool if alive(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in pool:  # leave no process behind, whatever the outcome
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(BrokenPipeError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+    assert not left, "a pool worker outlived the command"
 
 
 @pytest.mark.slow  # starts the command and its pool, sends SIGTERM

@@ -34,7 +34,10 @@ import gc
 import multiprocessing
 import multiprocessing.context
 import os
+import select
 import signal
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -218,26 +221,60 @@ def ignore_interrupts(parent: int | None = None) -> None:
         watch_parent(parent)
 
 
-def start_worker(environ: Mapping[str, str] | None = None) -> None:
-    """Pool worker initializer: interrupts left to the command (:func:`ignore_interrupts`), and the start-up paid once.
+def start_worker(command: int, environ: Mapping[str, str] | None = None) -> None:
+    """Pool worker initializer: interrupts left to the ``command`` (:func:`ignore_interrupts`), and the start-up paid once.
 
     ``environ``: the command's environment when it started the pool. A worker
     forked by the fork server inherits the server's, which is the command's at
     the server's start; with it, a worker sees what a spawned one would (a
-    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). The worker watches the
-    process that started it: the command itself under ``spawn``, the fork
-    server under ``forkserver`` (which exits when the command does, so the
-    worker is handed to another parent either way). The plugin registry is
-    built here, not in the first chunk, and what start-up created (modules,
-    the registry: most of the worker's objects) is set aside from the cyclic
-    GC (``gc.freeze``), which would otherwise walk it in every full collection.
+    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). The worker exits when
+    the command does: a spawned one watches its parent, a forked one the
+    command's process itself (:func:`watch_process`; its parent, the fork
+    server, outlives a command killed with SIGKILL as long as workers hold
+    the pipe it waits on). The plugin registry is built here, not in the
+    first chunk, and what start-up created (modules, the registry: most of the
+    worker's objects) is set aside from the cyclic GC (``gc.freeze``), which
+    would otherwise walk it in every full collection.
     """
     if environ is not None and environ != os.environ:
         os.environ.clear()
         os.environ.update(environ)
-    ignore_interrupts(os.getppid())
+    if os.getppid() == command:  # spawned
+        ignore_interrupts(command)
+    else:  # forked by the fork server
+        ignore_interrupts()
+        watch_process(command)
     get_registry()
     gc.freeze()
+
+
+def watch_process(pid: int) -> None:
+    """From a daemon thread, end this process once process ``pid`` has ended (not its parent: any process)."""
+    threading.Thread(target=_exit_after, args=(pid,), name="trace-tasks-command-watch", daemon=True).start()
+
+
+def _exit_after(pid: int) -> None:
+    """Return never while ``pid`` runs: a pidfd (Linux) is readable once it has ended; elsewhere, a check every second."""
+    try:
+        handle: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here, or the process is gone already
+        handle = None
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while _running(pid):
+            time.sleep(1.0)
+    os._exit(1)  # the command is gone: nobody will read this worker's results
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
@@ -278,7 +315,10 @@ class _Pool(Generic[T]):
 
     def _start(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=pool_context(), initializer=start_worker, initargs=(dict(os.environ),)
+            max_workers=self.workers,
+            mp_context=pool_context(),
+            initializer=start_worker,
+            initargs=(os.getpid(), dict(os.environ)),
         )
 
     def submit(self, context: T, payload: Payload) -> None:
