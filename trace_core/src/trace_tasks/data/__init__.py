@@ -5,7 +5,8 @@ records and their one cattrs converter, :func:`instance_problems` (every
 problem of an instance, once), :func:`instance_warnings` and
 :class:`DatasetLint` (the authoring rules a valid instance, or a dataset,
 breaks: warnings by rule id), :func:`compile_instance` (a validated instance
-whose target the scoring pipeline prepared once), :class:`InstanceCache`,
+whose target the scoring pipeline prepared once; :func:`from_handover` rebuilds
+one in another process from its ``handover()``), :class:`InstanceCache`,
 :func:`score_instance` (one response to one instance record) and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
