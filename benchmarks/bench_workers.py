@@ -4,23 +4,33 @@ Run from the repository root::
 
     uv run python benchmarks/bench_workers.py                      # 50,000 rows, workers 1 and 2, 3 rounds
     uv run python benchmarks/bench_workers.py --rows 20000 --rounds 1 --workers 1 2
+    uv run python benchmarks/bench_workers.py --rows 20000 --rounds 1 --callgrind   # instructions (slow: ~5 min a run)
 
 The input is ``examples/data/combined.jsonl`` repeated with ids made distinct
-(``<id>-<k>``), so every row is a distinct instance (no cache hit anywhere).
-Every run is the command itself (``python -m trace_tasks.cli score IN -o OUT -q
---workers N``) in a process of its own; its CPU (user + sys) comes from
-``os.wait4``, which includes the pool workers it waited for, so it is the CPU of
-the whole process tree. The worker counts alternate round by round; medians are
-printed with the load average before and after. Every output is checked byte
-for byte against the first ``--workers 1`` output. CPU seconds are the reliable
-measure on a shared machine; the wall clock depends on what else runs.
+(``<id>-<k>``: three responses per instance, as in the file), so no instance
+is met again in another chunk. Every run is the command itself (``python -m
+trace_tasks.cli score IN -o OUT -q --workers N``) in a process of its own.
+Its CPU (user + sys) is that of the whole process tree: this process makes
+itself the subreaper of its descendants (``PR_SET_CHILD_SUBREAPER``, Linux),
+so the fork server and the resource tracker, which outlive the command by a
+moment, are reaped here too and counted with the workers they reaped. With
+``--callgrind`` every process of the tree runs under valgrind's callgrind
+(``--trace-children=yes``; a forked worker's counts start at zero) and the
+figure is the sum of their instruction counts: independent of the machine's load, which the CPU seconds are not (on
+a machine whose cores are all busy, the same work costs more CPU seconds).
+The worker counts alternate round by round; medians are printed with the load
+average before and after. Every output is checked byte for byte against the
+first ``--workers 1`` output.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import glob
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,17 +55,65 @@ def make_input(path: Path, rows: int) -> None:
             out.write(json.dumps(row) + "\n")
 
 
-def run(source: Path, output: Path, workers: int) -> tuple[float, float]:
-    """Wall seconds and CPU seconds (user + sys, the command and the workers it waited for) of one command."""
+def become_subreaper() -> None:
+    """Orphaned descendants (the fork server, the resource tracker) are handed to this process, so their CPU is counted."""
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise SystemExit(f"prctl(PR_SET_CHILD_SUBREAPER): errno {ctypes.get_errno()}")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def reap_all() -> None:
+    """Wait for every descendant handed to this process (the command's helpers exit once it has)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
+def callgrind_total(directory: Path) -> int:
+    """The instructions of every process of the tree: the sum of each callgrind file's total."""
+    total = 0
+    for name in glob.glob(str(directory / "cg.*")):
+        with open(name) as fh:
+            for line in fh:
+                if line.startswith(("summary:", "totals:")):
+                    total += int(line.split()[1])
+                    break
+    return total
+
+
+def run(source: Path, output: Path, workers: int, callgrind: Path | None = None) -> tuple[float, float]:
+    """Wall seconds of the command, and CPU seconds (user + sys) or instructions (``callgrind``) of its whole process tree."""
     command = [sys.executable, "-m", "trace_tasks.cli", "score", str(source), "-o", str(output), "-q", "--workers", str(workers)]
+    env = None
+    if callgrind is not None:
+        callgrind.mkdir(parents=True, exist_ok=True)
+        for old in glob.glob(str(callgrind / "cg.*")):
+            os.remove(old)
+        out = f"--callgrind-out-file={callgrind}/cg.%p"
+        # A forked worker starts with its fork server's counts: zeroed there, so each process counts only its own work.
+        zero = "--zero-before=PyOS_AfterFork_Child"
+        command = ["valgrind", "--tool=callgrind", "--trace-children=yes", zero, out, "-q", *command]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")  # idle BLAS threads spin under valgrind
+    before = children_cpu()
     start = time.perf_counter()
-    proc = subprocess.Popen(command)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(command, env=env)
+    _, status, _ = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    reap_all()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{command} exited {proc.returncode}")
-    return wall, usage.ru_utime + usage.ru_stime
+    if callgrind is not None:
+        return wall, float(callgrind_total(callgrind))
+    return wall, children_cpu() - before
 
 
 def main() -> None:
@@ -63,7 +121,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--callgrind", action="store_true", help="count instructions under callgrind instead of CPU seconds")
     args = parser.parse_args()
+    become_subreaper()
+    unit = "instructions" if args.callgrind else "CPU"
     print(f"cores usable: {len(os.sched_getaffinity(0))}, load average at start: {load_average()}")
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "in.jsonl"
@@ -75,25 +136,25 @@ def main() -> None:
             for workers in order:
                 output = Path(tmp) / f"out-{workers}.jsonl"
                 before = load_average()
-                wall, cpu = run(source, output, workers)
+                wall, cpu = run(source, output, workers, Path(tmp) / f"cg-{workers}" if args.callgrind else None)
                 data = output.read_bytes()
                 if reference is None:
                     reference = data
                 elif data != reference:
                     raise SystemExit(f"--workers {workers}: output differs from the first run's")
                 results[workers].append((wall, cpu))
-                print(
-                    f"round {number + 1} --workers {workers}: wall {wall:.2f} s, CPU {cpu:.2f} s (load {before} -> {load_average()})"
-                )
+                figure = f"{cpu:,.0f} instructions" if args.callgrind else f"CPU {cpu:.2f} s"
+                print(f"round {number + 1} --workers {workers}: wall {wall:.2f} s, {figure} (load {before} -> {load_average()})")
         base_cpu = statistics.median(cpu for _, cpu in results[args.workers[0]])
         base_wall = statistics.median(wall for wall, _ in results[args.workers[0]])
         print(f"\n{args.rows:,} rows, medians of {args.rounds} (outputs identical byte for byte):")
-        print("| workers | wall | CPU (process tree) | CPU vs first | wall vs first |")
+        print(f"| workers | wall | {unit} (process tree) | {unit} vs first | wall vs first |")
         print("|---:|---:|---:|---:|---:|")
         for workers, runs in results.items():
             wall = statistics.median(w for w, _ in runs)
             cpu = statistics.median(c for _, c in runs)
-            print(f"| {workers} | {wall:.2f} s | {cpu:.2f} s | {cpu / base_cpu:.2f}x | {base_wall / wall:.2f}x |")
+            figure = f"{cpu / 1e9:.2f} G" if args.callgrind else f"{cpu:.2f} s"
+            print(f"| {workers} | {wall:.2f} s | {figure} | {cpu / base_cpu:.3f}x | {base_wall / wall:.2f}x |")
         print(f"load average at the end: {load_average()}")
 
 

@@ -10,7 +10,10 @@ breaks on cue; the slow ones kill real workers and send a real SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import gc
+import multiprocessing.context
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -30,7 +33,8 @@ from tests.support.processes import alive, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import main
 from trace_tasks.data import _batch as batch_module
-from trace_tasks.data import score_trace_batch
+from trace_tasks.data import compile_instance, score_trace_batch
+from trace_tasks.plugins import reset_registry
 from trace_tasks.runs import _engine
 from trace_tasks.runs._errors import EXIT_TERMINATED
 
@@ -91,8 +95,8 @@ def _items(count: int) -> list[dict[str, Any]]:
 
 
 def _payload(items: list[dict[str, Any]]) -> _engine.Payload:
-    """A chunk as ``trace-tasks score`` hands it to its pool: each instance once, and (instance, response) rows."""
-    instances = [{k: v for k, v in item.items() if k != "response"} for item in items]
+    """A chunk as ``trace-tasks score`` hands it to its pool: each instance handed over once, and (instance, response) rows."""
+    instances = [compile_instance({k: v for k, v in item.items() if k != "response"}).handover() for item in items]
     return instances, [(n, item["response"]) for n, item in enumerate(items)]
 
 
@@ -130,6 +134,20 @@ def test_past_the_restarts_the_rest_is_scored_in_this_process(fake_pool: type[Fa
     assert fake_pool.started == 1 + _engine.POOL_RESTARTS
 
 
+class UnpicklableExecutor(FakeExecutor):
+    """A pool whose queue cannot pickle what it is handed (a family's own target type): the future holds the error."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_exception(pickle.PicklingError("Can't pickle <class 'Target'>: it's not the same object"))
+        return future
+
+
+def test_a_chunk_that_does_not_pickle_is_scored_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_engine._Pool, "_start", lambda self: UnpicklableExecutor())
+    assert _pooled(_chunks(4, 3), {}, 2) == _expected(4, 3)
+
+
 def test_empty_chunks_need_no_worker(fake_pool: type[FakeExecutor]) -> None:
     fake_pool.breaks = {0}
     chunks: list[tuple[int, list[dict[str, Any]]]] = [(0, []), (1, _items(2)), (2, []), (3, _items(3))]
@@ -154,6 +172,58 @@ def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> Non
     finally:
         signal.signal(signal.SIGINT, before)
     assert started == [(batch_module._exit_with, (1234,), True)]
+
+
+@pytest.mark.parametrize(("parent", "watch"), [(1234, batch_module._exit_with), (4321, _engine._exit_after)])
+def test_a_worker_watches_the_command_and_freezes_its_start_up(monkeypatch: pytest.MonkeyPatch, parent: int, watch: Any) -> None:
+    """Spawned (its parent is the command, 1234): it watches its parent; forked by the fork server: the command's process."""
+    before = signal.getsignal(signal.SIGINT)
+    started: list[tuple[Any, ...]] = []
+
+    class Thread:
+        def __init__(self, target: Any, args: tuple[Any, ...], name: str, daemon: bool) -> None:
+            started.append((target, args, daemon))
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(threading, "Thread", Thread)
+    monkeypatch.setattr(_engine.os, "getppid", lambda: parent)
+    monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "")  # put back (unset) after the test, whatever start_worker does
+    monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")
+    command = {**os.environ, "TRACE_TASKS_REWARD_IDS": "number=answer_relaxed_match_v0"}  # pinned after the server started
+    try:
+        _engine.start_worker(1234, command)
+        assert gc.get_freeze_count() > 0
+        assert dict(os.environ) == command
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        gc.unfreeze()
+        signal.signal(signal.SIGINT, before)
+        reset_registry()
+    assert started == [(watch, (1234,), True)]
+
+
+@pytest.mark.slow  # starts processes
+def test_a_watched_process_ending_ends_the_watcher() -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    code = "import sys, time\nfrom trace_tasks.runs import _engine\n_engine.watch_process(int(sys.argv[1]))\ntime.sleep(60)"
+    watcher = subprocess.run([sys.executable, "-c", code, str(target.pid)], timeout=TIMEOUT_S, cwd=ROOT)
+    target.wait()
+    assert watcher.returncode == 1  # os._exit(1) once the watched process was gone, long before its own minute
+
+
+@pytest.mark.parametrize(("methods", "method"), [(["fork", "spawn", "forkserver"], "forkserver"), (["spawn"], "spawn")])
+def test_workers_start_from_a_fork_server_where_there_is_one(
+    monkeypatch: pytest.MonkeyPatch, methods: list[str], method: str
+) -> None:
+    preloads: list[list[str]] = []
+    monkeypatch.setattr(_engine.multiprocessing, "get_all_start_methods", lambda: methods)
+    monkeypatch.setattr(
+        multiprocessing.context.ForkServerContext, "set_forkserver_preload", lambda self, names: preloads.append(names)
+    )
+    assert _engine.pool_context().get_start_method() == method
+    assert preloads == ([list(_engine.PRELOAD)] if method == "forkserver" else [])
 
 
 # --- SIGTERM, in-process: the handler main() installs ------------------------------------------------
@@ -250,6 +320,37 @@ def test_score_survives_killed_workers_and_writes_every_line_in_order(tmp_path: 
     assert (code, err) == (0, b"")
     assert out.read_bytes() == reference.stdout  # every line, in order, the same scores as one worker's
     assert len(out.read_bytes().splitlines()) == len(lines)
+
+
+@pytest.mark.slow  # starts the command and its pool, kills the command
+@needs_proc
+def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
+    lines = _lines(tmp_path / "in.jsonl", 40)  # 4,320 lines
+    proc = subprocess.Popen(
+        [*MODULE, "score", "-", "-q", "--workers", "2", "-o", str(tmp_path / "out.jsonl")], stdin=subprocess.PIPE, cwd=ROOT
+    )
+    pool: list[int] = []
+    try:
+        _send(proc, b"".join(lines[:4200]))  # two chunks: two workers; stdin stays open, the command waits for more
+        _wait_for(lambda: len(pool_children(proc.pid)) == 2, proc, "two pool workers")
+        pool = pool_children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)  # it cannot stop its pool: the workers must notice
+        proc.wait(timeout=TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [pid for pid in pool if alive(pid)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in pool:  # leave no process behind, whatever the outcome
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(BrokenPipeError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+    assert not left, "a pool worker outlived the command"
 
 
 @pytest.mark.slow  # starts the command and its pool, sends SIGTERM

@@ -6,8 +6,12 @@ from pathlib import Path
 
 
 def pool_children(pid: int) -> list[int]:
-    """The spawned pool interpreters whose parent is ``pid``, sorted (the resource tracker is not one)."""
-    found = []
+    """The pool interpreters ``pid`` started, sorted: its spawned children, or the workers its fork server forked.
+
+    A spawned worker is a child of ``pid`` running ``spawn_main``; a forked one
+    is a child of ``pid``'s fork server (which, like the resource tracker, is not one).
+    """
+    table: dict[int, tuple[int, bytes]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -16,8 +20,9 @@ def pool_children(pid: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and b"spawn_main" in cmdline:
-            found.append(int(entry.name))
+        table[int(entry.name)] = (ppid, cmdline)
+    servers = {child for child, (ppid, cmdline) in table.items() if ppid == pid and b"forkserver" in cmdline}
+    found = [child for child, (ppid, cmdline) in table.items() if (ppid == pid and b"spawn_main" in cmdline) or ppid in servers]
     return sorted(found)
 
 

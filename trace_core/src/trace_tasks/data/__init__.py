@@ -5,7 +5,8 @@ records and their one cattrs converter, :func:`instance_problems` (every
 problem of an instance, once), :func:`instance_warnings` and
 :class:`DatasetLint` (the authoring rules a valid instance, or a dataset,
 breaks: warnings by rule id), :func:`compile_instance` (a validated instance
-whose target the scoring pipeline prepared once), :class:`InstanceCache`,
+whose target the scoring pipeline prepared once; :func:`from_handover` rebuilds
+one in another process from its ``handover()``), :class:`InstanceCache`,
 :func:`score_instance` (one response to one instance record) and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
@@ -23,7 +24,7 @@ from trace_tasks.data._batch import (
     watch_parent,
 )
 from trace_tasks.data._cache import InstanceCache
-from trace_tasks.data._compiled import CompiledInstance, compile_instance, mode_problem
+from trace_tasks.data._compiled import CompiledInstance, Handover, compile_instance, from_handover, mode_problem
 from trace_tasks.data._lint import (
     WARNING_RULES,
     DatasetLint,
@@ -61,6 +62,7 @@ __all__ = [
     "CompiledInstance",
     "DataWarning",
     "DatasetLint",
+    "Handover",
     "InstanceCache",
     "InstanceError",
     "InstanceReport",
@@ -72,6 +74,7 @@ __all__ = [
     "converter",
     "dataset_warnings",
     "format_exception",
+    "from_handover",
     "instance_from_dict",
     "instance_problems",
     "instance_report",

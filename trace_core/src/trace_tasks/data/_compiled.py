@@ -20,7 +20,7 @@ import attrs
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data._records import TrainInstance
 from trace_tasks.data._validation import Parts, check
-from trace_tasks.errors import InstanceError, OptionError, ResponseTypeError
+from trace_tasks.errors import InstanceError, OptionError, Problem, ResponseTypeError
 from trace_tasks.plugins import AnnotationTypeEntry, AnswerTypeSpec, Registry, RewardEntry, get_registry
 from trace_tasks.scoring import (
     ANNOTATION_ONLY,
@@ -45,7 +45,7 @@ from trace_tasks.scoring import (
     size_from,
 )
 
-__all__ = ["CompiledInstance", "compile_instance", "mode_problem"]
+__all__ = ["CompiledInstance", "Handover", "compile_instance", "from_handover", "mode_problem"]
 
 #: ``(image_size, image_sizes, metadata, extra_info)`` given at call time, or ``None``.
 Sizes = tuple[Any, Any, Any, Any]
@@ -76,6 +76,13 @@ def _options_and_sizes(method: str, options: Any, keywords: dict[str, Any]) -> t
     return opts, sizes
 
 
+#: The sizes validation found: in the instance's ``image_size``, in its ``metadata``, its ``model_image_size``.
+FoundSizes = tuple[Size | None, Size | None, Size | None]
+#: :meth:`CompiledInstance.handover`'s value: ``(id, answer_gt when the instance has no answer type, answer
+#: type name, annotation type name, prepared answer, parsed target, sizes, relaxed answer)``.
+Handover = tuple[Any, Any, str | None, str, Any, Any, FoundSizes, tuple[str, Any] | None]
+
+
 @attrs.frozen(slots=True, eq=False, repr=False)
 class CompiledInstance:
     """A validated instance with its ground truth prepared once; build it with :func:`compile_instance`.
@@ -104,31 +111,71 @@ class CompiledInstance:
     @classmethod
     def _build(cls, data: Mapping[str, Any], parts: Parts, registry: Registry) -> CompiledInstance:
         assert parts.entry is not None and parts.target is not UNPARSED
-        spec, entry = parts.answer_spec, parts.entry
-        assert spec is None or parts.answer is not UNPARSED
+        assert parts.answer_spec is None or parts.answer is not UNPARSED
+        relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
+        sizes = (parts.size_image, parts.size_meta, parts.size_model)
+        return cls._assemble(data, parts.answer_spec, parts.entry, parts.answer, parts.target, sizes, relaxed, registry)
+
+    @classmethod
+    def _assemble(
+        cls,
+        data: Mapping[str, Any],
+        spec: AnswerTypeSpec | None,
+        entry: AnnotationTypeEntry,
+        answer: Any,
+        parsed: Any,
+        sizes: FoundSizes,
+        relaxed: tuple[str, Any] | None,
+        registry: Registry,
+    ) -> CompiledInstance:
+        """The instance from what validation found."""
+        size_image, size_meta, size_model = sizes
         reward = registry.reward_ids[entry.current_reward_id]
-        size = parts.size_image or parts.size_meta
+        size = size_image or size_meta
         context = scoring_context(size, None)
         if spec is None:  # no answer: the annotation_only mode's instance
-            prepared = Target.compiled(NEVER_MATCHES, True, entry, reward, parts.target, size, context)
+            prepared = Target.compiled(NEVER_MATCHES, True, entry, reward, parsed, size, context)
             prepared.answer_parse_ok = 0.0
-        else:
-            answer = parts.answer  # prepared by validation, as the scorer prepares it
-            prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parts.target, size, context)
-        prepared.model_size = parts.size_model
-        prepared.relaxed = relaxed_answer(data.get("answer_gt"), data.get("reward_contract"), registry)
+        else:  # the answer as validation prepared it, as the scorer prepares it
+            prepared = Target.compiled(answer, spec.reads_json_strings, entry, reward, parsed, size, context)
+        prepared.model_size = size_model
+        prepared.relaxed = relaxed
         return cls(
             data,
             spec,
             entry,
             reward,
-            parts.target,
+            parsed,
             size,
             context.half_life_px,  # half_life_px(size): the context computed it
             prepared,
-            parts.size_image,
-            parts.size_meta,
+            size_image,
+            size_meta,
             registry,
+        )
+
+    def handover(self) -> Handover:
+        """This instance as plain picklable values, for another process to score with it without validating it again.
+
+        A process pool's worker gets it (``trace-tasks score --workers N``) and
+        rebuilds the instance with :func:`from_handover`: the registry entries go
+        by name, the prepared answer and target as they are, so the worker runs
+        exactly the pipeline this process would. The record itself stays here (the
+        worker's instance keeps only its ``id``, and ``answer_gt`` when it has no
+        answer type, which :meth:`check_mode` reads).
+        """
+        prepared = self._prepared
+        spec = self.answer_spec
+        answer_gt = self.data.get("answer_gt") if spec is None else None
+        return (
+            self.data.get("id"),
+            answer_gt,
+            None if spec is None else spec.name,
+            self.annotation_entry.name,
+            None if spec is None else prepared.answer,
+            self.target,
+            (self._size_image, self._size_meta, prepared.model_size),
+            prepared.relaxed,
         )
 
     @property
@@ -264,6 +311,23 @@ class CompiledInstance:
         if size is None and extra_info is not None:
             size = size_from(extra_info)
         return size
+
+
+def from_handover(state: Handover) -> CompiledInstance:
+    """The compiled instance :meth:`CompiledInstance.handover` gave, rebuilt in this process without validation.
+
+    Raises :class:`~trace_tasks.errors.InstanceError` when this process's plugins lack one of its types
+    (a worker whose installation differs from its parent's).
+    """
+    row_id, answer_gt, answer_type, annotation_type, answer, parsed, sizes, relaxed = state
+    registry = get_registry()
+    spec = None if answer_type is None else registry.answer_types.get(answer_type)
+    entry = registry.annotation_types.get(annotation_type)
+    if entry is None or (spec is None and answer_type is not None):
+        missing = annotation_type if entry is None else answer_type
+        raise InstanceError([Problem("$", f"type {missing!r} is not installed in this process (its plugins differ)")])
+    data = {"id": row_id} if answer_type is not None else {"id": row_id, "answer_gt": answer_gt}
+    return CompiledInstance._assemble(data, spec, entry, answer, parsed, sizes, relaxed, registry)
 
 
 def mode_problem(data: Mapping[str, Any], opts: ScoringOptions) -> str:

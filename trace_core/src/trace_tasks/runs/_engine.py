@@ -5,31 +5,39 @@ flight, so memory stays flat however long the input is. Results come back in
 input order. Each response is scored by its compiled instance
 (:class:`trace_tasks.CompiledInstance`: the ground truth was validated and
 parsed once), with the run's options checked once: in this process, or in a
-pool worker. A worker gets a chunk as a :data:`Payload`: the chunk's distinct
-instances (each once, however many responses share it) and ``(instance,
-response)`` rows; it compiles each distinct instance once per chunk
-and scores the rows through the very call the in-process path makes, so the
-output is the same bytes whatever the worker count. Before this, every row
-went to the pool as ``score_trace_response``'s keyword arguments and was
-keyed, validated and merged with the options again, per row: two workers
-used 1.7x the CPU of one (``benchmarks/bench_workers.py``). Either way a
-failing item becomes ``{"error": ...}`` instead of stopping the run.
+pool worker. Every row is validated once, here (the run needs the compiled
+instance anyway: its errors name the line, its warnings are counted, its type
+goes into the summary). A worker gets a chunk as a :data:`Payload`: each
+distinct compiled instance handed over once (:meth:`CompiledInstance.handover`:
+its registry entries by name, its prepared answer and target as they are, not
+its record) and ``(instance, response)`` rows; it rebuilds each instance
+without validating it again (:func:`trace_tasks.data.from_handover`) and
+scores the rows through the very call the in-process path makes, so the
+output is the same bytes whatever the worker count. Either way a failing item
+becomes ``{"error": ...}`` instead of stopping the run.
 
 A pool worker that dies (SIGKILL, the out-of-memory killer) costs time, never
 output: the chunk being waited for is scored in this process (the very
 :func:`score_payload` call the worker would have made, so the same results), a
 fresh pool replaces the broken one and the chunks in flight are handed to it,
 in order. After :data:`POOL_RESTARTS` replacements the rest of the run is
-scored in this process. The workers exit when this process dies.
+scored in this process. A chunk the pool cannot carry (a third-party family's
+parsed target that does not pickle) is scored in this process too. The
+workers exit when this process dies.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import multiprocessing
+import multiprocessing.context
 import os
+import select
 import signal
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -37,14 +45,15 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from trace_tasks.core.reward_scoring import check_response
-from trace_tasks.data import CompiledInstance, InstanceError, compile_instance, watch_parent
+from trace_tasks.data import CompiledInstance, Handover, InstanceError, from_handover, watch_parent
+from trace_tasks.plugins import get_registry
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
 Result = dict[str, Any]
-#: A chunk as a pool worker gets it: the distinct instances (as compiled in the parent) and ``(instance index, response)`` rows.
-Payload = tuple[list[Mapping[str, Any]], list[tuple[int, str]]]
+#: A chunk as a pool worker gets it: the distinct compiled instances, handed over, and ``(instance index, response)`` rows.
+Payload = tuple[list[Handover], list[tuple[int, str]]]
 
 
 class Work(Protocol):
@@ -65,6 +74,8 @@ POOL_CHUNK = 2048
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
+#: What the fork server imports before forking workers (:func:`pool_context`): the worker's code and the assignment solver.
+PRELOAD = ("trace_tasks.runs._engine", "scipy.optimize")
 
 
 class EngineError(RuntimeError):
@@ -139,12 +150,12 @@ def score_chunks(
 
 
 def payload(works: list[Work]) -> Payload:
-    """What a worker needs to score ``works``: each distinct compiled instance's record once, and the rows.
+    """What a worker needs to score ``works``: each distinct compiled instance handed over once, and the rows.
 
     The parent's cache hands out one compiled object per content, so the
     instances are told apart by identity (no hashing of their content here).
     """
-    instances: list[Mapping[str, Any]] = []
+    instances: list[Handover] = []
     where: dict[int, int] = {}
     rows: list[tuple[int, str]] = []
     for work in works:
@@ -154,7 +165,7 @@ def payload(works: list[Work]) -> Payload:
         index = where.get(id(compiled))
         if index is None:
             index = where[id(compiled)] = len(instances)
-            instances.append(compiled.data)
+            instances.append(compiled.handover())
         rows.append((index, item["response"]))
     return instances, rows
 
@@ -170,19 +181,18 @@ class _Row:
 def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = False) -> list[Result]:
     """A pool worker's chunk, scored as :func:`score_chunks` scores in-process (the same call per row, the same results).
 
-    Each distinct instance of the chunk is compiled once, without a content-keyed
-    cache: the parent told them apart already, and keying costs as much as two
-    thirds of a compilation (51 µs through ``InstanceCache`` against 30 µs, on
-    the example mix). The instances were validated in the parent; compiling one
-    here cannot fail unless the worker's plugins differ from the parent's, and
-    then its rows say so.
+    Each distinct instance of the chunk is rebuilt once from its handover, not
+    validated again: validating took about 20 µs per instance and sending its
+    record another 8 µs, against about 2 µs for the handover (the example mix).
+    Rebuilding cannot fail unless the worker's plugins differ from the
+    parent's, and then its rows say so.
     """
     instances, rows = chunk
     opts = options_from(options)
     compiled: list[CompiledInstance | Result] = []
-    for data in instances:
+    for state in instances:
         try:
-            compiled.append(compile_instance(data))
+            compiled.append(from_handover(state))
         except InstanceError as exc:
             compiled.append({"error": f"{type(exc).__name__}: {exc}"})
     score = score_compiled_with_metrics if metrics else score_compiled
@@ -197,7 +207,7 @@ def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = Fa
 
 
 def ignore_interrupts(parent: int | None = None) -> None:
-    """Pool worker initializer: Ctrl-C reaches the whole process group, and only the parent answers it.
+    """Ctrl-C reaches the whole process group, and only the parent answers it.
 
     The parent stops, reports one line and exits 130; a worker that took the
     interrupt too would print its own ``KeyboardInterrupt`` traceback. SIGTERM
@@ -209,6 +219,78 @@ def ignore_interrupts(parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is not None:
         watch_parent(parent)
+
+
+def start_worker(command: int, environ: Mapping[str, str] | None = None) -> None:
+    """Pool worker initializer: interrupts left to the ``command`` (:func:`ignore_interrupts`), and the start-up paid once.
+
+    ``environ``: the command's environment when it started the pool. A worker
+    forked by the fork server inherits the server's, which is the command's at
+    the server's start; with it, a worker sees what a spawned one would (a
+    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). The worker exits when
+    the command does: a spawned one watches its parent, a forked one the
+    command's process itself (:func:`watch_process`; its parent, the fork
+    server, outlives a command killed with SIGKILL as long as workers hold
+    the pipe it waits on). The plugin registry is built here, not in the
+    first chunk, and what start-up created (modules, the registry: most of the
+    worker's objects) is set aside from the cyclic GC (``gc.freeze``), which
+    would otherwise walk it in every full collection.
+    """
+    if environ is not None and environ != os.environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    if os.getppid() == command:  # spawned
+        ignore_interrupts(command)
+    else:  # forked by the fork server
+        ignore_interrupts()
+        watch_process(command)
+    get_registry()
+    gc.freeze()
+
+
+def watch_process(pid: int) -> None:
+    """From a daemon thread, end this process once process ``pid`` has ended (not its parent: any process)."""
+    threading.Thread(target=_exit_after, args=(pid,), name="trace-tasks-command-watch", daemon=True).start()
+
+
+def _exit_after(pid: int) -> None:
+    """Return never while ``pid`` runs: a pidfd (Linux) is readable once it has ended; elsewhere, a check every second."""
+    try:
+        handle: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here, or the process is gone already
+        handle = None
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while _running(pid):
+            time.sleep(1.0)
+    os._exit(1)  # the command is gone: nobody will read this worker's results
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """How workers start: ``forkserver`` where the platform has it, else ``spawn``; never ``fork``.
+
+    Forking this process can deadlock (it runs threads: the pool's own). A
+    spawned worker imports the package, numpy and scipy's solver itself, about
+    2.4 billion instructions (close to a second of CPU) per worker; the fork
+    server imports :data:`PRELOAD` once and forks each worker from its single
+    thread, so the import is paid once per run whatever the worker count.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOAD))
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 @dataclass
@@ -232,10 +314,11 @@ class _Pool(Generic[T]):
         self.executor: ProcessPoolExecutor | None = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
-        # spawn, not fork: forking a process that runs threads can deadlock (as in data/_batch.py).
-        context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=context, initializer=ignore_interrupts, initargs=(os.getpid(),)
+            max_workers=self.workers,
+            mp_context=pool_context(),
+            initializer=start_worker,
+            initargs=(os.getpid(), dict(os.environ)),
         )
 
     def submit(self, context: T, payload: Payload) -> None:
@@ -261,6 +344,8 @@ class _Pool(Generic[T]):
                 return chunk.context, chunk.future.result()
             except BrokenProcessPool:
                 self._replace()
+            except Exception:  # the chunk or its results did not pickle (a family's own target type): scored below
+                pass
         if not chunk.payload[1]:
             return chunk.context, []
         return chunk.context, score_payload(chunk.payload, self.options, self.metrics)
