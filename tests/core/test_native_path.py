@@ -358,7 +358,7 @@ def test_near_ties_choose_the_pure_pipelines_pairs() -> None:
 
 @needs_native
 def test_the_restated_solver_chooses_scipys_pairs() -> None:
-    """The native path's assignment restates scipy 1.17's solver: the same pairs, ties and tall matrices included."""
+    """The native path's assignment restates scipy's solver (1.14-1.18): the same pairs, ties and tall matrices included."""
     import random
 
     import numpy as np
@@ -367,8 +367,9 @@ def test_the_restated_solver_chooses_scipys_pairs() -> None:
 
     from trace_tasks.scoring import _native  # type: ignore[attr-defined]
 
-    if scipy.__version__.split(".")[:2] != ["1", "17"]:
-        pytest.skip(f"the native path calls scipy {scipy.__version__}'s own solver; the restated one is scipy 1.17's")
+    assert _native.scipy_restated("1.17.1") and _native.scipy_restated("1.14.0") and not _native.scipy_restated("1.19.0")
+    if not _native.scipy_restated(scipy.__version__):
+        pytest.skip(f"the native path calls scipy {scipy.__version__}'s own solver (it restates releases 1.14-1.18)")
     rng = random.Random(20261204)
     for trial in range(3000):
         rows, cols = rng.randint(1, 9), rng.randint(1, 9)

@@ -280,7 +280,7 @@ cdef Py_ssize_t _augmenting_path(
     Py_ssize_t nc, double* cost, double* u, double* v, Py_ssize_t* path, Py_ssize_t* row4col,
     double* shortest, Py_ssize_t i, char* SR, char* SC, Py_ssize_t* remaining, double* p_min, Py_ssize_t nr,
 ) noexcept:
-    # scipy 1.17's rectangular_lsap.cpp augmenting_path, statement for statement (Crouse's shortest augmenting path).
+    # scipy's rectangular_lsap.cpp augmenting_path (releases SCIPY_RESTATED), statement for statement (Crouse's shortest augmenting path).
     cdef double min_val = 0.0, lowest, r
     cdef Py_ssize_t num_remaining = nc, it, j, index, sink = -1
     for it in range(nc):
@@ -319,7 +319,7 @@ cdef Py_ssize_t _augmenting_path(
 
 
 cdef int _assign(Py_ssize_t nr, Py_ssize_t nc, double* cost, Py_ssize_t* col4row) except -1:
-    """scipy 1.17's ``linear_sum_assignment(cost, maximize=True)`` on an nr x nc matrix with nr <= nc (the caller
+    """scipy's ``linear_sum_assignment(cost, maximize=True)`` (releases :data:`SCIPY_RESTATED`) on an nr x nc matrix with nr <= nc (the caller
     transposes a tall one, as scipy does): ``col4row[i]`` is row i's column. The same operations in the same order,
     so the same pairs, ties included (its solve() and augmenting_path()). 0, or -1 when infeasible."""
     cdef double* neg = <double*>malloc(nr * nc * sizeof(double))
@@ -454,7 +454,7 @@ cdef object _set_total(int kernel, double* preds, Py_ssize_t n, double* gts, Py_
 
 
 cdef object _scipy_total(object arr, double* matrix, Py_ssize_t* order, Py_ssize_t n, Py_ssize_t m):
-    """scipy's own solver on the rows in order (another scipy release than the one :func:`_assign` restates)."""
+    """scipy's own solver on the rows in order (a scipy release :func:`_assign` does not restate)."""
     global _optimize
     cdef double[:, ::1] view = arr
     cdef Py_ssize_t i, j
@@ -472,13 +472,28 @@ cdef object _scipy_total(object arr, double* matrix, Py_ssize_t* order, Py_ssize
 cdef int _ported = -1
 
 
+#: The scipy releases whose solver :func:`_assign` restates: their rectangular_lsap.cpp (and the
+#: entry's conversion and ``maximize`` handling) are the same file, compared release by release.
+SCIPY_RESTATED = ((1, 14), (1, 18))
+
+
+def scipy_restated(str version):
+    """Whether scipy ``version``'s ``linear_sum_assignment`` is the solver :func:`_assign` restates."""
+    parts = version.split(".")[:2]
+    try:
+        release = (int(parts[0]), int(parts[1]))
+    except (ValueError, IndexError):
+        return False
+    return SCIPY_RESTATED[0] <= release <= SCIPY_RESTATED[1]
+
+
 cdef bint _scipy_ported():
-    """Whether the installed scipy's solver is the one :func:`_assign` restates (scipy 1.17)."""
+    """Whether the installed scipy's solver is the one :func:`_assign` restates (else scipy's own is called)."""
     global _ported
     if _ported < 0:
         import scipy
 
-        _ported = 1 if scipy.__version__.split(".")[:2] == ["1", "17"] else 0
+        _ported = 1 if scipy_restated(scipy.__version__) else 0
     return _ported == 1
 
 
