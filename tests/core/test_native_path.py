@@ -91,8 +91,9 @@ def test_the_box_family_declares_its_kernel_and_others_keep_python() -> None:
     assert plans["segment_set_soft_distance_v0"] == (1, 2, "annotation_assigned_similarity_mean", half)
     assert plans["bbox_sequence_soft_iou_v0"] == (2, 0, "annotation_assigned_iou_mean", "")
     assert plans["point_map_soft_distance_v0"] == (3, 1, "annotation_assigned_similarity_mean", half)
-    assert plans["bbox_set_map_soft_iou_v0"][0] == plans["point_set_map_soft_distance_v0"][0] == -1  # left to Python
-    official = {f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map")}
+    assert plans["bbox_set_map_soft_iou_v0"] == (4, 0, "annotation_assigned_iou_mean", "")
+    assert plans["point_set_map_soft_distance_v0"] == (4, 1, "annotation_assigned_similarity_mean", half)
+    official = {f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map", "_set_map")}
     assert all(plan[0] == -1 for rid, plan in plans.items() if registry.reward_ids[rid].annotation_type not in official)
 
 
@@ -144,14 +145,15 @@ def test_the_native_path_scores_the_common_case() -> None:
         ("segment", [[0, 0], [10, 10]], [[10, 11], [0, 0]]),
         ("bbox_sequence", [[0, 0, 10, 10]], [[1, 1, 10, 10]]),
         ("point_map", {"a": [1, 2], "b": [5, 5]}, {" a": [1, 3], "c": [0, 0]}),
-        ("bbox_set_map", {"a": [[0, 0, 10, 10]]}, {"a": [[1, 1, 10, 10]]}),  # a shape the native path leaves to Python
+        ("bbox_set_map", {"a": [[0, 0, 10, 10], [20, 20, 30, 30]], "b": []}, {"a": [[1, 1, 10, 10]], "c": [[0, 0, 1, 1]]}),
+        ("bbox_set_map", {"a": "[[0, 0, 10, 10]]"}, {"a": [[1, 1, 10, 10]]}),  # a value read as text: Python's
     ):
         kw = _kwargs(kind, target, json.dumps({"answer": 7, "annotation": prediction}))
         target_ = _pipeline.prepare_target(
             kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], opts, registry, (None,) * 4
         )
         got = _pipeline._native_run(kw["response"], opts, registry, target_)
-        assert (got is None) == (kind == "bbox_set_map"), kind
+        assert (got is None) == isinstance(target.get("a") if isinstance(target, dict) else None, str), kind
         if got is not None:
             with pure_path():
                 assert _identical(got, score_trace_response(**kw))
@@ -262,6 +264,14 @@ def _map_predictions(family: str) -> st.SearchStrategy[str]:
     )
 
 
+def _set_map_predictions(family: str) -> st.SearchStrategy[str]:
+    entries = st.lists(st.tuples(_keys, _predictions(family)), max_size=4)
+    return st.one_of(
+        entries.map(lambda pairs: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in pairs) + "}"),
+        _predictions(family),
+    )
+
+
 _prefixes = st.sampled_from(
     ["", "Thinking.\n", "<think>x</think>\n", "```json\n", "```JSON \n", "```jsonc\n", "```\n", '{"answer": 1}\n', "<answer>"]
 )
@@ -297,15 +307,21 @@ _options = st.one_of(
 @st.composite
 def _cases(draw: st.DrawFn) -> dict[str, Any]:
     family = draw(st.sampled_from(["bbox", "point", "segment"]))
-    kind = family + draw(st.sampled_from(["", "_set", "_sequence", "_map"] if family != "segment" else ["", "_set"]))
+    kind = family + draw(st.sampled_from(["", "_set", "_sequence", "_map", "_set_map"] if family != "segment" else ["", "_set"]))
     targets: Any = draw(st.lists(_target_items[family], min_size=kind == family, max_size=8))
-    if kind.endswith("_map"):
+    if kind.endswith("_set_map"):  # a few keys, each a set (a key may hold none)
+        sets = [targets[i::3] for i in range(draw(st.integers(0, 3)))]
+        targets = dict(zip(draw(st.lists(_keys, min_size=len(sets), max_size=len(sets), unique=True)), sets, strict=True))
+    elif kind.endswith("_map"):
         targets = dict(
             zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
         )
     keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed", "literal", "twice"]))
     answer = draw(_answers)
-    prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
+    if kind.endswith("_set_map"):
+        prediction = draw(_set_map_predictions(family))
+    else:
+        prediction = draw(_map_predictions(family) if kind.endswith("_map") else _predictions(family))
     body = {
         "both": f'{{"answer": {answer}, "annotation": {prediction}}}',
         "answer": f'{{"answer": {answer}}}',

@@ -1,28 +1,32 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The native common path of the scoring pipeline (docs/compiled.md): one response, the result or None.
 
-Built only into the native wheel (``TRACE_TASKS_NATIVE=1``); the pure build has no such module and
-:func:`trace_tasks.scoring._pipeline.run` scores everything in Python. :func:`score` handles the most
-frequent case, with every option at its default, exactly as the Python pipeline does and with the very
-same result dict (keys in order, values bit for bit):
+Built only into the native wheel (``HATCH_BUILD_HOOKS_ENABLE=1``); the pure build has no such module and
+:func:`trace_tasks.scoring._pipeline.run` scores everything in Python. :func:`score` handles the frequent
+cases exactly as the Python pipeline does and returns the very same result dict (keys in order, values
+bit for bit), whenever the response is read as the contract reads it (the caller checks the options):
 
-* a compact JSON final object (what ``plain_final_object`` finds: the text ends with ``}`` and its last
-  ``{"answer"`` opens a JSON object that runs to that end), read by the pipeline's own ``load_json``;
+* the final object: the plain ending in C (what ``plain_final_object`` finds: the text ends with ``}``
+  and its last ``{"answer"`` opens a JSON object that runs to that end, read by the pipeline's own
+  ``load_json``), else the pipeline's own extraction, called (fences, tags, prose, literals, recovery);
 * an integer or plain-string answer (the pipeline's lean comparisons), any other answer through the
-  pipeline's own ``matches_answer_target``;
+  pipeline's own ``matches_answer_target``; no answer in the ``annotation_only`` mode;
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
-  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence and map
-  shapes, from plain JSON lists of ints and floats, sets below the reduction threshold.
+  ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence, map and
+  set-map shapes, from plain JSON lists of ints and floats (the target too, when it is not prepared),
+  sets below the reduction threshold, set-maps well within the smallest shared assignment budget;
+* the composition, with the pipeline's own result template, for any mode, formula, weights, format
+  weight and half-life.
 
-Anything else (another ending, another answer, a string, a wrapper mapping, a value that does not parse,
-a large set) returns ``None`` and the unchanged Python pipeline scores the response: it stays the
-specification. Each similarity is written with the same operations in the same order as the plugin's (C
-doubles are IEEE binary64; the module is compiled without floating-point contraction), distances are
-``math.hypot``'s (called: CPython's algorithm, not the C library's) and ``exp`` is the C library's, which
-is what ``math.exp`` calls; the set total is summed
-by ``math.fsum`` and pairs of sets of 2+ items on both sides are chosen by scipy's
-``linear_sum_assignment`` on rows in the lexicographic order ``np.lexsort`` gives, as
-``trace_tasks.family``'s ``assign_pairs`` does.
+Anything else (no final object, a string or wrapper annotation, a value that does not parse, a large set)
+returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. Each
+similarity is written with the same operations in the same order as the plugin's (C doubles are IEEE
+binary64; the module is compiled without floating-point contraction); distances are ``math.hypot``'s
+(CPython 3.11's algorithm restated, :func:`_distance`; called on other Pythons) and ``exp`` is the C
+library's, which is what ``math.exp`` calls; set totals are summed by ``math.fsum``, and pairs of sets
+of 2+ items on both sides are chosen on rows in the lexicographic order ``np.lexsort`` gives, as
+``trace_tasks.family``'s ``assign_pairs`` does, by scipy's ``linear_sum_assignment`` restated
+(:func:`_assign`, for the releases :data:`SCIPY_RESTATED`; scipy's own otherwise).
 """
 
 from libc.math cimport INFINITY, NAN, exp, fabs, frexp, isfinite, isinf, isnan, ldexp, sqrt
@@ -52,6 +56,13 @@ cdef frozenset _JSON_STARTS = JSON_STARTS
 cdef Py_ssize_t MAX_RESPONSE_CHARS = 1024 * 1024
 cdef Py_ssize_t MAX_COLLECTION_ITEMS = 10_000
 cdef Py_ssize_t REDUCE_MIN_CELLS = 4096
+cdef Py_ssize_t MAX_ANNOTATION_ITEMS = 20_000
+#: A set-map's assignments share one budget (family.AssignmentBudget, at least these); the native path takes
+#: only set-maps whose every charge, counted at its largest (a list matrix), fits the smallest budget.
+cdef Py_ssize_t MAX_ASSIGNMENT_CELLS = 2_000_000
+cdef Py_ssize_t MAX_ASSIGNMENT_WORK = 50_000_000
+cdef Py_ssize_t SET_COST = 1000
+cdef Py_ssize_t LIST_CELL_COST = 8
 
 #: Shape codes (:func:`score`'s ``shape``).
 NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
@@ -60,6 +71,7 @@ SCALAR = 0
 SET = 1
 SEQUENCE = 2
 MAP = 3
+SET_MAP = 4
 #: Kernel codes (:func:`score`'s ``kernel``), each a family's declared ``Primitive.native``.
 IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
 SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
@@ -546,6 +558,50 @@ cdef object _parse_map(int kernel, object value, double** out, dict index):
     return True
 
 
+cdef object _parse_set_map(int kernel, object value, double** out, dict index, list starts, list counts):
+    """The family's set-map parse of a plain JSON object of plain lists: True, every item in ``out[0]``,
+    ``index`` (key -> key number) and each key's first item and count; else False (the Python parse)."""
+    if type(value) is not dict:
+        return False
+    cdef dict raw_map = <dict>value
+    cdef Py_ssize_t w = WIDTH[kernel], total = 0, n, i = 0, k
+    cdef list items
+    if len(raw_map) > MAX_COLLECTION_ITEMS:
+        return False
+    for raw in raw_map.values():
+        if type(raw) is not list:
+            return False
+        total += 1 if _flat(kernel, <list>raw) else len(<list>raw)
+    if total > MAX_ANNOTATION_ITEMS:
+        return False
+    out[0] = <double*>malloc((w * total + 1) * sizeof(double))
+    if out[0] == NULL:
+        raise MemoryError()
+    for raw_key, raw in raw_map.items():
+        if type(raw_key) is not str:
+            return False
+        key = raw_key.strip()
+        if not key or key in index:
+            return False
+        items = <list>raw
+        if _flat(kernel, items):  # one item given alone
+            if not _item(kernel, items, out[0] + w * i):
+                return False
+            n = 1
+        else:
+            n = len(items)
+            if n > MAX_COLLECTION_ITEMS:
+                return False
+            for k in range(n):
+                if not _item(kernel, items[k], out[0] + w * (i + k)):
+                    return False
+        index[key] = len(starts)
+        starts.append(i)
+        counts.append(n)
+        i += n
+    return True
+
+
 cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
     """A parsed target set (tuples of ``w`` floats) into ``out``; 0 when it is not that."""
     cdef Py_ssize_t i, k
@@ -705,7 +761,31 @@ def score(
                         return None
                     target_keys = list(index)
                     m = len(target_keys)
+                elif shape == SET_MAP:
+                    index = {}
+                    target_starts, target_counts = [], []
+                    if not _parse_set_map(kernel, target, &gts, index, target_starts, target_counts):
+                        return None
+                    target_keys = list(index)
+                    m = len(target_keys)
                 elif not _parse_set(kernel, target, &gts, &m):
+                    return None
+            elif shape == SET_MAP:  # a prepared set-map: key -> list of tuples of floats
+                if type(target) is not dict:
+                    return None
+                target_keys = list(<dict>target)
+                target_starts, target_counts, flat_items = [], [], []
+                for values in (<dict>target).values():
+                    if type(values) is not list:
+                        return None
+                    target_starts.append(len(flat_items))
+                    target_counts.append(len(<list>values))
+                    flat_items.extend(<list>values)
+                m = len(target_keys)
+                gts = <double*>malloc((w * len(flat_items) + 1) * sizeof(double))
+                if gts == NULL:
+                    raise MemoryError()
+                if not _target_items(flat_items, gts, len(flat_items), w):
                     return None
             else:  # a prepared target: the owner's parse, tuples of floats
                 if shape == SCALAR:
@@ -794,6 +874,59 @@ def score(
                     "annotation_missing_key_count": <double>(m - count),
                     "annotation_extra_key_count": <double>(n - count),
                     mean_key: total / count if count else 0.0,
+                }
+            elif shape == SET_MAP:  # keyed sets: each shared key matched by assignment, one budget for all
+                index = {}
+                pred_starts, pred_counts = [], []
+                if not _parse_set_map(kernel, prediction, &preds, index, pred_starts, pred_counts):
+                    return None
+                n = len(index)
+                shared = []
+                cells = work = 0
+                for i in range(m):
+                    position = index.get(target_keys[i])
+                    if position is None:
+                        continue
+                    shared.append((i, position))
+                    a, b = pred_counts[position], target_counts[i]
+                    if a * b >= REDUCE_MIN_CELLS:
+                        return None  # the grouped solver's domain
+                    if a >= 1 and b >= 1 and a * b > 1:
+                        cells += SET_COST + LIST_CELL_COST * a * b
+                        small, large = (a, b) if a <= b else (b, a)
+                        if small >= 2:
+                            work += small * small * large
+                if cells > MAX_ASSIGNMENT_CELLS or work > MAX_ASSIGNMENT_WORK:
+                    return None  # the shared budget's concern: Python charges it
+                mean_sum, mean_keys = 0.0, 0
+                for i, position in shared:
+                    a, b = pred_counts[position], target_counts[i]
+                    p_items = preds + w * <Py_ssize_t>pred_starts[position]
+                    g_items = gts + w * <Py_ssize_t>target_starts[i]
+                    if a == 0 or b == 0:
+                        total += 1.0 if a == 0 and b == 0 else 0.0 / (a if a > b else b)
+                        continue
+                    if a == 1 and b == 1:
+                        key_total, key_count, denominator = _similarity(kernel, p_items, g_items, half_life), 1, 1
+                    else:
+                        summed = _set_total(kernel, p_items, a, g_items, b, half_life)
+                        if summed is None:
+                            return None
+                        key_total, key_count, denominator = summed, (a if a < b else b), (a if a > b else b)
+                    total += key_total / denominator
+                    count += key_count
+                    mean_sum += key_total / key_count
+                    mean_keys += 1
+                union = n + m - len(shared)
+                ann_reward = 1.0 if union == 0 else total / union
+                diagnostics = {
+                    "annotation_pred_size": <double>n,
+                    "annotation_gt_size": <double>m,
+                    "annotation_assigned_count": <double>count,
+                    "annotation_shared_key_count": <double>len(shared),
+                    "annotation_missing_key_count": <double>(m - len(shared)),
+                    "annotation_extra_key_count": <double>(n - len(shared)),
+                    mean_key: mean_sum / mean_keys if mean_keys else 0.0,
                 }
             else:
                 return None

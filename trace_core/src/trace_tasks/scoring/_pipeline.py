@@ -525,8 +525,8 @@ def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) ->
 #: The native path's plan of a reward entry, by the entry's id: (entry, (shape code, kernel code, mean key, half-life key)).
 _native_plans: dict[int, tuple[RewardEntry, tuple[int, int, str, str]]] = {}
 #: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET, SEQUENCE, MAP; IOU,
-#: SOFT_POINT, SOFT_SEGMENT). A set-map is left to Python (its assignment budget is shared by its keys).
-_NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3}
+#: SOFT_POINT, SOFT_SEGMENT).
+_NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3, "set_map": 4}
 _NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
 _NOT_NATIVE = (-1, -1, "", "")
 #: The reward modes by the native module's codes (_native.pyx: BOTH, ANSWER_ONLY, ANNOTATION_ALONE).
