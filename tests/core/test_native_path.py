@@ -93,7 +93,9 @@ def test_the_box_family_declares_its_kernel_and_others_keep_python() -> None:
     assert plans["point_map_soft_distance_v0"] == (3, 1, "annotation_assigned_similarity_mean", half)
     assert plans["bbox_set_map_soft_iou_v0"] == (4, 0, "annotation_assigned_iou_mean", "")
     assert plans["point_set_map_soft_distance_v0"] == (4, 1, "annotation_assigned_similarity_mean", half)
-    official = {f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map", "_set_map")}
+    official = {
+        f"{family}{shape}" for family in ("bbox", "point", "segment") for shape in ("", "_set", "_sequence", "_map", "_set_map")
+    }
     assert all(plan[0] == -1 for rid, plan in plans.items() if registry.reward_ids[rid].annotation_type not in official)
 
 
