@@ -24,6 +24,15 @@ class ExtraColumns:
 
     def __init__(self, pa: Any, columns: Sequence[str]) -> None:
         self.pa = pa
+        #: What arrow raises for a value that does not fit a type (inferring, converting or fitting one value).
+        self.misfit_errors = (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            TypeError,
+            ValueError,
+            OverflowError,
+        )
         self.columns = tuple(columns)
         self.types: dict[str, Any] | None = None
         self.as_json: set[str] = set()
@@ -34,7 +43,7 @@ class ExtraColumns:
         pa = self.pa
         try:
             found = pa.array(values).type
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+        except self.misfit_errors:
             self.as_json.add(column)
             return pa.string()
         return pa.string() if pa.types.is_null(found) else found
@@ -61,7 +70,7 @@ class ExtraColumns:
             values = self._values(column, rows)
             try:
                 arrays.append(pa.array(values, type=column_type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+            except self.misfit_errors:
                 arrays.append(pa.array([self._fit(column, v, column_type) for v in values], type=column_type))
         return pa.StructArray.from_arrays(arrays, fields=list(kind))
 
@@ -69,7 +78,7 @@ class ExtraColumns:
         pa = self.pa
         try:
             pa.array([value], type=column_type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+        except self.misfit_errors:
             self.misfits[column] = self.misfits.get(column, 0) + 1
             return None
         return value

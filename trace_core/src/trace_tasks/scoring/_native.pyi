@@ -22,7 +22,8 @@ def exact(value: Any) -> bool: ...
 def score(
     text: str,
     keys: frozenset[str],
-    extract_of: Callable[[str, frozenset[str]], Any],
+    extract_of: Callable[[str, frozenset[str], bool], Any],
+    answer_tag: bool,
     prepared: Any,
     reads_json: bool,
     answer_parse_ok: float,

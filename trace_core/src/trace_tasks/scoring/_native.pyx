@@ -533,6 +533,16 @@ cdef object _parse_set(int kernel, object value, double** out, Py_ssize_t* count
     return True
 
 
+cdef object _map_key(object raw_key, dict index):
+    """parse_map's key: stripped, non-empty, not seen before; None otherwise (the Python parse decides)."""
+    if type(raw_key) is not str:
+        return None
+    key = raw_key.strip()
+    if not key or key in index:
+        return None
+    return key
+
+
 cdef object _parse_map(int kernel, object value, double** out, dict index):
     """The family's map parse of a plain JSON object: True, the items in ``out[0]`` and ``index`` (key -> item
     number), else False (a string, a key empty or repeated after stripping, an item that does not parse)."""
@@ -546,10 +556,8 @@ cdef object _parse_map(int kernel, object value, double** out, dict index):
     if out[0] == NULL:
         raise MemoryError()
     for raw_key, raw in raw_map.items():
-        if type(raw_key) is not str:
-            return False
-        key = raw_key.strip()
-        if not key or key in index:
+        key = _map_key(raw_key, index)
+        if key is None:
             return False
         if not _item(kernel, raw, out[0] + w * i):
             return False
@@ -578,10 +586,8 @@ cdef object _parse_set_map(int kernel, object value, double** out, dict index, l
     if out[0] == NULL:
         raise MemoryError()
     for raw_key, raw in raw_map.items():
-        if type(raw_key) is not str:
-            return False
-        key = raw_key.strip()
-        if not key or key in index:
+        key = _map_key(raw_key, index)
+        if key is None:
             return False
         items = <list>raw
         if _flat(kernel, items):  # one item given alone
@@ -661,6 +667,7 @@ def score(
     str text,
     frozenset keys,
     object extract_of,
+    bint answer_tag,
     object prepared,
     bint reads_json,
     double answer_parse_ok,
@@ -709,7 +716,7 @@ def score(
     if ok:
         schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
     else:
-        ext = extract_of(text, keys)
+        ext = extract_of(text, keys, answer_tag)
         payload = ext.payload
         if type(payload) is not dict:
             return None

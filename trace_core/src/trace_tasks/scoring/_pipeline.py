@@ -580,7 +580,8 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
     return _native_score(
         text,
         required_keys(mode),
-        _extract_answer_tag if opts.format_accept_answer_tag else _extract,
+        _extract,
+        opts.format_accept_answer_tag,
         target.answer,
         target.reads_json,
         0.0 if mode == ANNOTATION_ONLY else target.answer_parse_ok,  # no answer is read: its keys hold 0
@@ -603,16 +604,10 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
     )
 
 
-def _extract(text: str, keys: frozenset[str]) -> Extraction:
+def _extract(text: str, keys: frozenset[str], answer_tag: bool) -> Extraction:
     """:func:`run`'s general extraction step after no plain final object was found (the native path's, in C)."""
     with literal_budget([MAX_LITERAL_BUDGET]):
-        return extract(text, keys, LENIENT, False, plain_tried=True)
-
-
-def _extract_answer_tag(text: str, keys: frozenset[str]) -> Extraction:
-    """:func:`_extract` under ``format_accept_answer_tag``."""
-    with literal_budget([MAX_LITERAL_BUDGET]):
-        return extract(text, keys, LENIENT, True, plain_tried=True)
+        return extract(text, keys, LENIENT, answer_tag, plain_tried=True)
 
 
 def _half_life(target: Target, half_life_px: float | None) -> float:
