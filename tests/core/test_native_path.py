@@ -275,7 +275,20 @@ def _set_map_predictions(family: str) -> st.SearchStrategy[str]:
 
 
 _prefixes = st.sampled_from(
-    ["", "Thinking.\n", "<think>x</think>\n", "```json\n", "```JSON \n", "```jsonc\n", "```\n", '{"answer": 1}\n', "<answer>"]
+    [
+        "",
+        "Thinking.\n",
+        "<think>x</think>\n",
+        "```json\n",
+        "```JSON \n",
+        "```jsonc\n",
+        "```json_x\n",
+        "```Json",
+        "```\n",
+        "``` \n\n",
+        '{"answer": 1}\n',
+        "<answer>",
+    ]
 )
 _suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", "```", "\n````", " Done.", "</answer>"])
 #: Scorer options: those the native path serves (any mode, formula, weights, half-life, the answer-tag and
@@ -318,7 +331,9 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
         targets = dict(
             zip(draw(st.lists(_keys, min_size=len(targets), max_size=len(targets), unique=True)), targets, strict=True)
         )
-    keys = draw(st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed", "literal", "twice"]))
+    keys = draw(
+        st.sampled_from(["both", "answer", "extra", "annotation", "pretty", "reversed", "literal", "twice", "neither", "none"])
+    )
     answer = draw(_answers)
     if kind.endswith("_set_map"):
         prediction = draw(_set_map_predictions(family))
@@ -333,6 +348,9 @@ def _cases(draw: st.DrawFn) -> dict[str, Any]:
         "reversed": f'{{"annotation": {prediction}, "answer": {answer}}}',
         "literal": f"{{'answer': {answer}, 'annotation': {prediction}}}",  # a Python literal: recovery reads it
         "twice": f'{{"answer": 3}} then {{"answer": {answer}, "annotation": {prediction}}} and {{"note": "{{"}}',
+        # A final object holding neither key (recovered past), and no object at all (the atomic answer).
+        "neither": f'{{"answer": {answer}, "annotation": {prediction}}}\n{{"note": {answer}}}',
+        "none": f"The answer is {answer}.",
     }[keys]
     kw = _kwargs(
         kind, targets[0] if kind == family else targets, draw(_prefixes) + body + draw(_suffixes), draw(st.sampled_from([7, "B"]))

@@ -22,7 +22,7 @@ def exact(value: Any) -> bool: ...
 def score(
     text: str,
     keys: frozenset[str],
-    extract_of: Callable[[str, frozenset[str], bool], Any],
+    extract_of: Callable[[str, frozenset[str], bool], tuple[Any, list[int]]],
     answer_tag: bool,
     prepared: Any,
     reads_json: bool,
@@ -43,4 +43,4 @@ def score(
     gated: bool,
     answer_weight: float,
     annotation_weight: float,
-) -> dict[str, float] | None: ...
+) -> dict[str, float] | tuple[Any, list[int]] | None: ...

@@ -8,7 +8,8 @@ bit for bit), whenever the response is read as the contract reads it (the caller
 
 * the final object: the plain ending in C (what ``plain_final_object`` finds: the text ends with ``}``
   and its last ``{"answer"`` opens a JSON object that runs to that end, read by the pipeline's own
-  ``load_json``), else the pipeline's own extraction, called (fences, tags, prose, literals, recovery);
+  ``load_json``) and a fenced final block holding JSON with ``answer`` or ``annotation`` (what
+  ``check_format`` finds), else the pipeline's own extraction, called (tags, prose, literals, recovery);
 * an integer or plain-string answer (the pipeline's lean comparisons), any other answer through the
   pipeline's own ``matches_answer_target``; no answer in the ``annotation_only`` mode;
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
@@ -19,7 +20,9 @@ bit for bit), whenever the response is read as the contract reads it (the caller
   weight and half-life.
 
 Anything else (no final object, a string or wrapper annotation, a value that does not parse, a large set)
-returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. Each
+returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. When
+the pipeline's extraction was called first, the decline returns what it gave (the extraction and the
+literal budget it left), and the Python steps go on from there instead of reading the response again. Each
 similarity is written with the same operations in the same order as the plugin's (C doubles are IEEE
 binary64; the module is compiled without floating-point contraction); distances are ``math.hypot``'s
 (CPython 3.11's algorithm restated, :func:`_distance`; called on other Pythons) and ``exp`` is the C
@@ -623,6 +626,20 @@ cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) e
     return 1
 
 
+cdef object _fenced(str stripped):
+    """The final block of a right-stripped response ending with a fence (reading's ``final_block``), or None."""
+    cdef Py_ssize_t close = len(stripped) - 3
+    cdef Py_ssize_t opening = stripped.rfind("```", 0, close)
+    if opening < 0:
+        return None
+    content = stripped[opening + 3 : close]
+    # A ``json`` info string (any case) right after the opening fence is not content (``_drop_json_tag``).
+    if content[:4].lower() == "json" and (len(content) == 4 or not (content[4].isalnum() or content[4] == "_")):
+        content = content[4:]
+    content = content.strip()
+    return content or None
+
+
 #: How many objects :func:`exact` looks at before it answers False (a shared or cyclic structure ends there).
 cdef Py_ssize_t EXACT_BUDGET = 100_000
 
@@ -688,7 +705,9 @@ def score(
     double answer_weight,
     double annotation_weight,
 ):
-    """The result dict of ``text`` (see the module docstring), or None when the Python pipeline must score it.
+    """The result dict of ``text`` (see the module docstring), or what the Python pipeline goes on from.
+
+    That is None, or ``extract_of``'s ``(extraction, literal budget left)`` when it was called.
 
     ``keys`` are the required keys of the mode, ``prepared`` the prepared answer target (``Target.answer``),
     ``type_key`` the ``annotation_type_<name>`` indicator to set (None when no family owns the type);
@@ -713,13 +732,23 @@ def score(
         if start >= 0:
             payload, ok = _load_json(stripped[start:])
             ok = ok and type(payload) is dict
+    elif stripped.endswith("```"):  # a fenced final block (final_block), read as check_format reads it
+        block = _fenced(stripped)
+        if block is not None:
+            payload, ok = _load_json(block)
+            # A mapping holding neither key is recovered past (recover_payload): the pipeline's extraction.
+            ok = ok and type(payload) is dict and ("answer" in <dict>payload or "annotation" in <dict>payload)
+    # What a decline after the pipeline's own extraction returns: that extraction and the literal budget it
+    # left, so the Python steps go on from it instead of reading the response again.
+    declined = None
     if ok:
         schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
     else:
-        ext = extract_of(text, keys, answer_tag)
+        declined = extract_of(text, keys, answer_tag)
+        ext = declined[0]
         payload = ext.payload
         if type(payload) is not dict:
-            return None
+            return declined
         fmt = ext.format
         structure_ok, json_ok, schema_ok = fmt.structure_ok, fmt.json_ok, fmt.schema_ok
     cdef dict value = <dict>payload
@@ -733,7 +762,7 @@ def score(
         elif kind is str and type(prepared) is str and not (reads_json and predicted.lstrip()[:1] in _JSON_STARTS):
             matched = predicted.strip().casefold() == prepared
         elif predicted is None:
-            return None  # no answer in the object: the atomic answer, the Python pipeline's
+            return declined  # no answer in the object: the atomic answer, the Python pipeline's
         else:  # the general comparison, the very function the pipeline calls
             matched = _matches(predicted, prepared, reads_json_strings=reads_json)
 
@@ -747,10 +776,10 @@ def score(
     diagnostics = None
     prediction = value.get("annotation")
     if shape == UNKNOWN and prediction is not None:
-        return None  # a scorer only Python knows
+        return declined  # a scorer only Python knows
     if shape >= 0 and prediction is not None and (raw_target or target is not None):
         if kernel < 0 or kernel > SOFT_SEGMENT:
-            return None  # a kernel of a later version: Python scores it
+            return declined  # a kernel of a later version: Python scores it
         w = WIDTH[kernel]
         try:
             # The target's m items into gts (a map's keys in target_keys, in the target's order).
@@ -760,31 +789,31 @@ def score(
                     if gts == NULL:
                         raise MemoryError()
                     if not _item(kernel, target, gts):
-                        return None
+                        return declined
                     m = 1
                 elif shape == MAP:
                     index = {}
                     if not _parse_map(kernel, target, &gts, index):
-                        return None
+                        return declined
                     target_keys = list(index)
                     m = len(target_keys)
                 elif shape == SET_MAP:
                     index = {}
                     target_starts, target_counts = [], []
                     if not _parse_set_map(kernel, target, &gts, index, target_starts, target_counts):
-                        return None
+                        return declined
                     target_keys = list(index)
                     m = len(target_keys)
                 elif not _parse_set(kernel, target, &gts, &m):
-                    return None
+                    return declined
             elif shape == SET_MAP:  # a prepared set-map: key -> list of tuples of floats
                 if type(target) is not dict:
-                    return None
+                    return declined
                 target_keys = list(<dict>target)
                 target_starts, target_counts, flat_items = [], [], []
                 for values in (<dict>target).values():
                     if type(values) is not list:
-                        return None
+                        return declined
                     target_starts.append(len(flat_items))
                     target_counts.append(len(<list>values))
                     flat_items.extend(<list>values)
@@ -793,28 +822,28 @@ def score(
                 if gts == NULL:
                     raise MemoryError()
                 if not _target_items(flat_items, gts, len(flat_items), w):
-                    return None
+                    return declined
             else:  # a prepared target: the owner's parse, tuples of floats
                 if shape == SCALAR:
                     target = (target,)
                 elif shape == MAP:
                     if type(target) is not dict:
-                        return None
+                        return declined
                     target_keys = list(<dict>target)
                     target = list((<dict>target).values())
                 elif type(target) is not list:
-                    return None
+                    return declined
                 m = len(target)
                 gts = <double*>malloc((w * m + 1) * sizeof(double))
                 if gts == NULL:
                     raise MemoryError()
                 if not _target_items(target, gts, m, w):
-                    return None
+                    return declined
             if kernel != IOU:  # a distance kernel: the scoring context's half-life, found only now
                 half_life = half_life_of(target_ref, half_life_px)
             if shape == SCALAR:
                 if not _item(kernel, prediction, item):
-                    return None
+                    return declined
                 s = _similarity(kernel, item, gts, half_life)
                 ann_reward = s
                 diagnostics = {
@@ -825,9 +854,9 @@ def score(
                 }
             elif shape == SET:
                 if not _parse_set(kernel, prediction, &preds, &n):
-                    return None
+                    return declined
                 if n * m >= REDUCE_MIN_CELLS:
-                    return None  # the grouped solver's domain
+                    return declined  # the grouped solver's domain
                 if n == 0 or m == 0:
                     total, count = 0.0, 0
                     ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
@@ -837,7 +866,7 @@ def score(
                 else:
                     summed = _set_total(kernel, preds, n, gts, m, half_life)
                     if summed is None:
-                        return None  # no assignment (never for finite similarities): Python's solver decides
+                        return declined  # no assignment (never for finite similarities): Python's solver decides
                     total, count = summed, (n if n < m else m)
                     ann_reward = total / (n if n > m else m)
                 diagnostics = {
@@ -848,7 +877,7 @@ def score(
                 }
             elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
                 if not _parse_set(kernel, prediction, &preds, &n):
-                    return None
+                    return declined
                 count = n if n < m else m
                 for i in range(count):
                     total += _similarity(kernel, preds + w * i, gts + w * i, half_life)
@@ -862,7 +891,7 @@ def score(
             elif shape == MAP:  # the keyed shape: one item per key, the shared keys in the target's order
                 index = {}
                 if not _parse_map(kernel, prediction, &preds, index):
-                    return None
+                    return declined
                 n = len(index)
                 for i in range(m):
                     position = index.get(target_keys[i])
@@ -886,7 +915,7 @@ def score(
                 index = {}
                 pred_starts, pred_counts = [], []
                 if not _parse_set_map(kernel, prediction, &preds, index, pred_starts, pred_counts):
-                    return None
+                    return declined
                 n = len(index)
                 shared = []
                 cells = work = 0
@@ -897,14 +926,14 @@ def score(
                     shared.append((i, position))
                     a, b = pred_counts[position], target_counts[i]
                     if a * b >= REDUCE_MIN_CELLS:
-                        return None  # the grouped solver's domain
+                        return declined  # the grouped solver's domain
                     if a >= 1 and b >= 1 and a * b > 1:
                         cells += SET_COST + LIST_CELL_COST * a * b
                         small, large = (a, b) if a <= b else (b, a)
                         if small >= 2:
                             work += small * small * large
                 if cells > MAX_ASSIGNMENT_CELLS or work > MAX_ASSIGNMENT_WORK:
-                    return None  # the shared budget's concern: Python charges it
+                    return declined  # the shared budget's concern: Python charges it
                 mean_sum, mean_keys = 0.0, 0
                 for i, position in shared:
                     a, b = pred_counts[position], target_counts[i]
@@ -918,7 +947,7 @@ def score(
                     else:
                         summed = _set_total(kernel, p_items, a, g_items, b, half_life)
                         if summed is None:
-                            return None
+                            return declined
                         key_total, key_count, denominator = summed, (a if a < b else b), (a if a > b else b)
                     total += key_total / denominator
                     count += key_count
@@ -936,7 +965,7 @@ def score(
                     mean_key: mean_sum / mean_keys if mean_keys else 0.0,
                 }
             else:
-                return None
+                return declined
         finally:
             free(preds)
             free(gts)

@@ -103,7 +103,7 @@ from trace_tasks.scoring._results import _template, compose_result
 
 #: The native build's common path (docs/compiled.md): ``None`` in the pure build, which has no such module.
 #: tests/core/test_native_path.py sets it to ``None`` to compare the two.
-_native_score: Callable[..., dict[str, float] | None] | None
+_native_score: Callable[..., Any] | None
 _native_exact: Callable[[Any], bool] | None
 try:
     from trace_tasks.scoring._native import exact as _native_exact
@@ -448,20 +448,17 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         and target.relaxed is None
     ):
         native = _native_run(text, opts, registry, target)
-        if native is not None:
+        if type(native) is dict:
             return native
-    literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
+        read = native  # the extraction the native path made before it declined (and the budget left), or None
+    else:
+        read = None
     tool = opts.tool_call
     # A declared tool call carries the annotation: the final object holds the answer alone (§3.9).
     keys = required_keys(opts.trace_reward_mode) if tool is None else ANSWER_KEYS
     lean = _LEAN
-    # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
-    # literal, so no budget needs to be in force; anything else takes the general step under the budget.
-    tried = lean and opts.trace_recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
-    ext = plain_final_object(text, keys) if tried else None
-    if ext is None:
-        with literal_budget(literal_left):
-            ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
+    # The reading step, unless the native path took it (its call of _extract) before it declined.
+    ext, literal_left = read if read is not None else _read(text, opts, keys)
     annotation_only = opts.trace_reward_mode == ANNOTATION_ONLY
     predicted: Any = None if annotation_only else ext.answer(text)  # annotation_only reads no answer
     prepared = target.answer
@@ -500,6 +497,19 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
             trail.problem = target.problem
     answer_parse_ok = 0.0 if annotation_only else target.answer_parse_ok  # no answer is read: its keys hold 0
     return compose_result(opts, registry, ext, 1.0 if matched else 0.0, answer_parse_ok, ann)
+
+
+def _read(text: str, opts: ScoringOptions, keys: frozenset[str]) -> tuple[Extraction, list[int]]:
+    """:func:`run`'s reading step: the extraction of ``text`` and the literal budget it left."""
+    literal_left = [MAX_LITERAL_BUDGET]  # one budget for everything the model wrote
+    # The lean common ending: a compact JSON final object (what ``extract`` tries first). JSON reads no
+    # literal, so no budget needs to be in force; anything else takes the general step under the budget.
+    tried = _LEAN and opts.trace_recovery == LENIENT and len(text) <= MAX_RESPONSE_CHARS
+    ext = plain_final_object(text, keys) if tried else None
+    if ext is None:
+        with literal_budget(literal_left):
+            ext = extract(text, keys, opts.trace_recovery, opts.format_accept_answer_tag, plain_tried=tried)
+    return ext, literal_left
 
 
 def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) -> Extraction:
@@ -553,8 +563,13 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
     return found
 
 
-def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Target) -> dict[str, float] | None:
-    """The native common path's result for ``text``, or None when the Python steps must score it.
+def _native_run(
+    text: str, opts: ScoringOptions, registry: Registry, target: Target
+) -> dict[str, float] | tuple[Extraction, list[int]] | None:
+    """The native common path's result for ``text``, or what :func:`run`'s Python steps go on from.
+
+    That is None, or the extraction (and literal budget left) of :func:`_extract` when the native path
+    called it before it declined.
 
     Only with the contract's reading of the response and no trail (the caller checks). A compiled target's
     parse is handed over; a lenient target's raw value is read by the native path itself when the response
@@ -577,7 +592,7 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
     type_key = type_keys[target.type_name] if target.type_name is not None else None
     assert _native_score is not None
     mode = opts.trace_reward_mode
-    return _native_score(
+    result: dict[str, float] | tuple[Extraction, list[int]] | None = _native_score(
         text,
         required_keys(mode),
         _extract,
@@ -602,12 +617,17 @@ def _native_run(text: str, opts: ScoringOptions, registry: Registry, target: Tar
         opts.answer_weight,
         opts.annotation_weight,
     )
+    return result
 
 
-def _extract(text: str, keys: frozenset[str], answer_tag: bool) -> Extraction:
-    """:func:`run`'s general extraction step after no plain final object was found (the native path's, in C)."""
-    with literal_budget([MAX_LITERAL_BUDGET]):
-        return extract(text, keys, LENIENT, answer_tag, plain_tried=True)
+def _extract(text: str, keys: frozenset[str], answer_tag: bool) -> tuple[Extraction, list[int]]:
+    """:func:`run`'s general extraction step after no plain final object was found (the native path's, in C).
+
+    Returns the extraction and the literal budget it left: a native decline hands both back to :func:`run`.
+    """
+    literal_left = [MAX_LITERAL_BUDGET]
+    with literal_budget(literal_left):
+        return extract(text, keys, LENIENT, answer_tag, plain_tried=True), literal_left
 
 
 def _half_life(target: Target, half_life_px: float | None) -> float:
