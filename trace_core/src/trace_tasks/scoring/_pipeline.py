@@ -448,7 +448,7 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         and target.relaxed is None
     ):
         native = _native_run(text, opts, registry, target)
-        if type(native) is dict:
+        if isinstance(native, dict):
             return native
         read = native  # the extraction the native path made before it declined (and the budget left), or None
     else:
