@@ -288,9 +288,18 @@ _prefixes = st.sampled_from(
         "``` \n\n",
         '{"answer": 1}\n',
         "<answer>",
+        # Reasoning that recovery reads past: a stray quote (hides what follows), braces, an earlier
+        # fenced block, tag pair or escape.
+        'label " the\n',
+        "a {note} then { open\n",
+        '```json\n{"answer": 2}\n```\n',
+        '<answer>{"answer": 5}</answer>\n',
+        '{"answer": "a\\"b"}\n',
     ]
 )
-_suffixes = st.sampled_from(["", "\n", "  \n\t", "\n```", "```", "\n````", " Done.", "</answer>"])
+_suffixes = st.sampled_from(
+    ["", "\n", "  \n\t", "\n```", "```", "\n````", " Done.", "</answer>", ' "', " {", " }", "\n<answer>B</answer>"]
+)
 #: Scorer options: those the native path serves (any mode, formula, weights, half-life, the answer-tag and
 #: tolerance switches) and those that keep the Python steps (a recovery policy, a frame, native reading).
 _options = st.one_of(
@@ -441,3 +450,30 @@ def test_the_native_distance_is_math_hypot() -> None:
             y = x * rng.choice([1, -1, 1 + 1e-15, 0.5])
         got, expected = _native.hypot(x, y), math.hypot(x, y)
         assert _bits(got) == _bits(expected) or (math.isnan(got) and math.isnan(expected)), (x, y, got, expected)
+
+
+#: Texts recovery has to read with care: braces, quotes, escapes, fences and tags around the keys.
+_recovery_texts = st.lists(
+    st.sampled_from(
+        [
+            *("{", "}", '"', "\\", "\\\\", "a", " ", "\n", "```", "```json\n", "<answer>", "</answer>", '"answer"', ": 1", ","),
+            *('{"answer": 1}', '{"annotation": [1, 2]}', "{'answer': 2}", '{"note": 3}', "é", "🙂"),
+        ]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(text=_recovery_texts)
+def test_the_native_recovery_reads_what_the_pipeline_reads(text: str) -> None:
+    """The native scan finds reading's top-level objects, and its recovery the payload reading recovers (or defers)."""
+    from trace_tasks.reading._extraction import _Parser, recover_payload, top_level_objects
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    assert _native.top_level_objects(text) == top_level_objects(text)
+    found = _native.recovered(text)
+    if found is not None:  # None: the pipeline looks (a literal, no payload, the whole response)
+        payload, _ = recover_payload(text, _Parser())
+        assert type(payload) is dict and json.dumps(found) == json.dumps(payload)

@@ -37,6 +37,7 @@ from libc.math cimport INFINITY, NAN, exp, fabs, frexp, isfinite, isinf, isnan, 
 cdef extern from "float.h":
     double DBL_MIN
 from libc.stdlib cimport free, malloc, qsort
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ
 
 import math
 import sys
@@ -632,12 +633,157 @@ cdef object _fenced(str stripped):
     cdef Py_ssize_t opening = stripped.rfind("```", 0, close)
     if opening < 0:
         return None
-    content = stripped[opening + 3 : close]
-    # A ``json`` info string (any case) right after the opening fence is not content (``_drop_json_tag``).
+    return _drop_json_tag(stripped[opening + 3 : close]).strip() or None
+
+
+cdef str _drop_json_tag(str content):
+    # A ``json`` info string (any case) right after the opening fence is not content (reading's _drop_json_tag).
     if content[:4].lower() == "json" and (len(content) == 4 or not (content[4].isalnum() or content[4] == "_")):
-        content = content[4:]
-    content = content.strip()
-    return content or None
+        return content[4:]
+    return content
+
+
+# --- recovery (reading's recover_payload under the contract's lenient reading), in C -------------------
+
+cdef Py_ssize_t MAX_RECOVERY_CANDIDATES = 512  # trace_tasks.limits
+
+
+cdef inline bint _holds_prediction(object value):
+    return type(value) is dict and ("answer" in <dict>value or "annotation" in <dict>value)
+
+
+cdef inline bint _may_hold(str text):
+    # reading's _may_hold_prediction: a cheap filter before a candidate is parsed.
+    return "answer" in text or "annotation" in text or "\\" in text
+
+
+cdef list _top_level_spans(str text):
+    """reading's ``top_level_objects``: balanced top-level ``{...}`` in one forward scan that skips strings.
+
+    Character by character on the string's own buffer where the Python scan takes runs in one step: the
+    same spans. A string ends at the first ``"`` after an even run of backslashes (``_string_end``); an
+    unterminated one hides everything after it; closers at depth 0 are stray and ignored.
+    """
+    cdef Py_ssize_t n = len(text), i = 0, depth = 0, start = 0, run
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_UCS4 c
+    cdef list spans = []
+    while i < n:
+        c = PyUnicode_READ(kind, data, i)
+        i += 1
+        if c == 34:  # '"': to the quote that closes it
+            run = 0  # backslashes right before the character read
+            while True:
+                if i >= n:
+                    return spans
+                c = PyUnicode_READ(kind, data, i)
+                i += 1
+                if c == 34 and run % 2 == 0:
+                    break
+                run = run + 1 if c == 92 else 0
+        elif c == 123:  # '{'
+            if depth == 0:
+                start = i - 1
+            depth += 1
+        elif c == 125 and depth:  # '}'
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i))
+    return spans
+
+
+def top_level_objects(str text):
+    """:func:`_top_level_spans` as reading's ``top_level_objects`` gives them (tests compare the two)."""
+    return _top_level_spans(text)
+
+
+def recovered(str text):
+    """:func:`_recovered` (tests compare it with reading's ``recover_payload``)."""
+    return _recovered(text)
+
+
+cdef list _fenced_blocks(str text):
+    """reading's ``fenced_blocks``: fences paired in order, a ``json`` tag dropped, stripped."""
+    cdef list marks = []
+    cdef Py_ssize_t k = text.find("```")
+    while k >= 0:
+        marks.append(k)
+        k = text.find("```", k + 3)
+    cdef list blocks = []
+    cdef Py_ssize_t i
+    for i in range(0, len(marks) - 1, 2):
+        blocks.append(_drop_json_tag(text[<Py_ssize_t>marks[i] + 3 : <Py_ssize_t>marks[i + 1]]).strip())
+    return blocks
+
+
+cdef list _answer_tags(str text):
+    """reading's ``answer_tags`` (every tag read): each open tag with the next close tag after it."""
+    cdef list opens = [], closes = [], tags = []
+    cdef Py_ssize_t k = text.find("<answer>")
+    while k >= 0:
+        opens.append(k)
+        k = text.find("<answer>", k + 8)
+    k = text.find("</answer>")
+    while k >= 0:
+        closes.append(k)
+        k = text.find("</answer>", k + 9)
+    cdef Py_ssize_t i = 0, j = 0, begin, finish
+    while i < len(opens):
+        begin = <Py_ssize_t>opens[i] + 8
+        while j < len(closes) and <Py_ssize_t>closes[j] < begin:
+            j += 1
+        if j == len(closes):
+            break
+        tags.append(text[begin : <Py_ssize_t>closes[j]])
+        finish = <Py_ssize_t>closes[j] + 9
+        while i < len(opens) and <Py_ssize_t>opens[i] < finish:
+            i += 1
+    return tags
+
+
+cdef object _GO_ON = object()  # _try: the candidate is not the payload, the next one is tried
+
+
+cdef object _try(str candidate, Py_ssize_t* tried):
+    """One recovery candidate: the payload, :data:`_GO_ON`, or None when the pipeline must look."""
+    if not _may_hold(candidate):
+        return _GO_ON
+    tried[0] += 1
+    if tried[0] > MAX_RECOVERY_CANDIDATES:
+        return None
+    value, ok = _load_json(candidate)
+    if not ok:
+        return None  # perhaps a Python literal: the pipeline's bounded literal reader
+    return value if _holds_prediction(value) else _GO_ON
+
+
+cdef object _recovered(str text):
+    """The payload ``recover_payload`` finds in ``text`` (lenient), or None when the pipeline must look.
+
+    The candidates in its order: the whole response, the top-level objects last to first, the fenced
+    blocks last to first, the ``<answer>`` tags last to first; the first JSON mapping holding ``answer`` or
+    ``annotation`` is the payload. None (the pipeline's extraction then runs) when no candidate holds one,
+    a candidate tried is not JSON, or more than the pipeline's candidate limit would be tried.
+    """
+    if not _may_hold(text):
+        return None
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        return None  # the whole response is a candidate: the callers never get here with one
+    cdef Py_ssize_t tried = 0, k
+    cdef list spans = _top_level_spans(text) if "}" in text else []  # a truncated response closes nothing
+    for k in range(len(spans) - 1, -1, -1):
+        a, b = spans[k]
+        found = _try(text[<Py_ssize_t>a : <Py_ssize_t>b], &tried)
+        if found is not _GO_ON:
+            return found
+    for candidates in (_fenced_blocks(text), _answer_tags(text)):
+        for k in range(len(<list>candidates) - 1, -1, -1):
+            found = _try(<str>(<list>candidates)[k], &tried)
+            if found is not _GO_ON:
+                return found
+    return None
 
 
 #: How many objects :func:`exact` looks at before it answers False (a shared or cyclic structure ends there).
@@ -737,12 +883,19 @@ def score(
         if block is not None:
             payload, ok = _load_json(block)
             # A mapping holding neither key is recovered past (recover_payload): the pipeline's extraction.
-            ok = ok and type(payload) is dict and ("answer" in <dict>payload or "annotation" in <dict>payload)
+            ok = ok and _holds_prediction(payload)
+    elif not (answer_tag and stripped.endswith("</answer>")):
+        # No final block at all (check_format's flags are all 0): recovery, in C while every candidate it
+        # tries is JSON (a Python literal is the pipeline's).
+        payload = _recovered(text)
+        ok = payload is not None
+        structure_ok = json_ok = schema_ok = False
     # What a decline after the pipeline's own extraction returns: that extraction and the literal budget it
     # left, so the Python steps go on from it instead of reading the response again.
     declined = None
     if ok:
-        schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
+        if structure_ok:
+            schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
     else:
         declined = extract_of(text, keys, answer_tag)
         ext = declined[0]
