@@ -477,3 +477,36 @@ def test_the_native_recovery_reads_what_the_pipeline_reads(text: str) -> None:
     if found is not None:  # None: the pipeline looks (a literal, no payload, the whole response)
         payload, _ = recover_payload(text, _Parser())
         assert type(payload) is dict and json.dumps(found) == json.dumps(payload)
+
+
+#: Answers as a JSON decoder gives them, with the near misses the canonical form must tell apart or join.
+_json_answers = st.recursive(
+    st.one_of(
+        st.integers(-3, 3),
+        st.sampled_from([True, False, None, 1.0, -0.0, 0.5, 2.0, 1e16, 1e300, math.inf, -math.inf, math.nan, 10**20]),
+        st.sampled_from(["a", "A", " a ", "b", "", "1", "[1]", "true", "ß", "SS", "\u00a0a"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "A", " a", "b", "1", "ß", "ss"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(prediction=_json_answers, target=_json_answers, reads_json=st.booleans())
+def test_the_native_answer_comparison_is_the_pipelines(prediction: Any, target: Any, reads_json: bool) -> None:
+    """In C, answer_exact_match_v0 on JSON's own values agrees with matches_answer_target (or defers to it)."""
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+    from trace_tasks.scoring._answers import answer_target, matches_answer_target
+
+    if isinstance(prediction, str) and reads_json:
+        return  # a string that may be JSON is read first: the native path leaves it to the pipeline's function
+    for prepared in (answer_target(target, reads_json_strings=reads_json), answer_target(prediction)):
+        expected = matches_answer_target(prediction, prepared, reads_json_strings=reads_json)
+        found = _native.same(prediction, prepared)
+        assert found == -1 or (found == 1) == expected, (prediction, prepared)
+        if not isinstance(prediction, str) and "{" not in repr(prediction):  # it defers only colliding keys then
+            assert found != -1, (prediction, prepared)

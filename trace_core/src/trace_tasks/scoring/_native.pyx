@@ -32,7 +32,7 @@ of 2+ items on both sides are chosen on rows in the lexicographic order ``np.lex
 (:func:`_assign`, for the releases :data:`SCIPY_RESTATED`; scipy's own otherwise).
 """
 
-from libc.math cimport INFINITY, NAN, exp, fabs, frexp, isfinite, isinf, isnan, ldexp, sqrt
+from libc.math cimport INFINITY, NAN, exp, fabs, floor, frexp, isfinite, isinf, isnan, ldexp, sqrt
 
 cdef extern from "float.h":
     double DBL_MIN
@@ -45,7 +45,7 @@ import sys
 import numpy as np
 
 from trace_tasks.reading import load_json
-from trace_tasks.scoring._answers import JSON_STARTS, matches_answer_target
+from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, matches_answer_target
 
 cdef object _fsum = math.fsum
 cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
@@ -53,6 +53,7 @@ cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
 cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
 cdef object _load_json = load_json
 cdef object _matches = matches_answer_target
+cdef object _NEVER_MATCHES = NEVER_MATCHES
 cdef object _np_empty = np.empty
 cdef frozenset _JSON_STARTS = JSON_STARTS
 
@@ -643,6 +644,84 @@ cdef str _drop_json_tag(str content):
     return content
 
 
+# --- answer_exact_match_v0 on JSON's own values (scoring._answers' _same and canonical), in C -----------
+
+cdef int MAX_ANSWER_DEPTH = 256  # trace_tasks.limits
+cdef str _LIST = "__list__"  # scoring._answers' tags of canonical containers
+cdef str _DICT = "__dict__"
+cdef str _BOOL = "__bool__"
+
+
+cdef int _same(object value, object prepared, int depth) except -2:
+    """``_answers._same(value, prepared, depth)``: 1 or 0, or -1 when the pipeline's own function must decide.
+
+    For the exact types a JSON decoder gives (int, str, None, bool, float, list, dict with string keys),
+    each scalar's canonical form compared with ``==`` as ``_same`` compares it; anything else, a depth near
+    the limit (the pipeline's too-deep rule) or keys that collide after normalising returns -1.
+    """
+    if depth >= MAX_ANSWER_DEPTH:
+        return -1
+    cdef type kind = type(value)
+    cdef Py_ssize_t i, size
+    cdef double x
+    if kind is int or value is None:
+        return 1 if value == prepared else 0
+    if kind is str:
+        return 1 if (<str>value).strip().casefold() == prepared else 0
+    if kind is bool:
+        return 1 if (_BOOL, value) == prepared else 0
+    if kind is float:
+        x = <double>value
+        if not isfinite(x):
+            return 0  # canonical's no-match value equals nothing
+        return 1 if (int(value) if x == floor(x) else value) == prepared else 0  # integral floats equal ints
+    if kind is list:
+        if not (type(prepared) is tuple and len(<tuple>prepared) == 2 and (<tuple>prepared)[0] == _LIST):
+            return 0
+        items = (<tuple>prepared)[1]
+        if type(items) is not tuple:
+            return -1
+        size = len(<list>value)
+        if len(items) != size:
+            return 0
+        for i in range(size):
+            same = _same((<list>value)[i], items[i], depth + 1)
+            if same != 1:
+                return same
+        return 1
+    if kind is dict:
+        if not (type(prepared) is tuple and len(<tuple>prepared) == 2 and (<tuple>prepared)[0] == _DICT):
+            return 0
+        pairs = (<tuple>prepared)[1]
+        if type(pairs) is not tuple:
+            return -1
+        latest = {}
+        for k, v in (<dict>value).items():
+            if type(k) is not str:
+                return -1
+            latest[(<str>k).strip().casefold()] = v
+        if len(latest) != len(<tuple>pairs):
+            return 0
+        if len(latest) != len(<dict>value):
+            return -1  # keys that collide after normalising: the pipeline also checks the values overwritten
+        for pair in <tuple>pairs:
+            if type(pair) is not tuple or len(<tuple>pair) != 2:
+                return -1
+            key, item = pair
+            if key not in latest:
+                return 0
+            same = _same(latest[key], item, depth + 1)
+            if same != 1:
+                return same
+        return 1
+    return -1
+
+
+def same(object value, object prepared):
+    """:func:`_same` at depth 0 (tests compare it with the pipeline's ``matches_answer_target``)."""
+    return _same(value, prepared, 0)
+
+
 # --- recovery (reading's recover_payload under the contract's lenient reading), in C -------------------
 
 cdef Py_ssize_t MAX_RECOVERY_CANDIDATES = 512  # trace_tasks.limits
@@ -916,8 +995,9 @@ def score(
             matched = predicted.strip().casefold() == prepared
         elif predicted is None:
             return declined  # no answer in the object: the atomic answer, the Python pipeline's
-        else:  # the general comparison, the very function the pipeline calls
-            matched = _matches(predicted, prepared, reads_json_strings=reads_json)
+        else:  # the general comparison: in C for JSON's own values, else the very function the pipeline calls
+            same = -1 if kind is str or prepared is _NEVER_MATCHES else _same(predicted, prepared, 0)
+            matched = same == 1 if same >= 0 else _matches(predicted, prepared, reads_json_strings=reads_json)
 
     cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s, half_life = 0.0
     cdef Py_ssize_t n = 0, m = 0, count = 0, union, w, i
