@@ -474,9 +474,12 @@ def test_the_native_recovery_reads_what_the_pipeline_reads(text: str) -> None:
 
     assert _native.top_level_objects(text) == top_level_objects(text)
     found = _native.recovered(text)
-    if found is not None:  # None: the pipeline looks (a literal, no payload, the whole response)
+    if found is not None:  # None: the pipeline looks (a literal, the whole response)
         payload, _ = recover_payload(text, _Parser())
-        assert type(payload) is dict and json.dumps(found) == json.dumps(payload)
+        if found is _native.NOTHING:
+            assert payload is None
+        else:
+            assert type(payload) is dict and json.dumps(found) == json.dumps(payload)
 
 
 #: Answers as a JSON decoder gives them, with the near misses the canonical form must tell apart or join.

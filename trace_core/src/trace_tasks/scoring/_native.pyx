@@ -9,7 +9,9 @@ bit for bit), whenever the response is read as the contract reads it (the caller
 * the final object: the plain ending in C (what ``plain_final_object`` finds: the text ends with ``}``
   and its last ``{"answer"`` opens a JSON object that runs to that end, read by the pipeline's own
   ``load_json``) and a fenced final block holding JSON with ``answer`` or ``annotation`` (what
-  ``check_format`` finds), else the pipeline's own extraction, called (tags, prose, literals, recovery);
+  ``check_format`` finds); with no final block, recovery's candidates in its order while each one tried
+  is JSON (no payload at all: the atomic answer, the last ``<answer>`` tag's or the whole response's);
+  else the pipeline's own extraction, called (literals, a final ``<answer>`` pair under the tag option);
 * an integer or plain-string answer (the pipeline's lean comparisons), any other answer through the
   pipeline's own ``matches_answer_target``; no answer in the ``annotation_only`` mode;
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
@@ -19,7 +21,7 @@ bit for bit), whenever the response is read as the contract reads it (the caller
 * the composition, with the pipeline's own result template, for any mode, formula, weights, format
   weight and half-life.
 
-Anything else (no final object, a string or wrapper annotation, a value that does not parse, a large set)
+Anything else (an object without an answer, a bracketed response, a string or wrapper annotation, a value that does not parse, a large set)
 returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. When
 the pipeline's extraction was called first, the decline returns what it gave (the extraction and the
 literal budget it left), and the Python steps go on from there instead of reading the response again. Each
@@ -822,15 +824,17 @@ cdef list _answer_tags(str text):
 
 
 cdef object _GO_ON = object()  # _try: the candidate is not the payload, the next one is tried
+NOTHING = object()  # _recovered: recovery finds no payload at all (reading's recover_payload returns None)
+cdef object _NOTHING = NOTHING
 
 
 cdef object _try(str candidate, Py_ssize_t* tried):
-    """One recovery candidate: the payload, :data:`_GO_ON`, or None when the pipeline must look."""
+    """One recovery candidate: the payload, :data:`_GO_ON`, :data:`NOTHING`, or None when the pipeline must look."""
     if not _may_hold(candidate):
         return _GO_ON
     tried[0] += 1
     if tried[0] > MAX_RECOVERY_CANDIDATES:
-        return None
+        return _NOTHING  # recover_payload gives up: no payload
     value, ok = _load_json(candidate)
     if not ok:
         return None  # perhaps a Python literal: the pipeline's bounded literal reader
@@ -838,15 +842,16 @@ cdef object _try(str candidate, Py_ssize_t* tried):
 
 
 cdef object _recovered(str text):
-    """The payload ``recover_payload`` finds in ``text`` (lenient), or None when the pipeline must look.
+    """The payload ``recover_payload`` finds in ``text`` (lenient), :data:`NOTHING`, or None when the pipeline must look.
 
     The candidates in its order: the whole response, the top-level objects last to first, the fenced
     blocks last to first, the ``<answer>`` tags last to first; the first JSON mapping holding ``answer`` or
-    ``annotation`` is the payload. None (the pipeline's extraction then runs) when no candidate holds one,
-    a candidate tried is not JSON, or more than the pipeline's candidate limit would be tried.
+    ``annotation`` is the payload. :data:`NOTHING` when no candidate holds one (every candidate tried being
+    JSON) or the candidate limit is passed; None (the pipeline's extraction then runs) when a candidate
+    tried is not JSON, or the whole response is a candidate.
     """
     if not _may_hold(text):
-        return None
+        return _NOTHING
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         return None  # the whole response is a candidate: the callers never get here with one
@@ -862,7 +867,7 @@ cdef object _recovered(str text):
             found = _try(<str>(<list>candidates)[k], &tried)
             if found is not _GO_ON:
                 return found
-    return None
+    return _NOTHING
 
 
 #: How many objects :func:`exact` looks at before it answers False (a shared or cyclic structure ends there).
@@ -950,8 +955,8 @@ def score(
     cdef bint alone = mode == ANNOTATION_ALONE
     cdef Py_ssize_t start = -1
     cdef bint structure_ok = True, json_ok = True, schema_ok
-    payload = None
-    ok = False
+    payload = atomic = None
+    cdef bint ok = False, nothing = False
     if stripped.endswith("}"):
         start = stripped.rfind('{"annotation"' if alone else '{"answer"')
         if start >= 0:
@@ -967,15 +972,24 @@ def score(
         # No final block at all (check_format's flags are all 0): recovery, in C while every candidate it
         # tries is JSON (a Python literal is the pipeline's).
         payload = _recovered(text)
-        ok = payload is not None
+        nothing = payload is _NOTHING
+        ok = payload is not None and not nothing
         structure_ok = json_ok = schema_ok = False
+        if nothing:  # no payload: the atomic answer, and no annotation
+            if mode != ANNOTATION_ALONE:
+                tags = _answer_tags(text)  # the last <answer> pair's content, else the whole response
+                atomic = (<str>tags[len(tags) - 1]).strip() if tags else text.strip()
+            payload = None
+            bare = text.strip()
+            if bare.startswith("[") and bare.endswith("]"):
+                return None  # perhaps a model-native annotation (the pipeline's failure path)
     # What a decline after the pipeline's own extraction returns: that extraction and the literal budget it
     # left, so the Python steps go on from it instead of reading the response again.
     declined = None
     if ok:
         if structure_ok:
             schema_ok = len(<dict>payload) == len(keys) and all([k in <dict>payload for k in keys])
-    else:
+    elif not nothing:
         declined = extract_of(text, keys, answer_tag)
         ext = declined[0]
         payload = ext.payload
@@ -983,11 +997,11 @@ def score(
             return declined
         fmt = ext.format
         structure_ok, json_ok, schema_ok = fmt.structure_ok, fmt.json_ok, fmt.schema_ok
-    cdef dict value = <dict>payload
+    cdef dict value = <dict>payload if payload is not None else {}
     cdef bint matched = False
     cdef type kind
     if not alone:
-        predicted = value.get("answer")
+        predicted = value.get("answer") if payload is not None else atomic
         kind = type(predicted)
         if kind is int and type(prepared) is int:
             matched = predicted == prepared
@@ -1232,7 +1246,7 @@ def score(
     result["format_schema_ok"] = format_score
     result["answer_parse_ok"] = answer_parse_ok
     result["annotation_parse_ok"] = ann_parse_ok
-    result["json_found"] = 1.0
+    result["json_found"] = 1.0 if payload is not None else 0.0
     result["zero_reward"] = 1.0 if task == 0.0 else 0.0
     if type_key is not None:
         result[type_key] = 1.0
