@@ -41,12 +41,13 @@ needs_native = pytest.mark.skipif(
 
 @contextmanager
 def pure_path() -> Iterator[None]:
-    saved = _pipeline._native_score
-    _pipeline._native_score = None
+    """The Python steps alone: neither the native common path nor the native preparation of ground truth."""
+    saved = _pipeline._native_score, _pipeline._native_prepare
+    _pipeline._native_score = _pipeline._native_prepare = None
     try:
         yield
     finally:
-        _pipeline._native_score = saved
+        _pipeline._native_score, _pipeline._native_prepare = saved
 
 
 def _outcome(call: Callable[[], Any]) -> Any:
@@ -513,3 +514,77 @@ def test_the_native_answer_comparison_is_the_pipelines(prediction: Any, target: 
         assert found == -1 or (found == 1) == expected, (prediction, prepared)
         if not isinstance(prediction, str) and "{" not in repr(prediction):  # it defers only colliding keys then
             assert found != -1, (prediction, prepared)
+
+
+class _Text(str):
+    """A str subclass: the native preparation leaves it to the pipeline."""
+
+
+_gt_types = st.sampled_from(["integer", " string ", "option_letter", "number", "boolean", "matrix", "nope", 7, None])
+_answer_gts = st.one_of(
+    st.fixed_dictionaries({"type": _gt_types, "value": _json_answers}),
+    st.fixed_dictionaries({"type": _gt_types}),
+    st.sampled_from([None, [], "7", {"type": _Text("integer"), "value": 7}, {"value": "[1, 2]"}, {"value": " {"}]),
+)
+_annotation_gts = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["bbox", " point ", "segment_set", "nope", 3, _Text("bbox")]), "value": st.just([1, 2, 3, 4])}
+    ),
+    st.sampled_from([None, {"type": "bbox"}, {"value": [1, 2]}, "bbox"]),
+)
+_contracts = st.fixed_dictionaries(
+    {},
+    optional={
+        "answer": st.sampled_from([None, {"id": "answer_exact_match_v0"}, {"id": "answer_relaxed_match_v0"}, "x", {}]),
+        "annotation": st.sampled_from(
+            [
+                {"id": "bbox_soft_iou_v0"},
+                {"id": "bbox_soft_iou_v0", "type": "bbox"},
+                {"id": "bbox_soft_iou_v0", "type": " bbox"},
+                {"id": "bbox_soft_iou_v0", "type": "point"},
+                {"id": "point_soft_distance_v0", "type": 1},
+                {"id": "segment_set_soft_distance_v0"},
+                None,
+                "bbox",
+            ]
+        ),
+    },
+)
+_TARGET_FIELDS = ("answer", "answer_parse_ok", "reads_json", "type_name", "entry", "reward", "problem", "relaxed")
+
+
+#: Ground truth the contract lets be scored (the native preparation's case), each part varied.
+_scorable = st.tuples(
+    st.fixed_dictionaries({"type": st.sampled_from(["integer", "string", " option_letter", "matrix"]), "value": _json_answers}),
+    st.just({"type": "bbox", "value": [1, 2, 3, 4]}),
+    st.fixed_dictionaries(
+        {"annotation": st.sampled_from([{"id": "bbox_soft_iou_v0"}, {"id": "bbox_soft_iou_v0", "type": " bbox "}])},
+        optional={"answer": st.sampled_from([{"id": "answer_exact_match_v0"}, {}]), "reward_contract_version": st.just("v0")},
+    ),
+)
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None)
+@given(parts=st.one_of(_scorable, st.tuples(_answer_gts, _annotation_gts, _contracts)), size=st.sampled_from([None, [640, 480]]))
+def test_the_native_preparation_is_the_pipelines(parts: tuple[Any, Any, Any], size: Any) -> None:
+    """The native preparation of raw ground truth gives the pipeline's target (or leaves it to the pipeline)."""
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    answer_gt, annotation_gt, contract = parts
+    registry = get_registry()
+    sizes = (size, None, None, None)
+    native = _native.prepare(
+        answer_gt, annotation_gt, contract, registry, sizes, _pipeline.Target, _pipeline._UNSEARCHED,
+        _pipeline.answer_target, "answer_relaxed_match_v0",
+    )  # fmt: skip
+    with pure_path():
+        expected = _outcome(
+            lambda: _pipeline.prepare_target(answer_gt, annotation_gt, contract, DEFAULT_OPTIONS, registry, sizes)
+        )
+    if native is None:
+        return
+    assert isinstance(expected, _pipeline.Target)
+    for field in _TARGET_FIELDS:
+        assert repr(getattr(native, field)) == repr(getattr(expected, field)), field
+    assert native._value is expected._value and native._sizes == expected._sizes and native._size is expected._size

@@ -25,6 +25,17 @@ NOTHING: object
 
 def recovered(text: str) -> dict[str, Any] | object | None: ...
 def same(value: Any, prepared: Any) -> int: ...
+def prepare(
+    answer_gt: Any,
+    annotation_gt: Any,
+    reward_contract: Any,
+    registry: Any,
+    sizes: tuple[Any, ...],
+    target_class: type,
+    unsearched: object,
+    answer_target_of: Callable[..., Any],
+    relaxed_id: str,
+) -> Any: ...
 def score(
     text: str,
     keys: frozenset[str],

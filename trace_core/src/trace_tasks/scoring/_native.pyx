@@ -724,6 +724,113 @@ def same(object value, object prepared):
     return _same(value, prepared, 0)
 
 
+# --- the lenient preparation of raw ground truth (scoring._pipeline's prepare_target), in C ----------
+
+cdef object _DEFER = object()  # _canonical: a value the pipeline's own canonical form must read
+
+
+cdef object _canonical(object value, int depth):
+    """``_answers.canonical(value, depth)`` of JSON's own values, or :data:`_DEFER` (odd values, non-finite
+    numbers, keys that are not strings, a depth near the limit)."""
+    if depth >= MAX_ANSWER_DEPTH:
+        return _DEFER
+    cdef type kind = type(value)
+    cdef double x
+    if kind is int or value is None:
+        return value
+    if kind is str:
+        return (<str>value).strip().casefold()
+    if kind is bool:
+        return (_BOOL, value)
+    if kind is float:
+        x = <double>value
+        if not isfinite(x):
+            return _DEFER
+        return int(value) if x == floor(x) else value
+    if kind is list:
+        items = []
+        for v in <list>value:
+            c = _canonical(v, depth + 1)
+            if c is _DEFER:
+                return _DEFER
+            items.append(c)
+        return (_LIST, tuple(items))
+    if kind is dict:
+        normalized = {}
+        for k, v in (<dict>value).items():
+            if type(k) is not str:
+                return _DEFER
+            c = _canonical(v, depth + 1)
+            if c is _DEFER:
+                return _DEFER
+            normalized[(<str>k).strip().casefold()] = c  # later key wins
+        return (_DICT, tuple(sorted(normalized.items())))
+    return _DEFER
+
+
+def prepare(
+    object answer_gt,
+    object annotation_gt,
+    object reward_contract,
+    object registry,
+    tuple sizes,
+    type target_class,
+    object unsearched,
+    object answer_target_of,
+    str relaxed_id,
+):
+    """``prepare_target``'s target for ground truth the contract lets be scored, or None: the pipeline prepares it.
+
+    The common case, restated: ``answer_gt`` a dict (its value prepared by :func:`_canonical`, else by
+    ``answer_target_of``, the pipeline's ``answer_target``), no pinned relaxed policy named, ``annotation_gt``
+    a dict whose stripped ``type`` an installed family owns, a contract whose annotation side names that
+    type (or none) and its current reward id, and a ``value``. Anything else (a problem to report, a
+    missing family, a mapping that is not a dict) is None, and the pipeline's own steps say why.
+    """
+    if type(answer_gt) is not dict or type(annotation_gt) is not dict or type(reward_contract) is not dict:
+        return None
+    target = target_class()
+    if "value" in <dict>answer_gt:
+        side = (<dict>reward_contract).get("answer")
+        if side is not None and (type(side) is not dict or not ((<dict>side).get("id") != relaxed_id)):
+            return None  # perhaps the pinned relaxed policy (relaxed_answer)
+        answer_type = (<dict>answer_gt).get("type")
+        if isinstance(answer_type, str) and type(answer_type) is not str:
+            return None  # a str subclass: the pipeline reads it
+        spec = registry.answer_types.get((<str>answer_type).strip()) if type(answer_type) is str else None
+        reads_json = spec.reads_json_strings if spec is not None else True
+        value = (<dict>answer_gt)["value"]
+        prepared = _DEFER
+        if not (reads_json and type(value) is str and (<str>value).lstrip()[:1] in _JSON_STARTS):
+            prepared = _canonical(value, 0)
+        if prepared is _DEFER:
+            prepared = answer_target_of(value, reads_json_strings=reads_json)
+        target.answer, target.answer_parse_ok = prepared, 1.0
+        if not reads_json:
+            target.reads_json = False
+    name = (<dict>annotation_gt).get("type")
+    if type(name) is not str:
+        return None
+    name = (<str>name).strip()
+    entry = registry.annotation_types.get(name)
+    if entry is None:
+        return None
+    side = (<dict>reward_contract).get("annotation")
+    if type(side) is not dict:
+        return None
+    declared = (<dict>side).get("type")
+    if declared is not None and (type(declared) is not str or (<str>declared).strip() != name):
+        return None
+    if (<dict>side).get("id") != entry.current_reward_id or "value" not in <dict>annotation_gt:
+        return None
+    target.type_name = name
+    target.entry, target.reward = entry, registry.reward_ids[entry.current_reward_id]
+    target._value = (<dict>annotation_gt)["value"]
+    if sizes[0] is not None or sizes[1] is not None or sizes[2] is not None or sizes[3] is not None:
+        target._sizes, target._size = sizes, unsearched
+    return target
+
+
 # --- recovery (reading's recover_payload under the contract's lenient reading), in C -------------------
 
 cdef Py_ssize_t MAX_RECOVERY_CANDIDATES = 512  # trace_tasks.limits

@@ -105,11 +105,13 @@ from trace_tasks.scoring._results import _template, compose_result
 #: tests/core/test_native_path.py sets it to ``None`` to compare the two.
 _native_score: Callable[..., Any] | None
 _native_exact: Callable[[Any], bool] | None
+_native_prepare: Callable[..., Target | None] | None
 try:
     from trace_tasks.scoring._native import exact as _native_exact
+    from trace_tasks.scoring._native import prepare as _native_prepare
     from trace_tasks.scoring._native import score as _native_score
 except ImportError:
-    _native_score = _native_exact = None
+    _native_score = _native_exact = _native_prepare = None
 
 __all__ = [
     "NORMALISED_READINGS",
@@ -230,6 +232,12 @@ def prepare_target(
     :class:`~trace_tasks.errors.MissingFamilyError`.
     ``sizes`` are ``(image_size, image_sizes, metadata, extra_info)``.
     """
+    if _native_prepare is not None:  # the native build's restatement of the common case below (or None)
+        target = _native_prepare(
+            answer_gt, annotation_gt, reward_contract, registry, sizes, Target, _UNSEARCHED, answer_target, ANSWER_RELAXED_ID
+        )
+        if target is not None:
+            return target
     if is_mapping(answer_gt) and "value" in answer_gt:
         answer_type = answer_gt.get("type")
         spec = registry.answer_types.get(answer_type.strip()) if isinstance(answer_type, str) else None
