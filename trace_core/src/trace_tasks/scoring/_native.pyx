@@ -54,6 +54,23 @@ cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12),
 cdef double LN2 = math.log(2.0)  # trace_tasks.family.LN2
 cdef object _optimize = None  # scipy.optimize, imported on first use; its solver looked up per call, as _scipy_pairs does
 cdef object _load_json = load_json
+try:  # the decoder load_json tries first (reading's _literals), when installed
+    import msgspec.json
+    _fast_decode = msgspec.json.Decoder().decode
+except ImportError:
+    _fast_decode = None
+cdef Py_ssize_t MAX_JSON_DEPTH = 1000  # trace_tasks.limits
+cdef Py_ssize_t GC_PAUSE_CHARS = 4096  # reading's _literals
+
+
+cdef tuple _json(str text):
+    """``load_json(text)``: its common case restated (few openers, a short text, msgspec's verdict), else called."""
+    if _fast_decode is not None and len(text) < GC_PAUSE_CHARS and text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        try:
+            return _fast_decode(text), True
+        except Exception:
+            pass  # the standard library's verdict stands: load_json asks it
+    return _load_json(text)
 cdef object _matches = matches_answer_target
 cdef object _NEVER_MATCHES = NEVER_MATCHES
 cdef object _np_empty = np.empty
@@ -942,7 +959,7 @@ cdef object _try(str candidate, Py_ssize_t* tried):
     tried[0] += 1
     if tried[0] > MAX_RECOVERY_CANDIDATES:
         return _NOTHING  # recover_payload gives up: no payload
-    value, ok = _load_json(candidate)
+    value, ok = _json(candidate)
     if not ok:
         return None  # perhaps a Python literal: the pipeline's bounded literal reader
     return value if _holds_prediction(value) else _GO_ON
@@ -981,26 +998,35 @@ cdef object _recovered(str text):
 cdef Py_ssize_t EXACT_BUDGET = 100_000
 
 
+cdef inline bint _scalar(object item) noexcept:
+    cdef type kind = type(item)
+    return kind is float or kind is int or kind is str or kind is bool or item is None
+
+
 cdef int _exact(object item, int depth, Py_ssize_t* budget) except -1:
+    # Scalars inside a container are tested in place (no call per number of a box list).
     cdef type kind = type(item)
     budget[0] -= 1
     if budget[0] < 0 or depth > 256:
         return 0
-    if kind is str or kind is int or kind is float or kind is bool or item is None:
+    if _scalar(item):
         return 1
     if kind is list:
+        budget[0] -= len(<list>item)
         for x in <list>item:
-            if not _exact(x, depth + 1, budget):
+            if not _scalar(x) and not _exact(x, depth + 1, budget):
                 return 0
         return 1
     if kind is tuple:
+        budget[0] -= len(<tuple>item)
         for x in <tuple>item:
-            if not _exact(x, depth + 1, budget):
+            if not _scalar(x) and not _exact(x, depth + 1, budget):
                 return 0
         return 1
     if kind is dict:
+        budget[0] -= 2 * len(<dict>item)
         for k, v in (<dict>item).items():
-            if not _exact(k, depth + 1, budget) or not _exact(v, depth + 1, budget):
+            if not (_scalar(k) or _exact(k, depth + 1, budget)) or not (_scalar(v) or _exact(v, depth + 1, budget)):
                 return 0
         return 1
     return 0
@@ -1067,12 +1093,12 @@ def score(
     if stripped.endswith("}"):
         start = stripped.rfind('{"annotation"' if alone else '{"answer"')
         if start >= 0:
-            payload, ok = _load_json(stripped[start:])
+            payload, ok = _json(stripped[start:])
             ok = ok and type(payload) is dict
     elif stripped.endswith("```"):  # a fenced final block (final_block), read as check_format reads it
         block = _fenced(stripped)
         if block is not None:
-            payload, ok = _load_json(block)
+            payload, ok = _json(block)
             # A mapping holding neither key is recovered past (recover_payload): the pipeline's extraction.
             ok = ok and _holds_prediction(payload)
     elif not (answer_tag and stripped.endswith("</answer>")):
