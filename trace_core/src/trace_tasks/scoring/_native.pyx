@@ -29,7 +29,7 @@ of 2+ items on both sides are chosen on rows in the lexicographic order ``np.lex
 (:func:`_assign`, for the releases :data:`SCIPY_RESTATED`; scipy's own otherwise).
 """
 
-from libc.math cimport INFINITY, NAN, exp, fabs, frexp, isfinite, isinf, isnan, ldexp, sqrt
+from libc.math cimport INFINITY, NAN, exp, fabs, isfinite, isinf, isnan, ldexp, sqrt
 
 cdef extern from "float.h":
     double DBL_MIN
@@ -149,43 +149,36 @@ cdef inline void _fast_sum(double a, double b, double* x, double* y) noexcept:
     cdef double z = x[0] - a
     y[0] = b - z
 
-cdef double _norm(double* vec, Py_ssize_t n, double mx, bint found_nan) noexcept:
-    # vector_norm(n, vec, max, found_nan)
+cdef inline double _norm(double ax, double ay, double mx) noexcept:
+    # vector_norm(2, [ax, ay], max, found_nan=0) for a normal, finite max (its only other cases are math_hypot's
+    # early returns, in _distance). frexp(mx, &max_e) and scale = ldexp(1.0, -max_e) are read from the bits:
+    # for a normal mx frexp's exponent is the biased exponent minus 1022, and 2**-max_e is the double whose
+    # biased exponent is 1023 - max_e (a normal number but past 2**1022, where ldexp is called as written).
+    # The loop over the two coordinates is written out; every operation is the loop's, in its order.
     cdef double x, h, scale, csum = 1.0, frac1 = 0.0, frac2 = 0.0, prhi, prlo, smhi, smlo
     cdef int max_e
-    cdef Py_ssize_t i
-    if isinf(mx):
-        return mx
-    if found_nan:
-        return NAN
-    if mx == 0.0 or n <= 1:
-        return mx
-    # frexp(mx, &max_e) and scale = ldexp(1.0, -max_e), read from the bits: for a normal mx (the only kind
-    # _distance passes) frexp's exponent is the biased exponent minus 1022, and 2**-max_e is a normal power
-    # of two, exactly the double whose biased exponent is 1023 - max_e, except past 2**1022 (then ldexp's own)
     cdef uint64_t bits
     memcpy(&bits, &mx, sizeof(double))
     max_e = <int>((bits >> 52) & 0x7FF) - 1022
-    if max_e <= -1022:  # a subnormal mx (frexp's exponent is not the bits'): the library's, as written
-        frexp(mx, &max_e)
-        if max_e < -1023:
-            for i in range(n):
-                vec[i] /= DBL_MIN
-            return DBL_MIN * _norm(vec, n, mx / DBL_MIN, found_nan)
-        scale = ldexp(1.0, -max_e)
-    elif max_e <= 1022:
+    if max_e <= 1022:
         bits = (<uint64_t>(1023 - max_e)) << 52
         memcpy(&scale, &bits, sizeof(double))
     else:
         scale = ldexp(1.0, -max_e)
-    for i in range(n):
-        x = vec[i]
-        x *= scale
-        _mul(x, x, &prhi, &prlo)
-        _fast_sum(csum, prhi, &smhi, &smlo)
-        csum = smhi
-        frac1 += prlo
-        frac2 += smlo
+    x = ax
+    x *= scale
+    _mul(x, x, &prhi, &prlo)
+    _fast_sum(csum, prhi, &smhi, &smlo)
+    csum = smhi
+    frac1 += prlo
+    frac2 += smlo
+    x = ay
+    x *= scale
+    _mul(x, x, &prhi, &prlo)
+    _fast_sum(csum, prhi, &smhi, &smlo)
+    csum = smhi
+    frac1 += prlo
+    frac2 += smlo
     h = sqrt(csum - 1.0 + (frac1 + frac2))
     _mul(-h, h, &prhi, &prlo)
     _fast_sum(csum, prhi, &smhi, &smlo)
@@ -200,20 +193,31 @@ cdef double _norm(double* vec, Py_ssize_t n, double mx, bint found_nan) noexcept
 cdef bint _HYPOT_311 = sys.version_info[:2] == (3, 11)
 
 
-cdef double _distance(double x, double y) except? -1.0:
-    cdef double v[2]
-    cdef double mx
-    if _HYPOT_311:
-        v[0] = fabs(x)
-        v[1] = fabs(y)
-        mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
-        if v[0] > mx:
-            mx = v[0]
-        if v[1] > mx:
-            mx = v[1]
-        if not (0.0 < mx < DBL_MIN):
-            return _norm(v, 2, mx, isnan(v[0]) or isnan(v[1]))
+cdef double _math_hypot(double x, double y) except? -1.0:
+    # math.hypot itself (apart, so that the common path of _distance saves no registers for a Python call)
     return <double>_hypot(x, y)
+
+
+cdef inline double _distance(double x, double y) except? -1.0:
+    cdef double ax, ay, mx
+    if _HYPOT_311:
+        ax = fabs(x)
+        ay = fabs(y)
+        mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
+        if ax > mx:
+            mx = ax
+        if ay > mx:
+            mx = ay
+        # vector_norm's early returns, in its order; a subnormal max (its rescaling) is left to math.hypot
+        if isinf(mx):
+            return mx
+        if isnan(ax) or isnan(ay):
+            return NAN
+        if mx == 0.0:
+            return mx
+        if mx >= DBL_MIN:
+            return _norm(ax, ay, mx)
+    return _math_hypot(x, y)
 
 
 def hypot(double x, double y):
@@ -221,7 +225,7 @@ def hypot(double x, double y):
     return _distance(x, y)
 
 
-cdef double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
+cdef inline double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
     cdef double same, swapped, d1, d2
     if kernel == IOU:
         return _iou(a, b)
