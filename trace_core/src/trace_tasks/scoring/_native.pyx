@@ -14,11 +14,12 @@ bit for bit), whenever the response is read as the contract reads it (the caller
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
   ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence, map and
   set-map shapes, from plain JSON lists of ints and floats (the target too, when it is not prepared),
-  sets below the reduction threshold, set-maps well within the smallest shared assignment budget;
+  sets within their own assignment budget (from the reduction threshold, the grouped match restated:
+  :func:`_grouped_total`), set-maps well within the smallest shared assignment budget;
 * the composition, with the pipeline's own result template, for any mode, formula, weights, format
   weight and half-life.
 
-Anything else (no final object, a string or wrapper annotation, a value that does not parse, a large set)
+Anything else (no final object, a string or wrapper annotation, a value that does not parse, a set past the budget)
 returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. Each
 similarity is written with the same operations in the same order as the plugin's (C doubles are IEEE
 binary64; the module is compiled without floating-point contraction); distances are ``math.hypot``'s
