@@ -574,3 +574,24 @@ def test_native_equals_pure_on_fuzzed_large_sets(family: str, data: st.DataObjec
     assert got is not None
     with pure_path():
         assert _identical(got, score_trace_response(**kw))
+
+
+@needs_native
+def test_the_pipelines_codes_are_the_native_modules() -> None:
+    """The codes the pipeline passes are the module's constants (C enums, still importable by name)."""
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    assert _pipeline._NATIVE_SHAPES == {
+        "scalar": _native.SCALAR,
+        "set": _native.SET,
+        "sequence": _native.SEQUENCE,
+        "map": _native.MAP,
+        "set_map": _native.SET_MAP,
+    }
+    assert _pipeline._NATIVE_KERNELS == {
+        "iou": _native.IOU,
+        "soft_point": _native.SOFT_POINT,
+        "soft_segment": _native.SOFT_SEGMENT,
+    }
+    assert list(_pipeline._NATIVE_MODES.values()) == [_native.BOTH, _native.ANSWER_ONLY, _native.ANNOTATION_ALONE]
+    assert (_native.NO_REWARD, _native.UNKNOWN) == (-2, -1)

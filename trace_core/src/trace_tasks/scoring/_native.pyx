@@ -636,11 +636,11 @@ cdef object _grouped_total(
     cdef Py_ssize_t* used = NULL
     cdef Py_ssize_t* keep = NULL
     cdef Py_ssize_t* ranks = NULL
-    cdef Py_ssize_t kp, kg, kr, kc, r, c, i, j, want, t, total_rows, kept, small, large, best_c
+    cdef Py_ssize_t kp, kg, kr, kc, r, c, i, j, want, t, copy, total_rows, kept, small, large, best_c
     cdef Py_ssize_t* rc
     cdef Py_ssize_t* cc
     cdef double best, v
-    cdef bint tall = n > m, conflict = False, reduce
+    cdef bint tall = n > m, conflict = False
     if p_first == NULL or p_count == NULL or g_first == NULL or g_count == NULL:
         free(p_first); free(p_count); free(g_first); free(g_count)
         raise MemoryError()
@@ -737,7 +737,7 @@ cdef object _grouped_total(
                 j = 0
                 for c in range(kc):
                     v = matrix[r * kc + c]
-                    for want in range(keep[c]):
+                    for copy in range(keep[c]):
                         expanded[i * kept + j] = v
                         j += 1
                 i += 1
