@@ -588,3 +588,175 @@ def test_the_native_preparation_is_the_pipelines(parts: tuple[Any, Any, Any], si
     for field in _TARGET_FIELDS:
         assert repr(getattr(native, field)) == repr(getattr(expected, field)), field
     assert native._value is expected._value and native._sizes == expected._sizes and native._size is expected._size
+
+
+# --- sets of REDUCE_MIN_CELLS cells and more: the grouped match (family._matching._match_grouped) ---------------
+
+
+def _native_run(kw: dict[str, Any]) -> dict[str, float] | None:
+    """What the native function itself returns for ``kw`` (None: it declined and the Python steps score it)."""
+    registry = get_registry()
+    target = _pipeline.prepare_target(
+        kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], DEFAULT_OPTIONS, registry, (None,) * 4
+    )
+    return _pipeline._native_run(kw["response"], DEFAULT_OPTIONS, registry, target)
+
+
+def _large_item(rng: Any, family: str, grid: int) -> Any:
+    def number() -> float:
+        return rng.randint(0, grid) if rng.random() < 0.7 else rng.uniform(0, grid)
+
+    if family == "bbox":
+        x, y = number(), number()
+        return [x, y, x + rng.randint(1, 4), y + rng.randint(1, 4)]
+    if family == "point":
+        return [number(), number()]
+    return [[number(), number()], [number(), number()]]
+
+
+def _large_sets(rng: Any, family: str, n: int, m: int, copies: str) -> tuple[list[Any], list[Any]]:
+    """A target of m items and a prediction of n: distinct, or copies of a few items on one side or both."""
+    grid = rng.choice([3, 10, 60])  # a small grid: many equal similarities, conflicts for the same columns
+    targets = [_large_item(rng, family, grid) for _ in range(m)]
+    if copies in ("targets", "both"):
+        few = targets[: rng.randint(1, 7)]
+        targets = [json.loads(json.dumps(rng.choice(few))) for _ in range(m)]
+    if rng.random() < 0.3:  # the targets themselves, shuffled, then more
+        predictions = [json.loads(json.dumps(t)) for t in targets[:n]] + [_large_item(rng, family, grid) for _ in range(n - m)]
+        rng.shuffle(predictions)
+    else:
+        predictions = [_large_item(rng, family, grid) for _ in range(n)]
+    if copies in ("predictions", "both"):
+        few = predictions[: rng.randint(1, 12)]
+        predictions = [rng.choice(few) for _ in range(n)]
+    return targets, predictions
+
+
+@needs_native
+def test_large_sets_are_native_and_equal_pure() -> None:
+    """Sets of 4,096 cells and more (copies collapsed, the own-best shortcut, the expanded solve with and
+    without dropped columns, tall and wide): the native function scores every one, as the pure pipeline does."""
+    import random
+
+    from trace_tasks.family import _assignment
+
+    rng = random.Random(20261205)
+    solved = {"expanded": 0, "dropped": 0, "compiled": 0}
+    solve = _assignment._solve_expanded
+
+    def counting(arr: Any, rows: Any, cols: Any, budget: Any) -> Any:
+        solved["expanded"] += 1
+        n = int(rows.sum())
+        solved["dropped"] += len(rows) * n < int(cols.clip(max=n).sum())
+        return solve(arr, rows, cols, budget)
+
+    _assignment._solve_expanded = counting
+    try:
+        for trial in range(240):
+            family = ("bbox", "point", "segment")[trial % 3]
+            n, m = rng.choice([(64, 64), (100, 100), (70, 60), (130, 40), (40, 130), (8, 600), (600, 8), (2, 3000), (1, 5000)])
+            copies = rng.choice(["none", "none", "predictions", "targets", "both"])
+            targets, predictions = _large_sets(rng, family, n, m, copies)
+            kw = _kwargs(f"{family}_set", targets, json.dumps({"answer": 7, "annotation": predictions}))
+            got = _native_run(kw)
+            assert got is not None, (family, n, m, copies)
+            with pure_path():
+                pure = score_trace_response(**kw)
+            assert _identical(got, pure), (family, n, m, copies)
+            # A prepared target too (validation refuses the largest: a complete answer could exceed the budget).
+            compiled = _outcome(
+                lambda kw=kw: compile_instance({k: kw[k] for k in ("answer_gt", "annotation_gt", "reward_contract")})
+            )
+            if not isinstance(compiled, type):
+                native, pure = _both(lambda compiled=compiled, kw=kw: compiled.score(kw["response"]))
+                assert _identical(native, pure), (family, n, m, copies)
+                solved["compiled"] += 1
+    finally:
+        _assignment._solve_expanded = solve
+    # the solver's paths were taken, not only the shortcut, and prepared targets were compared
+    assert solved["expanded"] >= 20 and solved["dropped"] >= 2 and solved["compiled"] >= 100, solved
+
+
+@needs_native
+def test_large_set_map_keys_are_native_and_equal_pure() -> None:
+    import random
+
+    rng = random.Random(20261206)
+    for trial in range(60):
+        family = ("bbox", "point")[trial % 2]
+        target: dict[str, Any] = {}
+        prediction: dict[str, Any] = {}
+        for key in ("a", "b", "c")[: rng.randint(1, 3)]:
+            n, m = rng.choice([(64, 64), (80, 60), (5, 900), (3, 4)])
+            target[key], prediction[key] = _large_sets(rng, family, n, m, rng.choice(["none", "predictions", "both"]))
+        kw = _kwargs(f"{family}_set_map", target, json.dumps({"answer": 7, "annotation": prediction}))
+        got = _native_run(kw)
+        assert got is not None, trial
+        with pure_path():
+            assert _identical(got, score_trace_response(**kw)), trial
+
+
+@needs_native
+def test_large_sets_past_the_budget_stay_python() -> None:
+    """Where Python's budget raises (the parse failure), the native function declines and the results agree."""
+    import random
+
+    rng = random.Random(7)
+
+    def near(count: int) -> list[list[float]]:  # points close together: the predictions want the same targets
+        return [[rng.uniform(0, 5), rng.uniform(0, 5)] for _ in range(count)]
+
+    for targets, predictions in (
+        (near(400), near(500)),  # 400 targets: the solver's 400² x 500 work is past their budget
+        ([[i, 0] for i in range(1000)], [[i, 1] for i in range(1001)]),  # 1,001,000 cells: past MAX_MATRIX_CELLS
+    ):
+        kw = _kwargs("point_set", targets, json.dumps({"answer": 7, "annotation": predictions}))
+        assert _native_run(kw) is None
+        native, pure = _both(lambda kw=kw: score_trace_response(**kw))
+        assert _identical(native, pure) and pure["annotation_parse_ok"] == 0.0
+
+
+_grid_number = st.one_of(st.integers(0, 4).map(str), st.sampled_from(["-0.0", "0.0", "2.0", "1e308"]))  # -0.0 == 0.0: one group
+_grid_point = st.lists(_grid_number, min_size=2, max_size=2).map(_listed)
+_grid_box = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(1, 2), st.integers(1, 2)).map(
+    lambda t: _listed([str(t[0]), str(t[1]), str(t[0] + t[2]), str(t[1] + t[3])])
+)
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    family=st.sampled_from(["bbox", "point"]),
+    data=st.data(),
+)
+def test_native_equals_pure_on_fuzzed_large_sets(family: str, data: st.DataObject) -> None:
+    """Sets of 64 to 90 items on a tiny grid: copies, ties and conflicts everywhere, past 4,096 cells."""
+    item = _grid_box if family == "bbox" else _grid_point
+    targets = data.draw(st.lists(item, min_size=64, max_size=90))
+    predictions = data.draw(st.lists(st.one_of(item, st.sampled_from(targets)), min_size=64, max_size=90))
+    kw = _kwargs(f"{family}_set", [json.loads(t) for t in targets], '{"answer": 7, "annotation": ' + _listed(predictions) + "}")
+    got = _native_run(kw)
+    assert got is not None
+    with pure_path():
+        assert _identical(got, score_trace_response(**kw))
+
+
+@needs_native
+def test_the_pipelines_codes_are_the_native_modules() -> None:
+    """The codes the pipeline passes are the module's constants (C enums, still importable by name)."""
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    assert _pipeline._NATIVE_SHAPES == {
+        "scalar": _native.SCALAR,
+        "set": _native.SET,
+        "sequence": _native.SEQUENCE,
+        "map": _native.MAP,
+        "set_map": _native.SET_MAP,
+    }
+    assert _pipeline._NATIVE_KERNELS == {
+        "iou": _native.IOU,
+        "soft_point": _native.SOFT_POINT,
+        "soft_segment": _native.SOFT_SEGMENT,
+    }
+    assert list(_pipeline._NATIVE_MODES.values()) == [_native.BOTH, _native.ANSWER_ONLY, _native.ANNOTATION_ALONE]
+    assert (_native.NO_REWARD, _native.UNKNOWN) == (-2, -1)

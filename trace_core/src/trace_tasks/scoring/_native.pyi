@@ -8,9 +8,13 @@ SCALAR: int
 SET: int
 SEQUENCE: int
 MAP: int
+SET_MAP: int
 IOU: int
 SOFT_POINT: int
 SOFT_SEGMENT: int
+BOTH: int
+ANSWER_ONLY: int
+ANNOTATION_ALONE: int
 
 def assign(matrix: list[list[float]]) -> tuple[list[int], list[int]]: ...
 

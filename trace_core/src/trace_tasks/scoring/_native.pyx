@@ -17,14 +17,16 @@ bit for bit), whenever the response is read as the contract reads it (the caller
 * no annotation, or one scored by a kernel a family declared (``Primitive.native``: ``"iou"`` for boxes,
   ``"soft_point"`` for points, ``"soft_segment"`` for segments) in the scalar, set, sequence, map and
   set-map shapes, from plain JSON lists of ints and floats (the target too, when it is not prepared),
-  sets below the reduction threshold, set-maps well within the smallest shared assignment budget;
+  sets within their own assignment budget (from the reduction threshold, the grouped match restated:
+  :func:`_grouped_total`), set-maps well within the smallest shared assignment budget;
 * the composition, with the pipeline's own result template, for any mode, formula, weights, format
   weight and half-life.
 
-Anything else (an object without an answer, a bracketed response, a string or wrapper annotation, a value that does not parse, a large set)
-returns ``None`` and the unchanged Python pipeline scores the response: it stays the specification. When
-the pipeline's extraction was called first, the decline returns what it gave (the extraction and the
-literal budget it left), and the Python steps go on from there instead of reading the response again. Each
+Anything else (an object without an answer, a bracketed response, a string or wrapper annotation, a value that
+does not parse, a set past the budget) returns ``None`` and the unchanged Python pipeline scores the response: it
+stays the specification. When the pipeline's extraction was called first, the decline returns what it gave (the
+extraction and the literal budget it left), and the Python steps go on from there instead of reading the response
+again. Each
 similarity is written with the same operations in the same order as the plugin's (C doubles are IEEE
 binary64; the module is compiled without floating-point contraction); distances are ``math.hypot``'s
 (CPython 3.11's algorithm restated, :func:`_distance`; called on other Pythons) and ``exp`` is the C
@@ -34,18 +36,22 @@ of 2+ items on both sides are chosen on rows in the lexicographic order ``np.lex
 (:func:`_assign`, for the releases :data:`SCIPY_RESTATED`; scipy's own otherwise).
 """
 
-from libc.math cimport INFINITY, NAN, exp, fabs, floor, frexp, isfinite, isinf, isnan, ldexp, sqrt
+from libc.math cimport INFINITY, NAN, exp, fabs, floor, isfinite, isinf, isnan, ldexp, sqrt
 
 cdef extern from "float.h":
     double DBL_MIN
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, qsort
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ
+from libc.string cimport memcpy
 
 import math
 import sys
 
 import numpy as np
 
+import trace_tasks.limits as _limits
 from trace_tasks.reading import load_json
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, matches_answer_target
 
@@ -87,24 +93,34 @@ cdef Py_ssize_t MAX_ASSIGNMENT_CELLS = 2_000_000
 cdef Py_ssize_t MAX_ASSIGNMENT_WORK = 50_000_000
 cdef Py_ssize_t SET_COST = 1000
 cdef Py_ssize_t LIST_CELL_COST = 8
+#: A set scored alone has its own budget (AssignmentBudget.for_target), read from trace_tasks.limits.
+cdef Py_ssize_t MAX_MATRIX_CELLS = _limits.MAX_MATRIX_CELLS
+cdef Py_ssize_t MARGIN_DIVISOR = _limits.MARGIN_DIVISOR
+cdef Py_ssize_t MAX_TARGET_ASSIGNMENT_CELLS = _limits.MAX_TARGET_ASSIGNMENT_CELLS
+cdef Py_ssize_t MAX_TARGET_ASSIGNMENT_WORK = _limits.MAX_TARGET_ASSIGNMENT_WORK
 
+# The codes are C constants (an anonymous ``cpdef enum``: compared as C ints in the kernels, where a module-level
+# Python int cost a PyLong conversion per similarity; still importable from Python under the same names).
 #: Shape codes (:func:`score`'s ``shape``).
-NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
-UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
-SCALAR = 0
-SET = 1
-SEQUENCE = 2
-MAP = 3
-SET_MAP = 4
+cpdef enum:
+    NO_REWARD = -2  # the contract lets no annotation be scored: the prediction is never parsed
+    UNKNOWN = -1  # a scorer the native path does not know: a prediction makes it fall back
+    SCALAR = 0
+    SET = 1
+    SEQUENCE = 2
+    MAP = 3
+    SET_MAP = 4
 #: Kernel codes (:func:`score`'s ``kernel``), each a family's declared ``Primitive.native``.
-IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
-SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
-SOFT_SEGMENT = 2  # "soft_segment": segments [[x0, y0], [x1, y1]], the same over the endpoint distance
+cpdef enum:
+    IOU = 0  # "iou": boxes [x0, y0, x1, y1], raw IoU (trace_plugins_bbox.geometry)
+    SOFT_POINT = 1  # "soft_point": points [x, y], exp(-ln 2 (distance / half-life)^2) (trace_plugins_point.geometry)
+    SOFT_SEGMENT = 2  # "soft_segment": segments [[x0, y0], [x1, y1]], the same over the endpoint distance
 
 #: Reward mode codes (:func:`score`'s ``mode``).
-BOTH = 0  # answer_and_annotation
-ANSWER_ONLY = 1  # answer
-ANNOTATION_ALONE = 2  # annotation_only: no answer is read, the task reward is the annotation reward
+cpdef enum:
+    BOTH = 0  # answer_and_annotation
+    ANSWER_ONLY = 1  # answer
+    ANNOTATION_ALONE = 2  # annotation_only: no answer is read, the task reward is the annotation reward
 
 #: Numbers per item of each kernel.
 cdef Py_ssize_t[3] WIDTH = [4, 2, 4]
@@ -159,31 +175,36 @@ cdef inline void _fast_sum(double a, double b, double* x, double* y) noexcept:
     cdef double z = x[0] - a
     y[0] = b - z
 
-cdef double _norm(double* vec, Py_ssize_t n, double mx, bint found_nan) noexcept:
-    # vector_norm(n, vec, max, found_nan)
+cdef inline double _norm(double ax, double ay, double mx) noexcept:
+    # vector_norm(2, [ax, ay], max, found_nan=0) for a normal, finite max (its only other cases are math_hypot's
+    # early returns, in _distance). frexp(mx, &max_e) and scale = ldexp(1.0, -max_e) are read from the bits:
+    # for a normal mx frexp's exponent is the biased exponent minus 1022, and 2**-max_e is the double whose
+    # biased exponent is 1023 - max_e (a normal number but past 2**1022, where ldexp is called as written).
+    # The loop over the two coordinates is written out; every operation is the loop's, in its order.
     cdef double x, h, scale, csum = 1.0, frac1 = 0.0, frac2 = 0.0, prhi, prlo, smhi, smlo
     cdef int max_e
-    cdef Py_ssize_t i
-    if isinf(mx):
-        return mx
-    if found_nan:
-        return NAN
-    if mx == 0.0 or n <= 1:
-        return mx
-    frexp(mx, &max_e)
-    if max_e < -1023:
-        for i in range(n):
-            vec[i] /= DBL_MIN
-        return DBL_MIN * _norm(vec, n, mx / DBL_MIN, found_nan)
-    scale = ldexp(1.0, -max_e)
-    for i in range(n):
-        x = vec[i]
-        x *= scale
-        _mul(x, x, &prhi, &prlo)
-        _fast_sum(csum, prhi, &smhi, &smlo)
-        csum = smhi
-        frac1 += prlo
-        frac2 += smlo
+    cdef uint64_t bits
+    memcpy(&bits, &mx, sizeof(double))
+    max_e = <int>((bits >> 52) & 0x7FF) - 1022
+    if max_e <= 1022:
+        bits = (<uint64_t>(1023 - max_e)) << 52
+        memcpy(&scale, &bits, sizeof(double))
+    else:
+        scale = ldexp(1.0, -max_e)
+    x = ax
+    x *= scale
+    _mul(x, x, &prhi, &prlo)
+    _fast_sum(csum, prhi, &smhi, &smlo)
+    csum = smhi
+    frac1 += prlo
+    frac2 += smlo
+    x = ay
+    x *= scale
+    _mul(x, x, &prhi, &prlo)
+    _fast_sum(csum, prhi, &smhi, &smlo)
+    csum = smhi
+    frac1 += prlo
+    frac2 += smlo
     h = sqrt(csum - 1.0 + (frac1 + frac2))
     _mul(-h, h, &prhi, &prlo)
     _fast_sum(csum, prhi, &smhi, &smlo)
@@ -198,20 +219,31 @@ cdef double _norm(double* vec, Py_ssize_t n, double mx, bint found_nan) noexcept
 cdef bint _HYPOT_311 = sys.version_info[:2] == (3, 11)
 
 
-cdef double _distance(double x, double y) except? -1.0:
-    cdef double v[2]
-    cdef double mx
-    if _HYPOT_311:
-        v[0] = fabs(x)
-        v[1] = fabs(y)
-        mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
-        if v[0] > mx:
-            mx = v[0]
-        if v[1] > mx:
-            mx = v[1]
-        if not (0.0 < mx < DBL_MIN):
-            return _norm(v, 2, mx, isnan(v[0]) or isnan(v[1]))
+cdef double _math_hypot(double x, double y) except? -1.0:
+    # math.hypot itself (apart, so that the common path of _distance saves no registers for a Python call)
     return <double>_hypot(x, y)
+
+
+cdef inline double _distance(double x, double y) except? -1.0:
+    cdef double ax, ay, mx
+    if _HYPOT_311:
+        ax = fabs(x)
+        ay = fabs(y)
+        mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
+        if ax > mx:
+            mx = ax
+        if ay > mx:
+            mx = ay
+        # vector_norm's early returns, in its order; a subnormal max (its rescaling) is left to math.hypot
+        if isinf(mx):
+            return mx
+        if isnan(ax) or isnan(ay):
+            return NAN
+        if mx == 0.0:
+            return mx
+        if mx >= DBL_MIN:
+            return _norm(ax, ay, mx)
+    return _math_hypot(x, y)
 
 
 def hypot(double x, double y):
@@ -219,7 +251,7 @@ def hypot(double x, double y):
     return _distance(x, y)
 
 
-cdef double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
+cdef inline double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
     cdef double same, swapped, d1, d2
     if kernel == IOU:
         return _iou(a, b)
@@ -503,6 +535,252 @@ cdef object _scipy_total(object arr, double* matrix, Py_ssize_t* order, Py_ssize
         _optimize = scipy.optimize
     rows, cols = _optimize.linear_sum_assignment(arr, maximize=True)
     return _fsum([view[r, c] for r, c in zip(rows.tolist(), cols.tolist())])
+
+
+# --- the grouped match of large sets (family._matching._match_grouped, family._assignment.assign_groups) -----
+
+cdef double* _rank_values = NULL
+
+
+cdef int _compare_ranks(const void* x, const void* y) noexcept nogil:
+    # np.argsort(-row, kind="stable") of one matrix row: the larger cell first, equal cells in column order
+    cdef Py_ssize_t i = (<Py_ssize_t*>x)[0], j = (<Py_ssize_t*>y)[0]
+    cdef double a = _rank_values[i], b = _rank_values[j]
+    if a > b:
+        return -1
+    if a < b:
+        return 1
+    return -1 if i < j else (1 if i > j else 0)
+
+
+cdef void _rank(double* row, Py_ssize_t n, Py_ssize_t* order) noexcept:
+    """``order``: the columns of ``row`` best first, equal cells in column order (``_top_slots``' order)."""
+    global _rank_values
+    cdef Py_ssize_t j
+    for j in range(n):
+        order[j] = j
+    _rank_values = row
+    qsort(order, n, sizeof(Py_ssize_t), _compare_ranks)
+    _rank_values = NULL
+
+
+cdef Py_ssize_t _group(double* items, Py_ssize_t n, Py_ssize_t w, Py_ssize_t* first, Py_ssize_t* counts) except -1:
+    """``_groups``: the distinct items in the order of their first copies (``first[g]`` the index of group g's
+    first copy, ``counts[g]`` its copies); their number. Equal is ``==`` on every number, as tuples of floats
+    compare (0.0 and -0.0 are one item; the parse leaves no NaN)."""
+    global _rows_values, _rows_width
+    cdef Py_ssize_t* order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* size = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t i, k, start, groups = 0
+    cdef double* a
+    cdef double* b
+    if order == NULL or size == NULL:
+        free(order); free(size)
+        raise MemoryError()
+    for i in range(n):
+        order[i] = i
+        size[i] = 0
+    _rows_values, _rows_width = items, w
+    qsort(order, n, sizeof(Py_ssize_t), _compare_rows)  # equal items together, each run's first copy first
+    _rows_values = NULL
+    start = 0
+    for i in range(1, n + 1):
+        if i < n:
+            a = items + w * order[start]
+            b = items + w * order[i]
+            for k in range(w):
+                if not a[k] == b[k]:
+                    break
+            else:
+                continue
+        size[order[start]] = i - start
+        start = i
+    for i in range(n):
+        if size[i]:
+            first[groups] = i
+            counts[groups] = size[i]
+            groups += 1
+    free(order)
+    free(size)
+    return groups
+
+
+cdef object _solve_rows(double* cells, Py_ssize_t nr, Py_ssize_t nc):
+    """``_scipy_pairs`` of an nr x nc matrix (nr <= nc): the fsum of the cells scipy's solver picks on the rows in
+    np.lexsort's order; None when it finds no assignment."""
+    global _rows_values, _rows_width
+    cdef Py_ssize_t* order = <Py_ssize_t*>malloc(nr * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* col4row = <Py_ssize_t*>malloc(nr * sizeof(Py_ssize_t))
+    cdef double* rows = <double*>malloc(nr * nc * sizeof(double))
+    cdef Py_ssize_t i, j
+    if order == NULL or col4row == NULL or rows == NULL:
+        free(order); free(col4row); free(rows)
+        raise MemoryError()
+    try:
+        for i in range(nr):
+            order[i] = i
+        _rows_values, _rows_width = cells, nc
+        qsort(order, nr, sizeof(Py_ssize_t), _compare_rows)
+        _rows_values = NULL
+        if not _scipy_ported():
+            return _scipy_total(_np_empty((nr, nc), dtype=np.float64), cells, order, nr, nc)
+        for i in range(nr):
+            for j in range(nc):
+                rows[i * nc + j] = cells[order[i] * nc + j]
+        if _assign(nr, nc, rows, col4row) < 0:
+            return None
+        return _fsum([rows[i * nc + col4row[i]] for i in range(nr)])
+    finally:
+        free(order)
+        free(col4row)
+        free(rows)
+
+
+cdef object _grouped_total(
+    int kernel, double* preds, Py_ssize_t n, double* gts, Py_ssize_t m, double half_life,
+    Py_ssize_t cells_left, Py_ssize_t work_left,
+):
+    """``_match_grouped``'s total of n x m items (n*m >= REDUCE_MIN_CELLS), or None when Python must decide.
+
+    Identical items collapse into groups (first copies in order), the distinct matrix is computed, and
+    ``assign_groups`` runs as written: the side with fewer items as rows (the matrix transposed when the
+    prediction has more), each row group's own best cells when no column group is wanted more often than it
+    exists, else scipy's solver on the copies that can matter (each group's top-N columns, at most N copies
+    of each: N the rows), the rows in np.lexsort's order. The total is the fsum of the chosen cells, each
+    copy once. ``cells_left`` and ``work_left`` are what the response's budget has left: a set that could
+    charge more (its cells counted as a list matrix's, the solver's work as charged) returns None, and the
+    Python pipeline charges it (and raises its parse failure where it must).
+    """
+    cdef Py_ssize_t w = WIDTH[kernel]
+    cdef Py_ssize_t* p_first = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* p_count = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* g_first = <Py_ssize_t*>malloc(m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* g_count = <Py_ssize_t*>malloc(m * sizeof(Py_ssize_t))
+    cdef double* matrix = NULL
+    cdef double* expanded = NULL
+    cdef Py_ssize_t* used = NULL
+    cdef Py_ssize_t* keep = NULL
+    cdef Py_ssize_t* ranks = NULL
+    cdef Py_ssize_t kp, kg, kr, kc, r, c, i, j, want, t, copy, total_rows, kept, small, large, best_c
+    cdef Py_ssize_t* rc
+    cdef Py_ssize_t* cc
+    cdef double best, v
+    cdef bint tall = n > m, conflict = False
+    if p_first == NULL or p_count == NULL or g_first == NULL or g_count == NULL:
+        free(p_first); free(p_count); free(g_first); free(g_count)
+        raise MemoryError()
+    try:
+        kp = _group(preds, n, w, p_first, p_count)
+        kg = _group(gts, m, w, g_first, g_count)
+        if SET_COST + LIST_CELL_COST * kp * kg > cells_left:
+            return None  # charge_set (and, for a list matrix, charge_list) could exceed the budget
+        # The rows: the side assigned in full (assign_groups transposes when the prediction has more items).
+        kr, kc = (kg, kp) if tall else (kp, kg)
+        rc, cc = (g_count, p_count) if tall else (p_count, g_count)
+        matrix = <double*>malloc(kr * kc * sizeof(double))
+        used = <Py_ssize_t*>malloc(kc * sizeof(Py_ssize_t))
+        keep = <Py_ssize_t*>malloc(kc * sizeof(Py_ssize_t))
+        ranks = <Py_ssize_t*>malloc(kc * sizeof(Py_ssize_t))
+        if matrix == NULL or used == NULL or keep == NULL or ranks == NULL:
+            raise MemoryError()
+        for i in range(kp):  # prim.matrix(distinct predictions, distinct targets), each cell the kernel's
+            for j in range(kg):
+                v = _similarity(kernel, preds + w * p_first[i], gts + w * g_first[j], half_life)
+                if tall:
+                    matrix[j * kc + i] = v
+                else:
+                    matrix[i * kc + j] = v
+        # _own_best: a single row takes its first best column, a group its top cells (best first, equal cells in
+        # column order, each column group offering its copies); zero cells earn nothing and claim no column.
+        values = []
+        for c in range(kc):
+            used[c] = 0
+        for r in range(kr):
+            if rc[r] == 1:
+                best, best_c = matrix[r * kc], 0
+                for c in range(1, kc):
+                    if matrix[r * kc + c] > best:
+                        best, best_c = matrix[r * kc + c], c
+                if best > 0.0:
+                    used[best_c] += 1
+                    values.append(best)
+                continue
+            _rank(matrix + r * kc, kc, ranks)
+            want = rc[r]
+            for i in range(kc):
+                if want == 0:
+                    break
+                c = ranks[i]
+                t = want if want < cc[c] else cc[c]
+                want -= t
+                v = matrix[r * kc + c]
+                if v > 0.0:
+                    used[c] += t
+                    values.extend([v] * t)
+        for c in range(kc):
+            if used[c] > cc[c]:
+                conflict = True
+                break
+        if not conflict:  # every group earns its upper bound; the rows left over take zero cells
+            return _fsum(values)
+        # _solve_expanded: at most N copies of a column group (N rows in all), only the groups' top-N columns
+        # when those cannot cover every column.
+        total_rows = 0
+        for r in range(kr):
+            total_rows += rc[r]
+        kept = 0
+        for c in range(kc):
+            keep[c] = cc[c] if cc[c] < total_rows else total_rows
+            kept += keep[c]
+        if kr * total_rows < kept:
+            for c in range(kc):
+                used[c] = 0  # the most copies of column c some row's top-N slots take
+            for r in range(kr):
+                _rank(matrix + r * kc, kc, ranks)
+                want = total_rows
+                for i in range(kc):
+                    if want == 0:
+                        break
+                    c = ranks[i]
+                    t = want if want < keep[c] else keep[c]
+                    want -= t
+                    if t > used[c]:
+                        used[c] = t
+            kept = 0
+            for c in range(kc):
+                keep[c] = used[c]
+                kept += keep[c]
+        small, large = (total_rows, kept) if total_rows <= kept else (kept, total_rows)
+        if small >= 2 and small * small * large > work_left:
+            return None  # charge_solver would exceed the budget
+        expanded = <double*>malloc(total_rows * kept * sizeof(double))
+        if expanded == NULL:
+            raise MemoryError()
+        i = 0
+        for r in range(kr):  # arr[np.ix_(row_group, col_group)]: rows and kept columns repeated, in order
+            for t in range(rc[r]):
+                j = 0
+                for c in range(kc):
+                    v = matrix[r * kc + c]
+                    for copy in range(keep[c]):
+                        expanded[i * kept + j] = v
+                        j += 1
+                i += 1
+        return _solve_rows(expanded, total_rows, kept)
+    finally:
+        free(p_first); free(p_count); free(g_first); free(g_count)
+        free(matrix); free(expanded); free(used); free(keep); free(ranks)
+
+
+cdef object _set_budget(Py_ssize_t m, Py_ssize_t* cells, Py_ssize_t* work):
+    """``AssignmentBudget.for_target((m,))``: a set's own budget (family._assignment)."""
+    cdef Py_ssize_t p = m + m // MARGIN_DIVISOR + 1
+    cdef Py_ssize_t c = SET_COST + LIST_CELL_COST * p * m, k = m * m * p
+    c = c if c < MAX_TARGET_ASSIGNMENT_CELLS else MAX_TARGET_ASSIGNMENT_CELLS
+    k = k if k < MAX_TARGET_ASSIGNMENT_WORK else MAX_TARGET_ASSIGNMENT_WORK
+    cells[0] = c if c > MAX_ASSIGNMENT_CELLS else MAX_ASSIGNMENT_CELLS
+    work[0] = k if k > MAX_ASSIGNMENT_WORK else MAX_ASSIGNMENT_WORK
+    return None
 
 
 cdef int _ported = -1
@@ -1147,7 +1425,7 @@ def score(
             matched = same == 1 if same >= 0 else _matches(predicted, prepared, reads_json_strings=reads_json)
 
     cdef double ann_reward = 0.0, ann_parse_ok = 0.0, total = 0.0, s, half_life = 0.0
-    cdef Py_ssize_t n = 0, m = 0, count = 0, union, w, i
+    cdef Py_ssize_t n = 0, m = 0, count = 0, union, w, i, cells_left, work_left
     cdef double item[4]
     cdef double* preds = NULL
     cdef double* gts = NULL
@@ -1235,8 +1513,6 @@ def score(
             elif shape == SET:
                 if not _parse_set(kernel, prediction, &preds, &n):
                     return declined
-                if n * m >= REDUCE_MIN_CELLS:
-                    return declined  # the grouped solver's domain
                 if n == 0 or m == 0:
                     total, count = 0.0, 0
                     ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
@@ -1244,7 +1520,13 @@ def score(
                     total, count = _similarity(kernel, preds, gts, half_life), 1
                     ann_reward = total / 1
                 else:
-                    summed = _set_total(kernel, preds, n, gts, m, half_life)
+                    if n * m > MAX_MATRIX_CELLS:
+                        return declined  # match_set's parse failure: Python's
+                    if n * m >= REDUCE_MIN_CELLS:  # the grouped match, with the set's own budget
+                        _set_budget(m, &cells_left, &work_left)
+                        summed = _grouped_total(kernel, preds, n, gts, m, half_life, cells_left, work_left)
+                    else:
+                        summed = _set_total(kernel, preds, n, gts, m, half_life)
                     if summed is None:
                         return declined  # no assignment (never for finite similarities): Python's solver decides
                     total, count = summed, (n if n < m else m)
@@ -1305,8 +1587,6 @@ def score(
                         continue
                     shared.append((i, position))
                     a, b = pred_counts[position], target_counts[i]
-                    if a * b >= REDUCE_MIN_CELLS:
-                        return declined  # the grouped solver's domain
                     if a >= 1 and b >= 1 and a * b > 1:
                         cells += SET_COST + LIST_CELL_COST * a * b
                         small, large = (a, b) if a <= b else (b, a)
@@ -1325,7 +1605,10 @@ def score(
                     if a == 1 and b == 1:
                         key_total, key_count, denominator = _similarity(kernel, p_items, g_items, half_life), 1, 1
                     else:
-                        summed = _set_total(kernel, p_items, a, g_items, b, half_life)
+                        if a * b >= REDUCE_MIN_CELLS:  # the grouped match; the shared budget is checked above
+                            summed = _grouped_total(kernel, p_items, a, g_items, b, half_life, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX)
+                        else:
+                            summed = _set_total(kernel, p_items, a, g_items, b, half_life)
                         if summed is None:
                             return declined
                         key_total, key_count, denominator = summed, (a if a < b else b), (a if a > b else b)
