@@ -175,13 +175,21 @@ cdef inline void _fast_sum(double a, double b, double* x, double* y) noexcept:
     cdef double z = x[0] - a
     y[0] = b - z
 
+cdef inline void _add(double* csum, double* frac1, double* frac2, double prhi, double prlo) noexcept:
+    # One step of vector_norm's compensated sum: csum += prhi, the low parts kept in frac1 and frac2.
+    cdef double smhi, smlo
+    _fast_sum(csum[0], prhi, &smhi, &smlo)
+    csum[0] = smhi
+    frac1[0] += prlo
+    frac2[0] += smlo
+
 cdef inline double _norm(double ax, double ay, double mx) noexcept:
     # vector_norm(2, [ax, ay], max, found_nan=0) for a normal, finite max (its only other cases are math_hypot's
     # early returns, in _distance). frexp(mx, &max_e) and scale = ldexp(1.0, -max_e) are read from the bits:
     # for a normal mx frexp's exponent is the biased exponent minus 1022, and 2**-max_e is the double whose
     # biased exponent is 1023 - max_e (a normal number but past 2**1022, where ldexp is called as written).
     # The loop over the two coordinates is written out; every operation is the loop's, in its order.
-    cdef double x, h, scale, csum = 1.0, frac1 = 0.0, frac2 = 0.0, prhi, prlo, smhi, smlo
+    cdef double x, h, scale, csum = 1.0, frac1 = 0.0, frac2 = 0.0, prhi, prlo
     cdef int max_e
     cdef uint64_t bits
     memcpy(&bits, &mx, sizeof(double))
@@ -194,23 +202,14 @@ cdef inline double _norm(double ax, double ay, double mx) noexcept:
     x = ax
     x *= scale
     _mul(x, x, &prhi, &prlo)
-    _fast_sum(csum, prhi, &smhi, &smlo)
-    csum = smhi
-    frac1 += prlo
-    frac2 += smlo
+    _add(&csum, &frac1, &frac2, prhi, prlo)
     x = ay
     x *= scale
     _mul(x, x, &prhi, &prlo)
-    _fast_sum(csum, prhi, &smhi, &smlo)
-    csum = smhi
-    frac1 += prlo
-    frac2 += smlo
+    _add(&csum, &frac1, &frac2, prhi, prlo)
     h = sqrt(csum - 1.0 + (frac1 + frac2))
     _mul(-h, h, &prhi, &prlo)
-    _fast_sum(csum, prhi, &smhi, &smlo)
-    csum = smhi
-    frac1 += prlo
-    frac2 += smlo
+    _add(&csum, &frac1, &frac2, prhi, prlo)
     x = csum - 1.0 + (frac1 + frac2)
     h += x / (2.0 * h)
     return h / scale
