@@ -29,14 +29,14 @@ extraction and the literal budget it left), and the Python steps go on from ther
 again. Each
 similarity is written with the same operations in the same order as the plugin's (C doubles are IEEE
 binary64; the module is compiled without floating-point contraction); distances are ``math.hypot``'s
-(CPython 3.11's algorithm restated, :func:`_distance`; called on other Pythons) and ``exp`` is the C
+(CPython's algorithm restated from 3.11 on, :func:`_distance`; called on 3.10) and ``exp`` is the C
 library's, which is what ``math.exp`` calls; set totals are summed by ``math.fsum``, and pairs of sets
 of 2+ items on both sides are chosen on rows in the lexicographic order ``np.lexsort`` gives, as
 ``trace_tasks.family``'s ``assign_pairs`` does, by scipy's ``linear_sum_assignment`` restated
 (:func:`_assign`, for the releases :data:`SCIPY_RESTATED`; scipy's own otherwise).
 """
 
-from libc.math cimport INFINITY, NAN, exp, fabs, floor, isfinite, isinf, isnan, ldexp, sqrt
+from libc.math cimport INFINITY, NAN, exp, fabs, floor, fma, isfinite, isinf, isnan, ldexp, sqrt
 
 cdef extern from "float.h":
     double DBL_MIN
@@ -152,10 +152,15 @@ cdef inline double _soft(double distance, double half_life) noexcept:
     return exp(-LN2 * ratio * ratio)
 
 
-# CPython 3.11's math.hypot (Modules/mathmodule.c: vector_norm with dl_split, dl_mul and dl_fast_sum, the
-# Veltkamp-Dekker products it uses before 3.12 took fma), restated for two coordinates: the same operations in
-# the same order, so the same bits (tests/core/test_native_path.py compares it with math.hypot). Used on 3.11
-# only, and never for a subnormal largest coordinate (math.hypot's own rescaling then); elsewhere math.hypot.
+# CPython's math.hypot (Modules/mathmodule.c: vector_norm with dl_mul and dl_fast_sum; 3.11's dl_mul takes
+# Veltkamp-Dekker products, dl_split, and 3.12's fma), restated for two coordinates: the same operations in
+# the same order, so the same bits (tests/core/test_native_path.py compares it with math.hypot on every
+# Python CI runs). Used from 3.11 on, and never for a subnormal largest coordinate (math.hypot's own
+# rescaling then); 3.10's algorithm is another, and there math.hypot is called.
+cdef bint _HYPOT_311 = sys.version_info[:2] == (3, 11)
+#: From 3.12 vector_norm's products are fma's (its dl_fast_sum is written (a - x) + b there, the same exact
+#: error of a sum whose first term is the larger, as vector_norm's always is). 3.10's algorithm is another.
+cdef bint _HYPOT_FMA = sys.version_info[:2] >= (3, 12)
 cdef inline void _split(double x, double* hi, double* lo) noexcept:
     cdef double t = x * 134217729.0
     hi[0] = t - (t - x)
@@ -163,6 +168,10 @@ cdef inline void _split(double x, double* hi, double* lo) noexcept:
 
 cdef inline void _mul(double x, double y, double* z, double* zz) noexcept:
     cdef double xh, xl, yh, yl, p, q
+    if _HYPOT_FMA:  # 3.12's dl_mul: the product and its exact error by fma (C99's correctly rounded fma)
+        z[0] = x * y
+        zz[0] = fma(x, y, -z[0])
+        return
     _split(x, &xh, &xl)
     _split(y, &yh, &yl)
     p = xh * yh
@@ -215,7 +224,6 @@ cdef inline double _norm(double ax, double ay, double mx) noexcept:
     return h / scale
 
 
-cdef bint _HYPOT_311 = sys.version_info[:2] == (3, 11)
 
 
 cdef double _math_hypot(double x, double y) except? -1.0:
@@ -225,7 +233,7 @@ cdef double _math_hypot(double x, double y) except? -1.0:
 
 cdef inline double _distance(double x, double y) except? -1.0:
     cdef double ax, ay, mx
-    if _HYPOT_311:
+    if _HYPOT_311 or _HYPOT_FMA:
         ax = fabs(x)
         ay = fabs(y)
         mx = 0.0  # math_hypot's max: a NaN never wins, an infinity always does
