@@ -316,13 +316,16 @@ _options = st.one_of(
             "point_half_life_px": st.sampled_from([None, 1.0, 7.5, 1e-6]),
             "format_accept_answer_tag": st.booleans(),
             "answer_relative_tolerance": st.sampled_from([0.05, 0.0]),
+            # A declared frame: the native path restates the official families' conversion.
+            "prediction_frame": st.sampled_from(["pixel", "rel1000", "rel999", "rel1", "resized", "rel1000_yx"]),
+            "model_image_size": st.sampled_from([[1000, 700], [28, 56]]),
         },
     ),
     st.sampled_from(
         [
             {"trace_recovery": "outside_think"},
             {"trace_recovery": "final_only"},
-            {"prediction_frame": "rel1000", "image_size": [640, 480]},
+            {"prediction_frame": "rel1000"},  # no image size: refused before any response, in both builds
             {"annotation_native": True},
         ]
     ),
@@ -760,3 +763,57 @@ def test_the_pipelines_codes_are_the_native_modules() -> None:
     }
     assert list(_pipeline._NATIVE_MODES.values()) == [_native.BOTH, _native.ANSWER_ONLY, _native.ANNOTATION_ALONE]
     assert (_native.NO_REWARD, _native.UNKNOWN) == (-2, -1)
+
+
+@needs_native
+@pytest.mark.parametrize("frame", ["rel1000", "rel999", "rel1", "resized", "rel1000_yx"])
+def test_a_declared_frame_is_converted_natively_as_the_owner_converts(frame: str) -> None:
+    """Each frame, each official shape: the native function itself scores it, with the pure pipeline's result."""
+    from trace_tasks.scoring._options import options_from
+
+    registry = get_registry()
+    span = {"rel1000": 1000, "rel999": 999, "rel1": 1, "rel1000_yx": 1000}.get(frame)
+    scale_x, scale_y = (span / 640, span / 480) if span else (1.0, 1.0)
+    box, point, segment = [100.5, 40, 300, 220.25], [320, 240.5], [[10, 20], [600, 470]]
+    cases = [
+        ("bbox", box, box),
+        ("bbox_set", [box, [0, 0, 640, 480]], [[1, 1, 630, 479], box, [5, 5, 6, 6]]),
+        ("point_set", [point, [10, 10]], [[11, 9], point]),
+        ("segment_set", [segment], [segment, [[0, 0], [1, 1]]]),
+        ("bbox_set_map", {"a": [box], "b": [[0, 0, 64, 48]]}, {"a": [box], "b": [[1, 1, 60, 40]], "c": [box]}),
+        ("point_map", {"a": point}, {"a": [330, 250]}),
+    ]
+    for kind, target, written in cases:
+
+        def scaled(value: Any) -> Any:  # the prediction as the model writes it in the frame (pixels of 640x480)
+            if isinstance(value, dict):
+                return {k: scaled(v) for k, v in value.items()}
+            if value and isinstance(value[0], (int, float)):
+                pairs = [(round(value[i] * scale_x, 3), round(value[i + 1] * scale_y, 3)) for i in range(0, len(value), 2)]
+                return [c for x, y in pairs for c in ((y, x) if frame.endswith("_yx") else (x, y))]
+            return [scaled(v) for v in value]
+
+        kw = _kwargs(kind, target, json.dumps({"answer": 7, "annotation": scaled(written)}))
+        kw.update(prediction_frame=frame, image_size=[640, 480], model_image_size=[640, 480])
+        native, pure = _both(lambda kw=kw: score_trace_response(**kw))
+        assert _identical(native, pure), (frame, kind)
+        assert native["annotation_reward"] > 0.45, (frame, kind, native["annotation_reward"])  # read in pixels: near
+        opts = options_from({"prediction_frame": frame})
+        target_ = _pipeline.prepare_target(
+            kw["answer_gt"], kw["annotation_gt"], kw["reward_contract"], opts, registry, ([640, 480], None, None, None)
+        )
+        target_.model_size = (640.0, 480.0)
+        assert isinstance(_pipeline._native_run(kw["response"], opts, registry, target_), dict), (frame, kind)
+
+
+def test_the_official_families_declare_their_frame_conversion_restated() -> None:
+    """The native path converts a declared frame only for an owner whose own hook scales flat x/y items."""
+    import attrs
+
+    registry = get_registry()
+    for rid in ("bbox_set_soft_iou_v0", "point_soft_distance_v0", "segment_set_soft_distance_v0", "bbox_soft_iou_v0"):
+        reward = registry.reward_ids[rid]
+        assert _pipeline._native_frame(reward, registry.annotation_types[reward.annotation_type]), rid
+    # The same type with another conversion (a family's own hook): the Python steps convert it.
+    foreign = attrs.evolve(registry.annotation_types["bbox"], frame=lambda **kw: kw["value"])
+    assert not _pipeline._native_frame(registry.reward_ids["bbox_soft_iou_v0"], foreign)

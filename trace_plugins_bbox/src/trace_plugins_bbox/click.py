@@ -154,6 +154,11 @@ class ClickVersions:
         inner_score = getattr(self.inner, "trace_score_annotation", None)
         return ask(reward_id, inner_score) if callable(ask) else None
 
+    def native_frame(self, frame: Any) -> bool:
+        """The box family's own answer (``ShapeFamily.native_frame``): its frame hook is passed through unchanged."""
+        ask = getattr(self.inner, "native_frame", None)
+        return bool(ask(frame)) if callable(ask) else False
+
     @hookimpl
     def trace_explain_annotation(
         self, reward_id: str, prediction: Any, target: Any, context: ScoringContext

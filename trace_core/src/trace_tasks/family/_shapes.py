@@ -255,6 +255,21 @@ class ShapeFamily(_ShapeScoring):
             return None
         return _each_item(row[0], value, lambda item: scale(item, scale_x, scale_y))
 
+    def native_frame(self, frame: Any) -> bool:
+        """Whether ``frame`` (a registry entry's ``trace_frame_annotation``) is this family's own conversion of
+        flat ``(x, y, ...)`` items (:func:`~trace_tasks.family.scale_xy` after
+        :func:`~trace_tasks.family.swap_xy` for a y-first frame), which the native path restates for the
+        kernels of :meth:`native_plan`; False for a primitive's own ``scale`` or ``swap`` or another hook.
+        """
+        prim = self.primitive
+        return (
+            frame is not None
+            and frame is self.trace_frame_annotation
+            and prim.flat_xy
+            and prim.scale is None
+            and prim.swap is None
+        )
+
     def _frame_hook(self) -> Callable[..., Any] | None:
         """``trace_frame_annotation`` when the primitive can scale and swap its items, else ``None`` (no hook)."""
         scale, swap = self.primitive.scaler, self.primitive.swapper

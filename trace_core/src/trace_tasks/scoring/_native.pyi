@@ -64,4 +64,8 @@ def score(
     gated: bool,
     answer_weight: float,
     annotation_weight: float,
+    framed: bool = ...,
+    scale_x: float = ...,
+    scale_y: float = ...,
+    y_first: bool = ...,
 ) -> dict[str, float] | tuple[Any, list[int]] | None: ...

@@ -258,6 +258,17 @@ def hypot(double x, double y):
     return _distance(x, y)
 
 
+cdef void _to_pixels(double* items, Py_ssize_t count, Py_ssize_t w, double scale_x, double scale_y, bint y_first) noexcept:
+    # A declared frame's prediction in pixels, as the owner converts flat items: family.swap_xy (each (y, x)
+    # pair read as (x, y)) for a y-first frame, then family.scale_xy (x * scale_x, y * scale_y).
+    cdef Py_ssize_t i
+    cdef double x, y
+    for i in range(0, count * w, 2):
+        x, y = (items[i + 1], items[i]) if y_first else (items[i], items[i + 1])
+        items[i] = x * scale_x
+        items[i + 1] = y * scale_y
+
+
 cdef inline double _similarity(int kernel, double* a, double* b, double half_life) except? -1.0:
     cdef double same, swapped, d1, d2
     if kernel == IOU:
@@ -1352,6 +1363,10 @@ def score(
     bint gated,
     double answer_weight,
     double annotation_weight,
+    bint framed=False,
+    double scale_x=1.0,
+    double scale_y=1.0,
+    bint y_first=False,
 ):
     """The result dict of ``text`` (see the module docstring), or what the Python pipeline goes on from.
 
@@ -1363,6 +1378,8 @@ def score(
     of :data:`IOU`, :data:`SOFT_POINT`, :data:`SOFT_SEGMENT`; ``target`` the parsed target (None when it
     does not parse), ``half_life`` the scoring context's; ``mean_key`` the diagnostic of the mean similarity
     and ``extra_key`` the half-life diagnostic's (``""``: none); ``template`` the options' result template.
+    ``framed``: the prediction is written in a declared frame and converted to pixels with ``scale_x``,
+    ``scale_y`` and ``y_first`` (``frame_scales``), as the owner converts flat x/y items (:func:`_to_pixels`).
     """
     if len(text) > MAX_RESPONSE_CHARS:
         return None
@@ -1509,6 +1526,8 @@ def score(
             if shape == SCALAR:
                 if not _item(kernel, prediction, item):
                     return declined
+                if framed:
+                    _to_pixels(item, 1, w, scale_x, scale_y, y_first)
                 s = _similarity(kernel, item, gts, half_life)
                 ann_reward = s
                 diagnostics = {
@@ -1520,6 +1539,8 @@ def score(
             elif shape == SET:
                 if not _parse_set(kernel, prediction, &preds, &n):
                     return declined
+                if framed:
+                    _to_pixels(preds, n, w, scale_x, scale_y, y_first)
                 if n == 0 or m == 0:
                     total, count = 0.0, 0
                     ann_reward = 1.0 if n == 0 and m == 0 else 0.0 / (n if n > m else m)
@@ -1547,6 +1568,8 @@ def score(
             elif shape == SEQUENCE:  # match_sequence: index-aligned, summed in order
                 if not _parse_set(kernel, prediction, &preds, &n):
                     return declined
+                if framed:
+                    _to_pixels(preds, n, w, scale_x, scale_y, y_first)
                 count = n if n < m else m
                 for i in range(count):
                     total += _similarity(kernel, preds + w * i, gts + w * i, half_life)
@@ -1562,6 +1585,8 @@ def score(
                 if not _parse_map(kernel, prediction, &preds, index):
                     return declined
                 n = len(index)
+                if framed:
+                    _to_pixels(preds, n, w, scale_x, scale_y, y_first)
                 for i in range(m):
                     position = index.get(target_keys[i])
                     if position is None:
@@ -1586,6 +1611,8 @@ def score(
                 if not _parse_set_map(kernel, prediction, &preds, index, pred_starts, pred_counts):
                     return declined
                 n = len(index)
+                if framed:
+                    _to_pixels(preds, sum(pred_counts), w, scale_x, scale_y, y_first)
                 shared = []
                 cells = work = 0
                 for i in range(m):

@@ -451,7 +451,6 @@ def run(text: str, opts: ScoringOptions, registry: Registry, target: Target, tra
         and trail is None
         and opts.trace_recovery == LENIENT
         and opts.tool_call is None
-        and opts.prediction_frame == PIXEL
         and not opts.annotation_native
         and target.relaxed is None
     ):
@@ -571,6 +570,27 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
     return found
 
 
+def _native_frame(reward: RewardEntry, entry: AnnotationTypeEntry) -> bool:
+    """Whether the owner of ``reward``'s score converts ``entry``'s values from a frame as the native path restates
+    it (``ShapeFamily.native_frame``: flat x/y items scaled, swapped first for a y-first frame)."""
+    ask = getattr(getattr(reward.score, "__self__", None), "native_frame", None)
+    return callable(ask) and ask(entry.frame) is True
+
+
+def _native_scales(opts: ScoringOptions, target: Target) -> tuple[float, float, bool] | None:
+    """``frame_scales`` of the declared frame, as :func:`_to_pixels` finds them for ``target`` (None: it cannot)."""
+    context = target._context
+    if context is None or opts.point_half_life_px is not None:
+        size = target._size
+        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+    if context.image_size is None:
+        return None
+    try:
+        return frame_scales(opts.prediction_frame, context.image_size, target.model_size, opts.resize)
+    except OptionError:
+        return None
+
+
 def _native_run(
     text: str, opts: ScoringOptions, registry: Registry, target: Target
 ) -> dict[str, float] | tuple[Extraction, list[int]] | None:
@@ -588,6 +608,14 @@ def _native_run(
     parsed: Any = None
     raw = False
     shape, kernel, mean_key, extra_key = -2, -1, "", ""
+    scales = (1.0, 1.0, False)
+    if opts.prediction_frame != PIXEL:  # a declared frame: the owner's conversion, restated, or the Python steps
+        if reward is None or target.entry is None or not _native_frame(reward, target.entry):
+            return None
+        found = _native_scales(opts, target)
+        if found is None:
+            return None
+        scales = found
     if reward is not None:
         shape, kernel, mean_key, extra_key = _native_plan(reward)
         if shape >= 0:
@@ -624,6 +652,8 @@ def _native_run(
         opts.trace_annotation_reward_formula == GATED,
         opts.answer_weight,
         opts.annotation_weight,
+        opts.prediction_frame != PIXEL,
+        *scales,
     )
     return result
 
