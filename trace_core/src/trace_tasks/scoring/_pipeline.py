@@ -572,7 +572,7 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
 
 def _native_frame(reward: RewardEntry, entry: AnnotationTypeEntry) -> bool:
     """Whether the owner of ``reward``'s score converts ``entry``'s values from a frame as the native path restates
-    it (``ShapeFamily.native_frame``: flat x/y items scaled, swapped first for a y-first frame)."""
+    it (the owner's ``native_frame``: flat x/y items scaled, swapped first for a y-first frame)."""
     ask = getattr(getattr(reward.score, "__self__", None), "native_frame", None)
     return callable(ask) and ask(entry.frame) is True
 
