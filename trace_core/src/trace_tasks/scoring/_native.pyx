@@ -42,7 +42,7 @@ cdef extern from "float.h":
     double DBL_MIN
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport free, malloc, qsort, realloc
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ
 from libc.string cimport memcpy
 
@@ -1158,18 +1158,24 @@ cdef inline bint _may_hold(str text):
     return "answer" in text or "annotation" in text or "\\" in text
 
 
-cdef list _top_level_spans(str text):
+cdef Py_ssize_t _top_level_spans(str text, Py_ssize_t** out) except -1:
     """reading's ``top_level_objects``: balanced top-level ``{...}`` in one forward scan that skips strings.
 
     Character by character on the string's own buffer where the Python scan takes runs in one step: the
-    same spans. A string ends at the first ``"`` after an even run of backslashes (``_string_end``); an
-    unterminated one hides everything after it; closers at depth 0 are stray and ignored.
+    same spans, as ``(start, end)`` pairs in ``out[0]`` (malloc'ed, the caller frees it; two numbers a
+    span, never a Python object: a brace flood stays small); returns how many. A string ends at the first
+    ``"`` after an even run of backslashes (``_string_end``); an unterminated one hides everything after
+    it; closers at depth 0 are stray and ignored.
     """
-    cdef Py_ssize_t n = len(text), i = 0, depth = 0, start = 0, run
+    cdef Py_ssize_t n = len(text), i = 0, depth = 0, start = 0, run, count = 0, room = 16
     cdef int kind = PyUnicode_KIND(text)
     cdef void* data = PyUnicode_DATA(text)
     cdef Py_UCS4 c
-    cdef list spans = []
+    cdef Py_ssize_t* spans = <Py_ssize_t*>malloc(2 * room * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* grown
+    if spans == NULL:
+        raise MemoryError()
+    out[0] = spans
     while i < n:
         c = PyUnicode_READ(kind, data, i)
         i += 1
@@ -1177,7 +1183,7 @@ cdef list _top_level_spans(str text):
             run = 0  # backslashes right before the character read
             while True:
                 if i >= n:
-                    return spans
+                    return count
                 c = PyUnicode_READ(kind, data, i)
                 i += 1
                 if c == 34 and run % 2 == 0:
@@ -1190,13 +1196,27 @@ cdef list _top_level_spans(str text):
         elif c == 125 and depth:  # '}'
             depth -= 1
             if depth == 0:
-                spans.append((start, i))
-    return spans
+                if count == room:
+                    room *= 2
+                    grown = <Py_ssize_t*>realloc(spans, 2 * room * sizeof(Py_ssize_t))
+                    if grown == NULL:
+                        raise MemoryError()
+                    spans = out[0] = grown
+                spans[2 * count] = start
+                spans[2 * count + 1] = i
+                count += 1
+    return count
 
 
 def top_level_objects(str text):
     """:func:`_top_level_spans` as reading's ``top_level_objects`` gives them (tests compare the two)."""
-    return _top_level_spans(text)
+    cdef Py_ssize_t* spans = NULL
+    cdef Py_ssize_t k, count
+    try:
+        count = _top_level_spans(text, &spans)
+        return [(spans[2 * k], spans[2 * k + 1]) for k in range(count)]
+    finally:
+        free(spans)
 
 
 def recovered(str text):
@@ -1275,13 +1295,17 @@ cdef object _recovered(str text):
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         return None  # the whole response is a candidate: the callers never get here with one
-    cdef Py_ssize_t tried = 0, k
-    cdef list spans = _top_level_spans(text) if "}" in text else []  # a truncated response closes nothing
-    for k in range(len(spans) - 1, -1, -1):
-        a, b = spans[k]
-        found = _try(text[<Py_ssize_t>a : <Py_ssize_t>b], &tried)
-        if found is not _GO_ON:
-            return found
+    cdef Py_ssize_t tried = 0, k, count = 0
+    cdef Py_ssize_t* spans = NULL
+    try:
+        if "}" in text:  # a truncated response closes nothing
+            count = _top_level_spans(text, &spans)
+        for k in range(count - 1, -1, -1):
+            found = _try(text[spans[2 * k] : spans[2 * k + 1]], &tried)
+            if found is not _GO_ON:
+                return found
+    finally:
+        free(spans)
     for candidates in (_fenced_blocks(text), _answer_tags(text)):
         for k in range(len(<list>candidates) - 1, -1, -1):
             found = _try(<str>(<list>candidates)[k], &tried)
