@@ -155,18 +155,24 @@ def test_empty_chunks_need_no_worker(fake_pool: type[FakeExecutor]) -> None:
     assert _pooled(iter(payloads), {}, 2) == [(n, score_trace_batch(items)) for n, items in chunks]
 
 
-def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = signal.getsignal(signal.SIGINT)
-    started: list[tuple[Any, ...]] = []
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """``(target, args, daemon)`` of every thread the code under test starts (none really starts)."""
+    seen: list[tuple[Any, ...]] = []
 
     class Thread:
         def __init__(self, target: Any, args: tuple[Any, ...], name: str, daemon: bool) -> None:
-            started.append((target, args, daemon))
+            seen.append((target, args, daemon))
 
         def start(self) -> None:
             pass
 
     monkeypatch.setattr(threading, "Thread", Thread)
+    return seen
+
+
+def test_pool_workers_watch_their_parent(started: list[tuple[Any, ...]]) -> None:
+    before = signal.getsignal(signal.SIGINT)
     try:
         _engine.ignore_interrupts(1234)
     finally:
@@ -175,19 +181,11 @@ def test_pool_workers_watch_their_parent(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.mark.parametrize(("parent", "watch"), [(1234, batch_module._exit_with), (4321, _engine._exit_after)])
-def test_a_worker_watches_the_command_and_freezes_its_start_up(monkeypatch: pytest.MonkeyPatch, parent: int, watch: Any) -> None:
+def test_a_worker_watches_the_command_and_freezes_its_start_up(
+    monkeypatch: pytest.MonkeyPatch, started: list[tuple[Any, ...]], parent: int, watch: Any
+) -> None:
     """Spawned (its parent is the command, 1234): it watches its parent; forked by the fork server: the command's process."""
     before = signal.getsignal(signal.SIGINT)
-    started: list[tuple[Any, ...]] = []
-
-    class Thread:
-        def __init__(self, target: Any, args: tuple[Any, ...], name: str, daemon: bool) -> None:
-            started.append((target, args, daemon))
-
-        def start(self) -> None:
-            pass
-
-    monkeypatch.setattr(threading, "Thread", Thread)
     monkeypatch.setattr(_engine.os, "getppid", lambda: parent)
     monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "")  # put back (unset) after the test, whatever start_worker does
     monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")

@@ -65,8 +65,8 @@ try:  # the decoder load_json tries first (reading's _literals), when installed
     _fast_decode = msgspec.json.Decoder().decode
 except ImportError:
     _fast_decode = None
-cdef Py_ssize_t MAX_JSON_DEPTH = 1000  # trace_tasks.limits
-cdef Py_ssize_t GC_PAUSE_CHARS = 4096  # reading's _literals
+cdef Py_ssize_t MAX_JSON_DEPTH = _limits.MAX_JSON_DEPTH
+cdef Py_ssize_t GC_PAUSE_CHARS = 4096  # reading's _literals (any value gives the same values: only its GC pause)
 
 
 cdef tuple _json(str text):
@@ -83,10 +83,10 @@ cdef object _np_empty = np.empty
 cdef frozenset _JSON_STARTS = JSON_STARTS
 
 #: Limits of the Python pipeline the native path stays within (trace_tasks.limits, family._matching).
-cdef Py_ssize_t MAX_RESPONSE_CHARS = 1024 * 1024
-cdef Py_ssize_t MAX_COLLECTION_ITEMS = 10_000
+cdef Py_ssize_t MAX_RESPONSE_CHARS = _limits.MAX_RESPONSE_CHARS
+cdef Py_ssize_t MAX_COLLECTION_ITEMS = _limits.MAX_COLLECTION_ITEMS
 cdef Py_ssize_t REDUCE_MIN_CELLS = 4096
-cdef Py_ssize_t MAX_ANNOTATION_ITEMS = 20_000
+cdef Py_ssize_t MAX_ANNOTATION_ITEMS = _limits.MAX_ANNOTATION_ITEMS
 #: A set-map's assignments share one budget (family.AssignmentBudget, at least these); the native path takes
 #: only set-maps whose every charge, counted at its largest (a list matrix), fits the smallest budget.
 cdef Py_ssize_t MAX_ASSIGNMENT_CELLS = 2_000_000
@@ -961,7 +961,7 @@ cdef str _drop_json_tag(str content):
 
 # --- answer_exact_match_v0 on JSON's own values (scoring._answers' _same and canonical), in C -----------
 
-cdef int MAX_ANSWER_DEPTH = 256  # trace_tasks.limits
+cdef int MAX_ANSWER_DEPTH = _limits.MAX_ANSWER_DEPTH
 cdef str _LIST = "__list__"  # scoring._answers' tags of canonical containers
 cdef str _DICT = "__dict__"
 cdef str _BOOL = "__bool__"
@@ -1146,7 +1146,7 @@ def prepare(
 
 # --- recovery (reading's recover_payload under the contract's lenient reading), in C -------------------
 
-cdef Py_ssize_t MAX_RECOVERY_CANDIDATES = 512  # trace_tasks.limits
+cdef Py_ssize_t MAX_RECOVERY_CANDIDATES = _limits.MAX_RECOVERY_CANDIDATES
 
 
 cdef inline bint _holds_prediction(object value):

@@ -205,6 +205,15 @@ class Target:
         other.relaxed = self.relaxed
         return other
 
+    def context_for(self, half_life_px: float | None) -> ScoringContext:
+        """The scoring context of this target under the ``point_half_life_px`` option (a compiled target's own
+        context when the option is not given)."""
+        context = self._context
+        if context is None or half_life_px is not None:
+            size = self._size
+            context = scoring_context(self.image_size() if size is _UNSEARCHED else size, half_life_px)
+        return context
+
     def image_size(self) -> Size | None:
         """The image size of the target's size sources (``None`` when none gives one)."""
         size = self._size
@@ -579,10 +588,7 @@ def _native_frame(reward: RewardEntry, entry: AnnotationTypeEntry) -> bool:
 
 def _native_scales(opts: ScoringOptions, target: Target) -> tuple[float, float, bool] | None:
     """``frame_scales`` of the declared frame, as :func:`_to_pixels` finds them for ``target`` (None: it cannot)."""
-    context = target._context
-    if context is None or opts.point_half_life_px is not None:
-        size = target._size
-        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+    context = target.context_for(opts.point_half_life_px)
     if context.image_size is None:
         return None
     try:
@@ -670,11 +676,7 @@ def _extract(text: str, keys: frozenset[str], answer_tag: bool) -> tuple[Extract
 
 def _half_life(target: Target, half_life_px: float | None) -> float:
     """The half-life of ``target``'s scoring context, as :func:`_annotate` finds the context (the native path's)."""
-    context = target._context  # a compiled target's, when no half-life option overrides it
-    if context is None or half_life_px is not None:
-        size = target._size
-        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, half_life_px)
-    return context.half_life_px
+    return target.context_for(half_life_px).half_life_px
 
 
 def _annotate(
@@ -696,10 +698,7 @@ def _annotate(
             target.problem = f"the target does not parse as {entry.name}"
     if parsed_target is UNPARSED:
         return
-    context = target._context  # a compiled target's, when no half-life option overrides it
-    if context is None or opts.point_half_life_px is not None:
-        size = target._size
-        context = scoring_context(target.image_size() if size is _UNSEARCHED else size, opts.point_half_life_px)
+    context = target.context_for(opts.point_half_life_px)
     parsed = UNPARSED
     if prediction is not None:
         why = trail.parse_errors if trail is not None else None
