@@ -78,7 +78,7 @@ def _pooled(chunks: Any, options: dict[str, Any], workers: int) -> list[Any]:
     """Every chunk through the run's pool, as ``trace-tasks score`` drives it."""
     with _engine.worker_pool(options, workers) as pool:
         assert pool is not None
-        return list(_engine._pooled(chunks, pool))
+        return list(_engine._pooled(((context, chunk, None) for context, chunk in chunks), pool))  # results as dicts
 
 
 @pytest.fixture

@@ -47,11 +47,15 @@ from typing import Any, Generic, Protocol, TypeVar
 from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, Handover, InstanceError, from_handover, watch_parent
 from trace_tasks.plugins import get_registry
+from trace_tasks.runs._columns import STABLE_COLUMNS
 from trace_tasks.runs._metrics import score_compiled_with_metrics
+from trace_tasks.runs._rows import RowText, row_text
 from trace_tasks.scoring import ScoringOptions, options_from
 
 T = TypeVar("T")
 Result = dict[str, Any]
+#: What a pool worker sends back for a row: its result, or its output line when the chunk asks for text (:class:`AsText`).
+Returned = Result | RowText
 #: A chunk as a pool worker gets it: the distinct compiled instances, handed over, and ``(instance index, response)`` rows.
 Payload = tuple[list[Handover], list[tuple[int, str]]]
 
@@ -64,6 +68,32 @@ class Work(Protocol):
 
     @property
     def compiled(self) -> CompiledInstance | None: ...
+
+
+class OutputRow(Work, Protocol):
+    """A response with what its output row starts and ends with (:class:`trace_tasks.runs._rows.Slot`)."""
+
+    @property
+    def id(self) -> Any: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def extra(self) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AsText:
+    """A chunk whose rows a pool worker sends back as output lines (:func:`trace_tasks.runs._rows.row_text`).
+
+    ``heads``: each row's ``(id, line, extra)``, in the payload's row order; ``stable``: ``--columns stable``.
+    A JSON Lines output is text anyway, and a line and six scores cross between processes for less than the
+    result dict (41 keys): about 20k instructions a row less (benchmarks/README.md, ``--workers``).
+    """
+
+    heads: list[tuple[Any, int, Any]]
+    stable: bool
 
 
 ENGINES = ("local", "ray")
@@ -128,11 +158,15 @@ def score_chunks(
     workers: int = 1,
     pool: _Pool[T] | None = None,
     metrics: bool = False,
-) -> Iterator[tuple[T, list[Result]]]:
+    text: str | None = None,
+) -> Iterator[tuple[T, list[Returned]]]:
     """For each ``(context, works)`` yield ``(context, results)``, in input order (``pool``: the run's, from :func:`worker_pool`).
 
     ``metrics``: each response is scored with a trail and its result also holds its field metrics
     (:mod:`trace_tasks.runs._metrics`; the pool given must be a ``worker_pool(..., metrics=True)``).
+    ``text`` (without ``metrics``; the works are then :class:`OutputRow`): the ``--columns`` of a JSON Lines
+    output, and a pool worker sends each scored row back as its output line (:class:`AsText`). In this
+    process results stay dicts.
     """
     if workers <= 1:
         opts = options_from(options)
@@ -140,7 +174,7 @@ def score_chunks(
         for context, works in chunks:
             yield context, [score(work, opts) for work in works]
         return
-    payloads = ((context, payload(works)) for context, works in chunks)
+    payloads = ((context, payload(works), as_text(works, text, metrics)) for context, works in chunks)
     if pool is not None:
         yield from _pooled(payloads, pool)
         return
@@ -170,6 +204,14 @@ def payload(works: list[Work]) -> Payload:
     return instances, rows
 
 
+def as_text(works: list[Any], columns: str | None, metrics: bool = False) -> AsText | None:
+    """The :class:`AsText` of a chunk of :class:`OutputRow` (``None``: results as dicts, as with field metrics)."""
+    if columns is None or metrics:
+        return None
+    heads = [(work.id, work.line, work.extra) for work in works if work.item is not None and work.compiled is not None]
+    return AsText(heads, columns == STABLE_COLUMNS)
+
+
 @dataclass(frozen=True, slots=True)
 class _Row:
     """One row of a payload as :func:`score_compiled` takes it."""
@@ -178,14 +220,17 @@ class _Row:
     compiled: CompiledInstance
 
 
-def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = False) -> list[Result]:
+def score_payload(
+    chunk: Payload, options: Mapping[str, Any], metrics: bool = False, text: AsText | None = None
+) -> list[Returned]:
     """A pool worker's chunk, scored as :func:`score_chunks` scores in-process (the same call per row, the same results).
 
     Each distinct instance of the chunk is rebuilt once from its handover, not
     validated again: validating took about 20 µs per instance and sending its
     record another 8 µs, against about 2 µs for the handover (the example mix).
     Rebuilding cannot fail unless the worker's plugins differ from the
-    parent's, and then its rows say so.
+    parent's, and then its rows say so. ``text`` (never with ``metrics``):
+    each scored row comes back as its output line (:func:`~trace_tasks.runs._rows.row_text`).
     """
     instances, rows = chunk
     opts = options_from(options)
@@ -196,7 +241,14 @@ def score_payload(chunk: Payload, options: Mapping[str, Any], metrics: bool = Fa
         except InstanceError as exc:
             compiled.append({"error": f"{type(exc).__name__}: {exc}"})
     score = score_compiled_with_metrics if metrics else score_compiled
-    results: list[Result] = []
+    results: list[Returned] = []
+    if text is not None and not metrics:
+        stable = text.stable
+        for (index, response), head in zip(rows, text.heads, strict=True):
+            instance = compiled[index]
+            scores = dict(instance) if isinstance(instance, dict) else score(_Row({"response": response}, instance), opts)
+            results.append(row_text(head, scores, stable))
+        return results
     for index, response in rows:
         instance = compiled[index]
         if isinstance(instance, dict):
@@ -299,7 +351,8 @@ class _Chunk(Generic[T]):
 
     context: T
     payload: Payload
-    future: Future[list[Result]] | None = None
+    text: AsText | None = None
+    future: Future[list[Returned]] | None = None
 
 
 class _Pool(Generic[T]):
@@ -321,8 +374,8 @@ class _Pool(Generic[T]):
             initargs=(os.getpid(), dict(os.environ)),
         )
 
-    def submit(self, context: T, payload: Payload) -> None:
-        chunk = _Chunk(context, payload)
+    def submit(self, context: T, payload: Payload, text: AsText | None = None) -> None:
+        chunk = _Chunk(context, payload, text)
         self.pending.append(chunk)
         self._hand_out(chunk)
 
@@ -332,11 +385,11 @@ class _Pool(Generic[T]):
             return
         while self.executor is not None and chunk.future is None:
             try:
-                chunk.future = self.executor.submit(score_payload, chunk.payload, self.options, self.metrics)
+                chunk.future = self.executor.submit(score_payload, chunk.payload, self.options, self.metrics, chunk.text)
             except BrokenProcessPool:  # a worker died since the last result: the replacement hands this chunk out too
                 self._replace()
 
-    def finish(self) -> tuple[T, list[Result]]:
+    def finish(self) -> tuple[T, list[Returned]]:
         """The oldest chunk's results; scored in this process when its worker died (the call the worker makes)."""
         chunk = self.pending.popleft()
         if chunk.future is not None:
@@ -348,7 +401,7 @@ class _Pool(Generic[T]):
                 pass
         if not chunk.payload[1]:
             return chunk.context, []
-        return chunk.context, score_payload(chunk.payload, self.options, self.metrics)
+        return chunk.context, score_payload(chunk.payload, self.options, self.metrics, chunk.text)
 
     def _replace(self) -> None:
         """Drop the broken pool; start a fresh one (up to POOL_RESTARTS) and hand it the chunks it lost."""
@@ -375,7 +428,7 @@ class _Pool(Generic[T]):
             self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _succeeded(future: Future[list[Result]] | None) -> bool:
+def _succeeded(future: Future[list[Returned]] | None) -> bool:
     return future is not None and future.done() and not future.cancelled() and future.exception() is None
 
 
@@ -395,10 +448,10 @@ def worker_pool(options: Mapping[str, Any], workers: int, metrics: bool = False)
         pool.shutdown()
 
 
-def _pooled(chunks: Iterable[tuple[T, Payload]], pool: _Pool[T]) -> Iterator[tuple[T, list[Result]]]:
+def _pooled(chunks: Iterable[tuple[T, Payload, AsText | None]], pool: _Pool[T]) -> Iterator[tuple[T, list[Returned]]]:
     try:
-        for context, chunk in chunks:
-            pool.submit(context, chunk)
+        for context, chunk, text in chunks:
+            pool.submit(context, chunk, text)
             while len(pool.pending) >= 2 * pool.workers:
                 yield pool.finish()
         while pool.pending:

@@ -22,7 +22,7 @@ from trace_tasks.runs._jsonl import Line, open_source, read_lines
 from trace_tasks.runs._output import STDIO, guard
 from trace_tasks.runs._plan import Job, Plan, Scored
 from trace_tasks.runs._progress import make_progress
-from trace_tasks.runs._rows import InstanceIndex, Slot, combined_slots, joined_slots, output_record
+from trace_tasks.runs._rows import InstanceIndex, Slot, combined_slots, counted_text, joined_slots, output_record
 from trace_tasks.runs._settings import RunSettings
 from trace_tasks.runs._shards import JsonlOutput, ParquetOutput, Shard, open_lines, open_shard_output
 from trace_tasks.runs._summary import Summary
@@ -112,12 +112,20 @@ def _write_all(
     try:
         metrics = settings.wants_metrics
         stable = settings.output_columns == STABLE_COLUMNS
-        for group, results in score_chunks(chunks, options=options, workers=workers, pool=pool, metrics=metrics):
+        # A JSON Lines output: a pool worker writes each row's line itself (less to send back than its scores).
+        text = settings.output_columns if isinstance(out, JsonlOutput) else None
+        chunked = score_chunks(chunks, options=options, workers=workers, pool=pool, metrics=metrics, text=text)
+        for group, results in chunked:
             errors_before = summary.errors
             scored = iter(results)
             for slot in group:
+                result = next(scored) if slot.item is not None else None
                 # One write per line: the output stream is guarded (a Python-level call per write).
-                record = output_record(slot, next(scored) if slot.item is not None else None, summary)
+                if isinstance(result, tuple):
+                    assert isinstance(out, JsonlOutput)
+                    out.write_line(counted_text(slot, result, summary))
+                    continue
+                record = output_record(slot, result, summary)
                 out.write(stable_record(record) if stable else record)
             progress.update(len(group), summary.errors - errors_before, source.position())
     finally:

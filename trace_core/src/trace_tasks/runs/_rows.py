@@ -22,10 +22,14 @@ from typing import Any
 import attrs
 
 from trace_tasks.data import CompiledInstance, InstanceCache, InstanceError, TrainInstance
-from trace_tasks.runs._jsonl import Line
+from trace_tasks.runs._columns import stable_record
+from trace_tasks.runs._jsonl import Line, dumps
 from trace_tasks.runs._metrics import ANSWER_KEY, METRICS_KEY
 from trace_tasks.runs._mismatches import MISMATCHES_KEY
-from trace_tasks.runs._summary import Summary
+from trace_tasks.runs._summary import TALLIED, Summary
+
+#: A scored row as a pool worker sends it back: its output line (without the newline), and the scores the summary reads.
+RowText = tuple[str, dict[str, Any]]
 
 
 @attrs.frozen(slots=True)
@@ -311,10 +315,7 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     """
     head = {"id": slot.id, "line": slot.line}
     tail = {} if slot.extra is None else {"extra": slot.extra}
-    if slot.found:
-        summary.found_columns.update(slot.found)
-    if slot.ignored:
-        summary.ignored_columns.update(slot.ignored)
+    _count_columns(slot, summary)
     if slot.error is not None:
         summary.add_error(slot.error)
         return {**head, "error": slot.error, **tail}
@@ -326,11 +327,46 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     metrics = scores.pop(METRICS_KEY, None)
     mismatches = scores.pop(MISMATCHES_KEY, None)
     answer = scores.pop(ANSWER_KEY, None)
-    summary.add_scores(slot.annotation_type, scores)
+    _count_scores(slot, scores, summary)
     if metrics is not None:
         summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics, scores, answer)
     if mismatches is not None:
         summary.mismatches.add(slot.annotation_type, mismatches)
+    return {**head, **scores, **tail}
+
+
+def row_text(head: tuple[Any, int, Any], scores: dict[str, Any], stable: bool) -> RowText | dict[str, Any]:
+    """A pool worker's scored row as text: the ``dumps`` of :func:`output_record`'s row (``stable``: after
+    ``--columns stable``) and the scores the summary reads (:data:`~trace_tasks.runs._summary.TALLIED`).
+
+    ``head``: the slot's ``(id, line, extra)``. A refusal (``{"error": ...}``) stays a dict: its line names the
+    input line, as :func:`output_record` writes it. Not for a row scored with its field metrics.
+    """
+    if "error" in scores:
+        return scores
+    row_id, line, extra = head
+    record = {"id": row_id, "line": line, **scores, **({} if extra is None else {"extra": extra})}
+    text = dumps(stable_record(record) if stable else record)
+    return text, {key: scores[key] for key in TALLIED if key in scores}
+
+
+def counted_text(slot: Slot, row: RowText, summary: Summary) -> str:
+    """The output line of a slot a pool worker scored into text (:func:`row_text`), counted in ``summary`` as
+    :func:`output_record` counts it."""
+    text, tally = row
+    _count_columns(slot, summary)
+    _count_scores(slot, tally, summary)
+    return text
+
+
+def _count_columns(slot: Slot, summary: Summary) -> None:
+    if slot.found:
+        summary.found_columns.update(slot.found)
+    if slot.ignored:
+        summary.ignored_columns.update(slot.ignored)
+
+
+def _count_scores(slot: Slot, scores: Mapping[str, Any], summary: Summary) -> None:
+    summary.add_scores(slot.annotation_type, scores)
     if summary.group_by is not None and slot.extra is not None:
         summary.add_group(slot.extra.get(summary.group_by), scores)
-    return {**head, **scores, **tail}

@@ -392,6 +392,10 @@ class JsonlOutput:
     def write(self, record: Mapping[str, Any]) -> None:
         self.stream.write(dumps(record) + "\n")
 
+    def write_line(self, text: str) -> None:
+        """A row a pool worker wrote already (:func:`trace_tasks.runs._rows.row_text`)."""
+        self.stream.write(text + "\n")
+
 
 @contextlib.contextmanager
 def open_shard_output(path: str, fmt: str, columns: tuple[str, ...] = ()) -> Iterator[ParquetOutput | JsonlOutput]:

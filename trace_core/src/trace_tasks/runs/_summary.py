@@ -23,6 +23,9 @@ from trace_tasks.runs._stats import GroupStats, Moments, OpenGroup
 OVERALL = "all"
 #: Score keys averaged in the table, with their column titles.
 MEANS = (("overall", "overall"), ("answer_reward", "answer"), ("annotation_reward", "annotation"), ("format", "format"))
+#: Every score :meth:`_Totals.add` reads (the means, ``no_json``'s ``json_found``, the parse failures): all a
+#: ``--workers N`` worker sends back of a row's scores beside its output line (:func:`trace_tasks.runs._rows.row_text`).
+TALLIED: tuple[str, ...] = (*(key for key, _ in MEANS), "json_found", "annotation_parse_ok")
 
 
 def group_name(value: Any) -> str:
