@@ -128,6 +128,19 @@ def test_a_dead_worker_loses_no_chunk_and_keeps_the_order(
     assert fake_pool.started > 1  # the broken pool was replaced
 
 
+def test_rows_sent_back_as_lines_survive_a_dead_worker(fake_pool: type[FakeExecutor]) -> None:
+    """A chunk whose rows come back as output lines (``AsText``) is handed to the fresh pool, or scored here, as text."""
+    fake_pool.breaks, fake_pool.broken_submits = {1, 4}, {6}
+    chunks = list(_chunks(8, 3))
+    texts = [_engine.AsText([(f"row-{n}-{k}", 3 * n + k + 1, None) for k in range(3)], stable=n % 2 == 1) for n in range(8)]
+    with _engine.worker_pool({}, 2) as pool:
+        assert pool is not None
+        got = list(_engine._pooled(((n, chunk, text) for (n, chunk), text in zip(chunks, texts, strict=True)), pool))
+    assert got == [(n, _engine.score_payload(chunk, {}, text=text)) for (n, chunk), text in zip(chunks, texts, strict=True)]
+    assert all(isinstance(row, tuple) for _, rows in got for row in rows)
+    assert fake_pool.started > 1
+
+
 def test_past_the_restarts_the_rest_is_scored_in_this_process(fake_pool: type[FakeExecutor]) -> None:
     fake_pool.breaks = set(range(1000))  # every pool dies at once
     assert _pooled(_chunks(12, 2), {}, 2) == _expected(12, 2)
