@@ -13,7 +13,9 @@ its registry entries by name, its prepared answer and target as they are, not
 its record) and ``(instance, response)`` rows; it rebuilds each instance
 without validating it again (:func:`trace_tasks.data.from_handover`) and
 scores the rows through the very call the in-process path makes, so the
-output is the same bytes whatever the worker count. Either way a failing item
+output is the same bytes whatever the worker count. For a JSON Lines output a
+worker sends each row back as its output line and the scores the summary reads
+(:class:`AsText`), not its result dict. Either way a failing item
 becomes ``{"error": ...}`` instead of stopping the run.
 
 A pool worker that dies (SIGKILL, the out-of-memory killer) costs time, never
@@ -89,7 +91,8 @@ class AsText:
 
     ``heads``: each row's ``(id, line, extra)``, in the payload's row order; ``stable``: ``--columns stable``.
     A JSON Lines output is text anyway, and a line and six scores cross between processes for less than the
-    result dict (41 keys): about 20k instructions a row less (benchmarks/README.md, ``--workers``).
+    result dict (41 keys): about 15k instructions a row less in all (benchmarks/README.md, ``--workers``), and the
+    JSON is written in the workers, not in the command that feeds them.
     """
 
     heads: list[tuple[Any, int, Any]]
