@@ -147,9 +147,14 @@ def chunk_size(workers: int) -> int:
 def score_compiled(work: Work, opts: ScoringOptions) -> Result:
     """One response scored by its compiled instance (options validated once per run); a caller mistake becomes ``{"error": ...}``."""
     assert work.item is not None and work.compiled is not None
+    return score_response(work.compiled, work.item["response"], opts)
+
+
+def score_response(instance: CompiledInstance, response: Any, opts: ScoringOptions) -> Result:
+    """:func:`score_compiled` of one response given as it is (a pool worker's rows: no record per row)."""
     try:
-        work.compiled.check_mode(opts)  # an instance without an answer: annotation_only only
-        return work.compiled.run(check_response(work.item["response"]), opts)
+        instance.check_mode(opts)  # an instance without an answer: annotation_only only
+        return instance.run(check_response(response), opts)
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -217,7 +222,7 @@ def as_text(works: list[Any], columns: str | None, metrics: bool = False) -> AsT
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One row of a payload as :func:`score_compiled` takes it."""
+    """One row of a payload as :func:`~trace_tasks.runs._metrics.score_compiled_with_metrics` takes it."""
 
     item: dict[str, Any]
     compiled: CompiledInstance
@@ -243,21 +248,25 @@ def score_payload(
             compiled.append(from_handover(state))
         except InstanceError as exc:
             compiled.append({"error": f"{type(exc).__name__}: {exc}"})
-    score = score_compiled_with_metrics if metrics else score_compiled
     results: list[Returned] = []
-    if text is not None and not metrics:
+    if metrics:
+        for index, response in rows:
+            instance = compiled[index]
+            if isinstance(instance, dict):
+                results.append(dict(instance))
+            else:
+                results.append(score_compiled_with_metrics(_Row({"response": response}, instance), opts))
+        return results
+    if text is not None:
         stable = text.stable
         for (index, response), head in zip(rows, text.heads, strict=True):
             instance = compiled[index]
-            scores = dict(instance) if isinstance(instance, dict) else score(_Row({"response": response}, instance), opts)
+            scores = dict(instance) if isinstance(instance, dict) else score_response(instance, response, opts)
             results.append(row_text(head, scores, stable))
         return results
     for index, response in rows:
         instance = compiled[index]
-        if isinstance(instance, dict):
-            results.append(dict(instance))
-        else:
-            results.append(score(_Row({"response": response}, instance), opts))
+        results.append(dict(instance) if isinstance(instance, dict) else score_response(instance, response, opts))
     return results
 
 
