@@ -313,17 +313,15 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
     a summary with ``group_by`` also counts the row under its value of that column. A row scored with its
     field metrics (:data:`~trace_tasks.runs._metrics.METRICS_KEY`) has them taken off and counted too.
     """
-    head = {"id": slot.id, "line": slot.line}
-    tail = {} if slot.extra is None else {"extra": slot.extra}
     _count_columns(slot, summary)
     if slot.error is not None:
         summary.add_error(slot.error)
-        return {**head, "error": slot.error, **tail}
+        return _row(slot.id, slot.line, {"error": slot.error}, slot.extra)
     assert scores is not None
     if "error" in scores:  # the scorer refused the item (a caller mistake such as a missing family)
         message = f"line {slot.line}: {scores['error']}"
         summary.add_error(message)
-        return {**head, "error": message, **tail}
+        return _row(slot.id, slot.line, {"error": message}, slot.extra)
     metrics = scores.pop(METRICS_KEY, None)
     mismatches = scores.pop(MISMATCHES_KEY, None)
     answer = scores.pop(ANSWER_KEY, None)
@@ -332,7 +330,12 @@ def output_record(slot: Slot, scores: dict[str, Any] | None, summary: Summary) -
         summary.add_metrics(slot.annotation_type, slot.id, scores["overall"], metrics, scores, answer)
     if mismatches is not None:
         summary.mismatches.add(slot.annotation_type, mismatches)
-    return {**head, **scores, **tail}
+    return _row(slot.id, slot.line, scores, slot.extra)
+
+
+def _row(row_id: Any, line: int, middle: Mapping[str, Any], extra: Any) -> dict[str, Any]:
+    """An output row: ``id`` and ``line``, the scores (or the error), and the kept columns last, under ``extra``."""
+    return {"id": row_id, "line": line, **middle, **({} if extra is None else {"extra": extra})}
 
 
 def row_text(head: tuple[Any, int, Any], scores: dict[str, Any], stable: bool) -> RowText | dict[str, Any]:
@@ -345,7 +348,7 @@ def row_text(head: tuple[Any, int, Any], scores: dict[str, Any], stable: bool) -
     if "error" in scores:
         return scores
     row_id, line, extra = head
-    record = {"id": row_id, "line": line, **scores, **({} if extra is None else {"extra": extra})}
+    record = _row(row_id, line, scores, extra)
     text = dumps(stable_record(record) if stable else record)
     return text, {key: scores[key] for key in TALLIED if key in scores}
 

@@ -64,7 +64,6 @@ def score(
     gated: bool,
     answer_weight: float,
     annotation_weight: float,
-    framed: bool = ...,
     scale_x: float = ...,
     scale_y: float = ...,
     y_first: bool = ...,

@@ -1387,7 +1387,6 @@ def score(
     bint gated,
     double answer_weight,
     double annotation_weight,
-    bint framed=False,
     double scale_x=1.0,
     double scale_y=1.0,
     bint y_first=False,
@@ -1402,9 +1401,10 @@ def score(
     of :data:`IOU`, :data:`SOFT_POINT`, :data:`SOFT_SEGMENT`; ``target`` the parsed target (None when it
     does not parse), ``half_life`` the scoring context's; ``mean_key`` the diagnostic of the mean similarity
     and ``extra_key`` the half-life diagnostic's (``""``: none); ``template`` the options' result template.
-    ``framed``: the prediction is written in a declared frame and converted to pixels with ``scale_x``,
-    ``scale_y`` and ``y_first`` (``frame_scales``), as the owner converts flat x/y items (:func:`_to_pixels`).
+    ``scale_x``, ``scale_y``, ``y_first``: a declared frame's ``frame_scales``; the prediction is converted to
+    pixels with them as the owner converts flat x/y items (:func:`_to_pixels`), unless they leave it as it is.
     """
+    cdef bint framed = scale_x != 1.0 or scale_y != 1.0 or y_first  # x * 1.0 is x, bit for bit
     if len(text) > MAX_RESPONSE_CHARS:
         return None
     # The final object: extraction's plain ending first (plain_final_object, in C), else the pipeline's own

@@ -579,11 +579,23 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
     return found
 
 
+#: The native path's answer for a framed call, by the ids of the reward entry and the annotation entry.
+_native_frames: dict[tuple[int, int], tuple[RewardEntry, AnnotationTypeEntry, bool]] = {}
+
+
 def _native_frame(reward: RewardEntry, entry: AnnotationTypeEntry) -> bool:
     """Whether the owner of ``reward``'s score converts ``entry``'s values from a frame as the native path restates
-    it (the owner's ``native_frame``: flat x/y items scaled, swapped first for a y-first frame)."""
+    it (the owner's ``native_frame``: flat x/y items scaled, swapped first for a y-first frame). Asked once per
+    pair of entries (a registry's entries never change; a new registry's are other objects)."""
+    known = _native_frames.get((id(reward), id(entry)))
+    if known is not None and known[0] is reward and known[1] is entry:
+        return known[2]
     ask = getattr(getattr(reward.score, "__self__", None), "native_frame", None)
-    return callable(ask) and ask(entry.frame) is True
+    found = callable(ask) and ask(entry.frame) is True
+    if len(_native_frames) >= 256:
+        _native_frames.clear()
+    _native_frames[(id(reward), id(entry))] = (reward, entry, found)
+    return found
 
 
 def _native_scales(opts: ScoringOptions, target: Target) -> tuple[float, float, bool] | None:
@@ -658,7 +670,6 @@ def _native_run(
         opts.trace_annotation_reward_formula == GATED,
         opts.answer_weight,
         opts.annotation_weight,
-        opts.prediction_frame != PIXEL,
         *scales,
     )
     return result
