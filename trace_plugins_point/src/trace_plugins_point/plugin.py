@@ -11,7 +11,7 @@ The entry point names :data:`family` itself; ``AlignedShapeFamily`` (a
 from __future__ import annotations
 
 from trace_plugins_point.geometry import is_point, parse_point, similarity, similarity_matrix
-from trace_tasks.family import AlignedShapeFamily, ImageBlind, Point, Primitive, half_life_diagnostic
+from trace_tasks.family import AlignedShapeFamily, ImageBlind, Primitive, half_life_diagnostic
 
 POINT = Primitive(
     name="point",
@@ -21,7 +21,7 @@ POINT = Primitive(
     matrix=similarity_matrix,
     metric="similarity",
     extra_diagnostics=half_life_diagnostic,
-    draw=lambda point: [Point(*point)],
+    drawn_as="point",  # drawn as one Point(x, y): the lint reads it without drawing
     examples=([120, 80], [40, 300]),
     parsed_item="tuple (x, y) of floats",
     json_schema={"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},

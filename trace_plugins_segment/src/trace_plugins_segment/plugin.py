@@ -6,7 +6,7 @@ The entry point names :data:`family` itself; ``ShapeFamily`` supplies every hook
 from __future__ import annotations
 
 from trace_plugins_segment.geometry import parse_segment, similarity, similarity_matrix
-from trace_tasks.family import ImageBlind, Polyline, Primitive, ShapeFamily, half_life_diagnostic
+from trace_tasks.family import ImageBlind, Primitive, ShapeFamily, half_life_diagnostic
 
 _POINT_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
@@ -19,7 +19,7 @@ SEGMENT = Primitive(
     metric="similarity",
     promote_single=False,  # a lone segment is not a one-item segment_set
     extra_diagnostics=half_life_diagnostic,
-    draw=lambda s: [Polyline([(s[0], s[1]), (s[2], s[3])])],
+    drawn_as="polyline",  # drawn as the Polyline through its two ends: the lint reads them without drawing
     examples=([[10, 10], [200, 40]], [[50, 300], [50, 120]]),
     parsed_item="tuple (x0, y0, x1, y1) of floats, the two endpoints in the order given",
     json_schema={"type": "array", "items": _POINT_SCHEMA, "minItems": 2, "maxItems": 2},

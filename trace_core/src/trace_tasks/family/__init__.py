@@ -44,6 +44,7 @@ from trace_tasks.family._scoring import make_explainer, make_scorer
 from trace_tasks.family._shapes import ShapeFamily, ShapeRewards, TypeRow, infer_item_schema
 from trace_tasks.plugins import (
     DRAWABLES,
+    FLAT_DRAWINGS,
     SHAPES,
     AnnotationExplanation,
     AnnotationScore,
@@ -64,6 +65,7 @@ from trace_tasks.plugins import (
     ScoringContext,
     anchor,
     extent_points,
+    flat_drawing,
     hookimpl,
     lay_out,
     schema_problems,
@@ -74,6 +76,7 @@ from trace_tasks.reading import from_numpy
 __all__ = [
     "CONTEXT",
     "DRAWABLES",
+    "FLAT_DRAWINGS",
     "LN2",
     "SHAPES",
     "AlignedShapeFamily",
@@ -112,6 +115,7 @@ __all__ = [
     "coordinate",
     "coordinates",
     "extent_points",
+    "flat_drawing",
     "from_numpy",
     "half_life_diagnostic",
     "hookimpl",

@@ -75,6 +75,13 @@ Per annotation type, with the examples the owner declares
     parses to equal values twice, its parse leaves the raw value as it was,
     and after every score and explain call above each parsed example still
     equals a fresh parse (no hook changed it).
+``drawn-as``
+    when the type declares ``AnnotationTypeSpec.drawn_as`` (the dataset lint
+    then reads coordinates instead of drawing): the owner draws, the type has
+    a shape, and every item of every parsed example is a flat tuple of the
+    declared length (4 for a box, 2 for a point, an even number from 2 for a
+    polyline) that the draw hook draws as exactly
+    :func:`~trace_tasks.family.flat_drawing` of it.
 ``image-blind``
     when the type declares ``AnnotationTypeSpec.image_blind`` (``trace-tasks
     audit``'s whole-image policies): the type has a shape, and the declared
@@ -117,6 +124,7 @@ import attrs
 from trace_tasks.errors import AnnotationParseError
 from trace_tasks.plugins import (
     DRAWABLES,
+    FLAT_ITEM_LENGTHS,
     SHAPES,
     AnnotationExplanation,
     AnnotationTypeEntry,
@@ -124,7 +132,9 @@ from trace_tasks.plugins import (
     RewardEntry,
     ScoringContext,
     extent_points,
+    flat_drawing,
     get_registry,
+    is_flat_item,
     lay_out,
     schema_problems,
     unsupported_keywords,
@@ -132,6 +142,20 @@ from trace_tasks.plugins import (
 from trace_tasks.scoring import PluginBug, checked_score, is_diagnostic_key
 
 __all__ = ["KitProblem", "assert_family_ok", "check_family", "hostile_values", "orphan_problems"]
+
+
+def _parsed_items(shape: str, value: Any) -> list[Any]:
+    """The items of a parsed value of ``shape`` (each key's items of a set-map)."""
+    if shape == "scalar":
+        return [value]
+    if shape in ("set", "sequence") and isinstance(value, list):
+        return list(value)
+    if shape == "map" and isinstance(value, Mapping):
+        return list(value.values())
+    if shape == "set_map" and isinstance(value, Mapping):
+        return [item for items in value.values() if isinstance(items, list) for item in items]
+    return []
+
 
 #: How far a self-score may be from 1.0, and an explanation's numbers from the score's.
 TOLERANCE = 1e-12
@@ -711,6 +735,40 @@ class _TypeCheck:
                     f"{_short(first)} fresh: the parse depends on more than the value, or a hook changed a parsed value",
                 )
 
+    def check_drawn_as(self, parsed: list[tuple[Any, Any]]) -> None:
+        """``drawn_as``: each item of each example is a flat tuple that the draw hook draws as ``flat_drawing`` of it."""
+        kind = self.spec.drawn_as if self.spec is not None else ""
+        if not kind:
+            return
+        declares = f"declares drawn_as={kind!r}"
+        if self.entry.draw is None:
+            self.problem("drawn-as", f"{declares}, but its owner implements no trace_draw_annotation")
+            return
+        if self.shape not in SHAPES:
+            self.problem("drawn-as", f"{declares} but no shape (AnnotationTypeSpec.shape): the lint cannot find its items")
+            return
+        length = FLAT_ITEM_LENGTHS.get(kind)
+        for i, (_, value) in enumerate(parsed):
+            for item in _parsed_items(self.shape, value):
+                if not is_flat_item(kind, item):
+                    wanted = f"{length} coordinates" if length else "an even number of coordinates"
+                    self.problem(
+                        "drawn-as", f"{declares}, but example #{i} parses to the item {_short(item)}, not a tuple of {wanted}"
+                    )
+                    return
+                try:
+                    drawn = self.entry.draw(annotation_type=self.name, item=item)
+                except Exception as exc:
+                    self.problem("drawn-as", f"{declares}, but drawing example #{i}'s item {_short(item)} raised {_exc(exc)}")
+                    return
+                expected = flat_drawing(kind, item)
+                if not isinstance(drawn, (list, tuple)) or not _same(list(drawn), expected):
+                    self.problem(
+                        "drawn-as",
+                        f"{declares}, but example #{i}'s item {_short(item)} draws as {_short(drawn)}, not {_short(expected)}",
+                    )
+                    return
+
     def check_image_blind(self, parsed: list[tuple[Any, Any]]) -> None:
         """``image_blind``: the declared item, laid out in the type's shape, parses and scores."""
         declared = self.spec.image_blind if self.spec is not None else None
@@ -1066,6 +1124,7 @@ def check_family(registry: Registry | None = None, types: Iterable[str] | str | 
         check.check_schema()
         check.check_ids(parsed)
         check.check_image_blind(parsed)
+        check.check_drawn_as(parsed)
         check.check_pure_parse(parsed)  # last: after every hook has seen the parsed values
     return report.finish()
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.plugins import Drawable, ImageBlind, ScoringContext
+from trace_tasks.errors import FamilyDefinitionError
+from trace_tasks.plugins import FLAT_DRAWINGS, Drawable, ImageBlind, ScoringContext, flat_drawing
 
 Matrix = Callable[[Sequence[Any], Sequence[Any], ScoringContext], Sequence[Sequence[float]]]
 
@@ -37,7 +38,12 @@ class Primitive:
     ``extra_diagnostics`` adds per-type fields after the shape's own.
 
     For tools and the family test kit: ``draw`` turns one parsed item into
-    drawables (pixel coordinates); ``examples`` are raw items that parse (give
+    drawables (pixel coordinates), or ``drawn_as`` declares the common
+    drawing of a ``flat_xy`` item instead (``"box"``, ``"point"`` or
+    ``"polyline"``: :func:`~trace_tasks.family.flat_drawing`), which the
+    family then draws with and declares for every type
+    (``AnnotationTypeSpec.drawn_as``: the dataset lint reads the items'
+    coordinates instead of drawing each one); give one or the other. ``examples`` are raw items that parse (give
     two distinct ones, so sets can be permuted); ``parsed_item`` says in words
     what ``parse_item`` returns.
 
@@ -97,6 +103,31 @@ class Primitive:
     swap: Callable[[Any], Any] | None = None
     flat_xy: bool = False
     rereadings: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict)
+
+    drawn_as: str = attrs.field(default="")
+
+    @drawn_as.validator
+    def _check_drawn_as(self, attribute: attrs.Attribute[Any], value: str) -> None:
+        if value == "":
+            return
+        if value not in FLAT_DRAWINGS:
+            raise FamilyDefinitionError(f"primitive {self.name!r}: drawn_as must be one of {FLAT_DRAWINGS} or '', got {value!r}")
+        if not self.flat_xy:
+            raise FamilyDefinitionError(
+                f"primitive {self.name!r}: drawn_as={value!r} draws flat (x, y, ...) items: set flat_xy=True"
+            )
+        if self.draw is not None:
+            raise FamilyDefinitionError(
+                f"primitive {self.name!r}: give draw or drawn_as, not both (drawn_as={value!r} draws the item)"
+            )
+
+    @property
+    def drawer(self) -> Callable[[Any], Sequence[Drawable]] | None:
+        """``draw``, or the drawing ``drawn_as`` declares."""
+        if self.draw is not None or not self.drawn_as:
+            return self.draw
+        kind = self.drawn_as
+        return lambda item: flat_drawing(kind, item)
 
     @property
     def scaler(self) -> Callable[[Any, float, float], Any] | None:

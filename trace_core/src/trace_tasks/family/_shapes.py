@@ -16,7 +16,7 @@ draw their scores for free.
   normalised-coordinates check (``trace_scale_annotation``), and converts a
   prediction written in a declared coordinate frame into pixels
   (``trace_frame_annotation``) when the primitive can scale and swap its items.
-  The primitive's declared capabilities (``pure_parse``, ``image_blind``) become each type's.
+  The primitive's declared capabilities (``pure_parse``, ``image_blind``, ``drawn_as``) become each type's.
 * :class:`ShapeRewards` adds reward versions for types another plugin owns
   (``bbox_giou_v1`` for ``bbox``), scoring the owner's parsed values.
 """
@@ -138,6 +138,7 @@ class ShapeFamily(_ShapeScoring):
             {rid: (name, shape, versions.get(rid, primitive)) for name, (shape, ids) in self.types.items() for rid in ids}
         )
         self.parsers = {name: make_parser(shape, primitive) for name, (shape, _) in self.types.items()}
+        self._drawer = primitive.drawer  # ``draw``, or the declared ``drawn_as`` drawing: made once
         # A hook only when the primitive can convert: a family without it makes a declared frame an OptionError.
         self.trace_frame_annotation = self._frame_hook()
         #: (annotation type, reading) -> the parser of values whose items are written that way
@@ -146,6 +147,9 @@ class ShapeFamily(_ShapeScoring):
             for name, (shape, _) in self.types.items()
             for reading, rewrite in primitive.rereadings.items()
         }
+
+    def _kit_draws(self) -> bool:
+        return type(self).trace_draw_annotation is ShapeFamily.trace_draw_annotation
 
     def shape_of(self, annotation_type: str) -> str:
         return self.types[annotation_type][0]
@@ -236,6 +240,8 @@ class ShapeFamily(_ShapeScoring):
                 # The kit's collection parsers are pure: the primitive's item parse decides.
                 pure_parse=self.primitive.pure_parse and self.primitive.parse_item is not None,
                 image_blind=self.primitive.image_blind,
+                # Declared only while the kit's own hook draws (a subclass may draw otherwise).
+                drawn_as=self.primitive.drawn_as if self._kit_draws() else "",
             )
             for name, (shape, ids) in self.types.items()
         ]
@@ -313,9 +319,10 @@ class ShapeFamily(_ShapeScoring):
 
     @hookimpl
     def trace_draw_annotation(self, annotation_type: str, item: Any) -> Sequence[Drawable] | None:
-        if annotation_type not in self.types or self.primitive.draw is None:
+        drawer = self._drawer
+        if drawer is None or annotation_type not in self.types:
             return None
-        return list(self.primitive.draw(item))
+        return list(drawer(item))
 
 
 def _rewritten(primitive: Primitive, rewrite: Callable[[Any], Any]) -> Primitive:

@@ -20,6 +20,8 @@ from trace_tasks.plugins._answer_types import (
 )
 from trace_tasks.plugins._drawables import (
     DRAWABLES,
+    FLAT_DRAWINGS,
+    FLAT_ITEM_LENGTHS,
     Box,
     Circle,
     Drawable,
@@ -29,6 +31,8 @@ from trace_tasks.plugins._drawables import (
     Polyline,
     anchor,
     extent_points,
+    flat_drawing,
+    is_flat_item,
 )
 from trace_tasks.plugins._markers import PROJECT_NAME, hookimpl
 from trace_tasks.plugins._records import (
@@ -85,6 +89,8 @@ __all__ = [
     "BUILTIN_PLUGIN_NAME",
     "DRAWABLES",
     "ENTRY_POINT_GROUP",
+    "FLAT_DRAWINGS",
+    "FLAT_ITEM_LENGTHS",
     "JSON_SCHEMA_DIALECT",
     "OFFICIAL_TYPES",
     "PINS_ENV",
@@ -116,8 +122,10 @@ __all__ = [
     "anchor",
     "build_registry",
     "extent_points",
+    "flat_drawing",
     "get_registry",
     "hookimpl",
+    "is_flat_item",
     "lay_out",
     "parse_pins",
     "pin_reward_id",

@@ -86,6 +86,39 @@ def extent_points(shape: Drawable) -> Iterator[tuple[float, float]]:
         yield (shape.cx + shape.r, shape.cy + shape.r)
 
 
+#: What a type may declare its flat items draw as (``AnnotationTypeSpec.drawn_as``), each drawn by
+#: :func:`flat_drawing`; "" (no declaration) is not listed.
+FLAT_DRAWINGS = ("box", "point", "polyline")
+#: The length of a flat item of each drawing of one fixed length (a polyline's is any even length from 2).
+FLAT_ITEM_LENGTHS = {"box": 4, "point": 2}
+
+
+def is_flat_item(kind: str, item: object) -> bool:
+    """Whether ``item`` is what ``flat_drawing(kind, item)`` reads: a tuple of the drawing's length."""
+    if type(item) is not tuple:
+        return False
+    length = FLAT_ITEM_LENGTHS.get(kind)
+    return len(item) == length if length is not None else len(item) >= 2 and len(item) % 2 == 0
+
+
+def flat_drawing(kind: str, item: Sequence[float]) -> list[Drawable]:
+    """The drawing ``AnnotationTypeSpec.drawn_as`` declares for one parsed item of alternating x and y coordinates.
+
+    ``"box"``: ``(x0, y0, x1, y1)`` is ``Box(x0, y0, x1, y1)``; ``"point"``:
+    ``(x, y)`` is ``Point(x, y)``; ``"polyline"``: ``(x0, y0, x1, y1, ...)`` is
+    the ``Polyline`` through its pairs (a segment is two of them). The kit's
+    primitives draw with it (``Primitive.drawn_as``); the family kit's
+    ``drawn-as`` check compares a type's draw hook with it.
+    """
+    if kind == "box":
+        return [Box(*item)]
+    if kind == "point":
+        return [Point(*item)]
+    if kind == "polyline":
+        return [Polyline(zip(item[0::2], item[1::2], strict=False))]
+    raise ValueError(f"drawn_as must be one of {FLAT_DRAWINGS}, got {kind!r}")
+
+
 def anchor(shapes: Sequence[Drawable]) -> tuple[float, float] | None:
     """The centre of the points bounding ``shapes`` (where a pair's link line ends), or None."""
     pts = [p for s in shapes for p in extent_points(s)]
