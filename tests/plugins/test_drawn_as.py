@@ -113,13 +113,12 @@ def test_reading_the_declared_items_gives_the_warnings_drawing_gives(data: dict[
     compiled = compile_instance(data)
     read = instance_warnings(compiled)
     entry = get_registry().annotation_types[data["annotation_gt"]["type"]]
-    items = list(_lint._items(entry.spec.shape, compiled.target) or ())
-    measured = _lint._Extent().draw(entry, items)
+    measured = _lint._Extent().measure(entry, entry.spec.shape, compiled.target)
     with pytest.MonkeyPatch.context() as patch:
         drawing_each_item(patch)
         drawn_entry = get_registry().annotation_types[entry.name]
         assert instance_warnings(compile_instance(data)) == read
-        drawn = _lint._Extent().draw(drawn_entry, items)
+        drawn = _lint._Extent().measure(drawn_entry, entry.spec.shape, compiled.target)
     assert (measured.xs, measured.ys, measured.points, measured.distance) == (drawn.xs, drawn.ys, drawn.points, drawn.distance)
     assert (measured.min_x, measured.min_y, measured.max_x, measured.max_y) == (
         drawn.min_x,

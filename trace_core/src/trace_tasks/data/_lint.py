@@ -194,6 +194,19 @@ def _items(shape: str, target: Any) -> Iterable[tuple[Any, Any]] | None:
     return None
 
 
+def _flat_items(shape: str, target: Any) -> list[Any] | None:
+    """The items of a parsed target of ``shape`` in :func:`_items`' order, without their places; None as there."""
+    if shape == "scalar":
+        return [target]
+    if shape in ("set", "sequence") and isinstance(target, list):
+        return target
+    if shape == "map" and isinstance(target, dict):
+        return list(target.values())
+    if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
+        return list(chain.from_iterable(target.values()))
+    return None
+
+
 def _suffix(shape: str, place: Any) -> str:
     """The ``$``-path suffix of an item's ``place`` (see :func:`_items`)."""
     if shape in ("set", "sequence"):
@@ -252,6 +265,8 @@ def _size_text(size: Size) -> str:
 
 _INF = float("inf")
 _TUPLE = frozenset((tuple,))
+#: :meth:`_Extent._read_all`'s default place: each zero-length polyline noted by its index.
+_BY_INDEX = object()
 
 
 class _Extent:
@@ -268,57 +283,56 @@ class _Extent:
         self.distance = False
         self.zero_segments: list[tuple[Any, tuple[float, float]]] = []
 
-    def draw(self, entry: AnnotationTypeEntry, items: Iterable[tuple[Any, Any]]) -> _Extent:
-        """Take in what each ``(place, item)`` draws as, and compute the range.
+    def measure(self, entry: AnnotationTypeEntry, shape: str, target: Any) -> _Extent:
+        """Take in what every item of a parsed ``target`` of ``shape`` draws as, and compute the range.
 
         A type that declares ``drawn_as`` has its items read as the drawing it
         declares (:func:`~trace_tasks.family.flat_drawing`; the family kit
         checks the declaration): the same coordinates, without a drawable and
-        a hook call per item. Any other type's owner draws each item.
+        a hook call per item, all items at once. Any other type's owner draws
+        each item, as it does an item not in the declared form.
         """
         kind = entry.spec.drawn_as if entry.spec is not None else ""
         if kind:
-            self._read_flat(kind, entry, items)
-        elif entry.draw is not None:
+            flat = _flat_items(shape, target)
+            if flat is not None and self._read_all(kind, flat):
+                if self.zero_segments:  # indices so far: the places only for the rare warning
+                    places = [place for place, _ in _items(shape, target) or ()]
+                    self.zero_segments = [(places[n], point) for n, point in self.zero_segments]
+                return self.close()
+        items = _items(shape, target)
+        if items is None:
+            return self
+        if kind:
+            for place, item in items:
+                if is_flat_item(kind, item):
+                    self._read_all(kind, [item], place)
+                else:
+                    self._draw_each(entry, ((place, item),))  # not the declared form: its owner draws it
+        else:
             self._draw_each(entry, items)
         return self.close()
 
-    def _read_flat(self, kind: str, entry: AnnotationTypeEntry, items: Iterable[tuple[Any, Any]]) -> None:
-        """What :func:`~trace_tasks.family.flat_drawing` draws of each item, read from its coordinates.
+    def _read_all(self, kind: str, flat: list[Any], place: Any = _BY_INDEX) -> bool:
+        """What :func:`~trace_tasks.family.flat_drawing` draws of each item of ``flat``; False (nothing taken) unless all are flat.
 
-        Boxes and points are read in bulk (one slice of all the coordinates); a
-        polyline's items one by one, each checked for zero length. An item not
-        in the declared form (a family that declares wrongly: the kit reports
-        it) is drawn by its owner instead.
+        A zero-length polyline is noted with its index in ``flat`` (or ``place``, for one item).
         """
-        pairs = items if type(items) is list else list(items)
-        size = FLAT_ITEM_LENGTHS.get(kind)
-        if size is not None:
-            flat = [item for _, item in pairs]
-            if set(map(type, flat)) <= _TUPLE and set(map(len, flat)) <= {size}:
-                coordinates = list(chain.from_iterable(flat))
-                self.xs += coordinates[0::2]
-                self.ys += coordinates[1::2]
-                if kind == "point" and flat:
-                    self.distance = True
-                return
-            for pair in pairs:  # item by item, in order
-                if is_flat_item(kind, pair[1]):
-                    self._read_flat(kind, entry, [pair])
-                else:
-                    self._draw_each(entry, (pair,))
-            return
-        xs, ys = self.xs, self.ys
-        for place, item in pairs:
-            if not is_flat_item(kind, item):
-                self._draw_each(entry, ((place, item),))  # not the declared form: its owner draws it
-                continue
-            item_xs, item_ys = item[0::2], item[1::2]
-            xs += item_xs
-            ys += item_ys
+        if not set(map(type, flat)) <= _TUPLE:
+            return False
+        lengths, size = set(map(len, flat)), FLAT_ITEM_LENGTHS.get(kind)
+        if not (lengths <= {size} if size is not None else all(n >= 2 and n % 2 == 0 for n in lengths)):
+            return False
+        coordinates = list(chain.from_iterable(flat))
+        self.xs += coordinates[0::2]
+        self.ys += coordinates[1::2]
+        if kind != "box" and flat:
             self.distance = True
-            if len(item) >= 4 and len(set(zip(item_xs, item_ys, strict=True))) == 1:
-                self.zero_segments.append((place, (float(item[0]), float(item[1]))))
+        if kind == "polyline":
+            for n, item in enumerate(flat):
+                if len(item) >= 4 and len(set(zip(item[0::2], item[1::2], strict=True))) == 1:
+                    self.zero_segments.append((n if place is _BY_INDEX else place, (float(item[0]), float(item[1]))))
+        return True
 
     def _draw_each(self, entry: AnnotationTypeEntry, items: Iterable[tuple[Any, Any]]) -> None:
         """Ask the owner to draw each ``(place, item)`` and take in what it draws (as :func:`_drawn`, in one loop)."""
@@ -399,8 +413,7 @@ def _own_warnings(
     coordinates, zeros = "normalized-coordinates" not in skip, "zero-length-segment" not in skip
     draw = coordinates or zeros or (distance is None and size is None and "missing-image-size" not in skip)
     if draw:
-        items = _items(shape, target) if target is not UNPARSED else None
-        extent = _Extent().draw(entry, items) if items is not None else _Extent()
+        extent = _Extent().measure(entry, shape, target) if target is not UNPARSED else _Extent()
         if coordinates:
             big = _coordinate_warnings(extent, size, found)
         if zeros:
