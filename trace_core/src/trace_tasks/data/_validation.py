@@ -35,6 +35,7 @@ keeps, so a valid instance is never parsed twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -392,7 +393,8 @@ def _scored_value_problems(spec: AnswerTypeSpec, value: Any, parts: Parts) -> li
             return [(_VALUE, _decoded_problem(spec, value, used, message))]
     # ``used`` is the reading of ``value`` both calls would make again: handed over as read (reads_json_strings=False).
     prepared = parts.answer = answer_target(used, reads_json_strings=False)  # kept: compiling does not prepare it again
-    if not matches_answer_target(used, prepared, reads_json_strings=False):
+    plain = _plain_answer(used)
+    if not plain and not matches_answer_target(used, prepared, reads_json_strings=False):
         return [(_VALUE, _unmatchable(prepared))]
     if matches_answer_target("", prepared, reads_json_strings=reads):
         return [
@@ -402,7 +404,31 @@ def _scored_value_problems(spec: AnswerTypeSpec, value: Any, parts: Parts) -> li
                 "so a model that writes nothing earns the full answer reward; write the expected answer",
             )
         ]
-    return _key_collisions(used, from_text=used is not value)
+    return [] if plain else _key_collisions(used, from_text=used is not value)
+
+
+_TEXT_OR_WHOLE = frozenset((int, str))
+_LIST_KIND = frozenset((list,))
+
+
+def _plain_answer(value: Any) -> bool:
+    """Whether ``value`` is a whole number, text, a finite float, or a list (of lists) of whole numbers and text.
+
+    Such a value's canonical form equals itself (no NaN, nothing too deep or
+    uncomparable) and holds no mapping, so the self-match and the key-collision
+    walks of :func:`_scored_value_problems` cannot find anything: it skips them
+    (the usual distinct answers of a dataset: numbers, index lists, matrices).
+    Exact types only (``True`` is not a whole number here).
+    """
+    kind = type(value)
+    if kind is int or kind is str:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is not list:
+        return False
+    kinds = set(map(type, value))
+    return kinds <= _TEXT_OR_WHOLE or (kinds == _LIST_KIND and all(set(map(type, row)) <= _TEXT_OR_WHOLE for row in value))
 
 
 def _json_kind(value: Any) -> str | None:

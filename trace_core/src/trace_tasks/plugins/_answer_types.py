@@ -91,6 +91,18 @@ _PLAIN_LEAVES = frozenset((str, int, bool, type(None)))
 
 def _unmatchable_item(value: Any) -> str | None:
     """Why a nested target can never be matched (a non-finite number, too deep), or None."""
+    if type(value) is list:  # the usual targets ([2, 0, 1], a matrix of whole numbers): type tests in C, no walk
+        kinds = set(map(type, value))
+        if kinds <= _PLAIN_LEAVES or (kinds == _LIST and all(set(map(type, row)) <= _PLAIN_LEAVES for row in value)):
+            return None
+    return _unmatchable_walk(value)
+
+
+_LIST = frozenset((list,))
+
+
+def _unmatchable_walk(value: Any) -> str | None:
+    """:func:`_unmatchable_item` by walking every item (the specification of its shortcut)."""
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
