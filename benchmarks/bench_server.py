@@ -24,6 +24,16 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
 * ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``),
   after ``server`` on the same rows: its labels are met again (a repeated label's cost).
 
+With ``--steps`` (under callgrind only) the script counts each step of
+``/get_reward`` on its own instead, in the order the server runs them, every
+row through one step before the next: ``load`` (the label's mapping),
+``key`` (its content key, the instance cache's), ``check`` (the strict
+validation), ``build`` (the compiled instance), ``lint`` (its authoring-rule
+warnings, the rules the server has logged already skipped), ``score``
+(scoring the response against it) and ``request`` (the same scoring inside
+the OpenRLHF request shape); then ``answer``, the answer's own checks alone
+(part of ``check``, measured again with their memo emptied).
+
 The HTTP layer (uvicorn, FastAPI, ``BodyLimit``) is not counted: it does not
 depend on the label. Without ``--callgrind`` the script prints wall-clock
 microseconds per row, for a quick look only.
@@ -48,7 +58,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import ANNOTATION_TYPES, make_item  # type: ignore[import-not-found]
 
 from trace_tasks import score_trace_response
-from trace_tasks.integrations import server
+from trace_tasks.data import _validation as validation
+from trace_tasks.data import instance_warnings
+from trace_tasks.data._compiled import CompiledInstance
+from trace_tasks.data._keys import content_key
+from trace_tasks.data._records import TrainInstance
+from trace_tasks.integrations import _common as common
+from trace_tasks.integrations import openrlhf, server
+from trace_tasks.plugins import get_registry
+from trace_tasks.scoring import options_from
 
 MODE = "answer_and_annotation"
 PROMPT = "<|im_start|>user\nFind the objects.<|im_end|>\n<|im_start|>assistant\n"
@@ -86,6 +104,57 @@ def run_verify(rows: list[dict[str, Any]]) -> None:
 
 
 RUNS = {"plain": run_plain, "server": run_server, "verify": run_verify}
+
+
+class ServerSteps:
+    """``/get_reward``'s steps for ``rows``, each a method of no argument, run in :attr:`ORDER` (see ``--steps``)."""
+
+    ORDER = ("load", "key", "check", "build", "lint", "score", "request", "answer")
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows, self.registry = rows, get_registry()
+        self.labels = [label_of(row) for row in rows]
+        self.options = {"trace_reward_mode": MODE}
+        self.opts = options_from(self.options)
+
+    def load(self) -> None:
+        loaded = [common.load_instance(label, where="x", decoded=True) for label in self.labels]
+        self.fields = [{name: one[name] for name in common.COMPILED_FIELDS if one[name] is not None} for one in loaded]
+
+    def key(self) -> None:
+        for fields in self.fields:
+            content_key(fields)
+
+    def check(self) -> None:
+        self.parts = [validation.check(fields, TrainInstance, self.registry)[1] for fields in self.fields]
+
+    def build(self) -> None:
+        self.compiled = [CompiledInstance._build(f, p, self.registry) for f, p in zip(self.fields, self.parts, strict=True)]
+
+    def lint(self) -> None:
+        for compiled in self.compiled:
+            instance_warnings(compiled, skip=common._logged_rules)
+
+    def score(self) -> None:
+        for compiled, row in zip(self.compiled, self.rows, strict=True):
+            compiled.score(row["response"], self.opts)
+
+    def request(self) -> None:
+        for compiled, row in zip(self.compiled, self.rows, strict=True):
+            openrlhf.score_compiled([PROMPT + row["response"]], [PROMPT], [(compiled, {})], self.options, log_keys="charted")
+
+    def answer_setup(self) -> None:
+        """Not counted: the parts the answer's checks read, and their memo emptied."""
+        self.answer_parts = []
+        for fields in self.fields:
+            parts = validation.Parts()
+            validation._check_types(fields, self.registry, parts, [])
+            self.answer_parts.append(parts)
+        validation._answer_checks.clear()
+
+    def answer(self) -> None:
+        for fields, parts in zip(self.fields, self.answer_parts, strict=True):
+            validation._check_answer_value(fields, parts, [])
 
 
 CALLGRIND_HELPER = """
@@ -126,7 +195,10 @@ def main() -> None:
         metavar="OUT_FILE",
         help="count instructions: valgrind's --callgrind-out-file (under valgrind --tool=callgrind --instr-atstart=no)",
     )
+    parser.add_argument("--steps", action="store_true", help="count each step of /get_reward instead (with --callgrind)")
     args = parser.parse_args()
+    if args.steps and not args.callgrind:
+        parser.error("--steps counts instructions: give --callgrind (and run under valgrind)")
     # Three warm-up rows of every annotation type: the first large set imports scipy's solver.
     warm = make_rows(3 * len(ANNOTATION_TYPES), seed=1)
     rows = make_rows(args.rows)
@@ -139,6 +211,9 @@ def main() -> None:
             run(rows)
             print(f"{mode}: {(time.perf_counter() - start) / len(rows) * 1e6:.0f} us per row (wall clock)")
         return
+    if args.steps:
+        count_steps(rows, args.callgrind)
+        return
     with tempfile.TemporaryDirectory() as folder:
         helper = callgrind_helper(Path(folder))
         helper.bench_start()
@@ -148,6 +223,23 @@ def main() -> None:
             helper.bench_dump(mode.encode())
     for mode, total in zip(runs, dumped_totals(args.callgrind, len(runs)), strict=True):
         print(f"{mode}: {total / len(rows):,.0f} instructions per row ({total:,} for {len(rows)} rows)")
+
+
+def count_steps(rows: list[dict[str, Any]], out_file: str) -> None:
+    """Count each of :func:`server_steps` on ``rows`` (the warm-up done) and print instructions per row."""
+    run_plain(rows)  # the rows' responses met once, as the plain mode would have (the same memos warm)
+    steps = ServerSteps(rows)
+    with tempfile.TemporaryDirectory() as folder:
+        helper = callgrind_helper(Path(folder))
+        helper.bench_start()
+        for name in steps.ORDER:
+            if name == "answer":
+                steps.answer_setup()
+            helper.bench_zero()
+            getattr(steps, name)()
+            helper.bench_dump(name.encode())
+    for name, total in zip(steps.ORDER, dumped_totals(out_file, len(steps.ORDER)), strict=True):
+        print(f"{name}: {total / len(rows):,.0f} instructions per row")
 
 
 if __name__ == "__main__":
