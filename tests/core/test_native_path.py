@@ -12,6 +12,7 @@ to compare and say so; the plan the pipeline derives from a family's declaration
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import struct
@@ -41,13 +42,14 @@ needs_native = pytest.mark.skipif(
 
 @contextmanager
 def pure_path() -> Iterator[None]:
-    """The Python steps alone: neither the native common path nor the native preparation of ground truth."""
-    saved = _pipeline._native_score, _pipeline._native_prepare
-    _pipeline._native_score = _pipeline._native_prepare = None
+    """The Python steps alone: neither the native common path, nor the native preparation of ground truth, nor the
+    native parse of the kernels' values (``make_parser``)."""
+    saved = _pipeline._native_score, _pipeline._native_prepare, _pipeline._native_parse
+    _pipeline._native_score = _pipeline._native_prepare = _pipeline._native_parse = None
     try:
         yield
     finally:
-        _pipeline._native_score, _pipeline._native_prepare = saved
+        _pipeline._native_score, _pipeline._native_prepare, _pipeline._native_parse = saved
 
 
 def _outcome(call: Callable[[], Any]) -> Any:
@@ -817,3 +819,77 @@ def test_the_official_families_declare_their_frame_conversion_restated() -> None
     # The same type with another conversion (a family's own hook): the Python steps convert it.
     foreign = attrs.evolve(registry.annotation_types["bbox"], frame=lambda **kw: kw["value"])
     assert not _pipeline._native_frame(registry.reward_ids["bbox_soft_iou_v0"], foreign)
+
+
+# --- the native parse of the kernels' values (make_parser), on every official type ---------------------
+
+_NUMBER = st.one_of(
+    st.integers(-5, 5),
+    st.integers(-(10**400), 10**400),
+    st.floats(-1e3, 1e3),
+    st.sampled_from([0.0, -0.0, 1.0, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan, True, False, None, "1"]),
+)
+_FLAT = st.lists(_NUMBER, min_size=1, max_size=5)  # right and wrong lengths; swapped corners, zero areas, odd numbers
+_RAW_ITEM = st.one_of(
+    _FLAT, st.lists(st.lists(_NUMBER, min_size=2, max_size=2), min_size=2, max_size=2), st.tuples(_NUMBER, _NUMBER)
+)
+_KEY = st.one_of(st.sampled_from(["a", " a", "a ", "", " ", "B", "b"]), st.integers(0, 2))
+_RAW_VALUE = st.one_of(
+    _RAW_ITEM,
+    st.lists(_RAW_ITEM, max_size=4),
+    st.dictionaries(_KEY, st.one_of(_RAW_ITEM, st.lists(_RAW_ITEM, max_size=3)), max_size=3),
+    st.builds(lambda items: {"bboxes": items}, st.lists(_RAW_ITEM, max_size=2)),
+    st.builds(json.dumps, st.lists(st.lists(st.integers(0, 9), min_size=4, max_size=4), max_size=2)),
+)
+
+
+def _parsed_outcome(name: str, value: Any) -> Any:
+    """The parse hook's value (floats as their bits) or the error it raises (its class and message)."""
+    entry = get_registry().annotation_types[name]
+    try:
+        parsed = entry.parse(annotation_type=name, value=copy.deepcopy(value))  # a parse must not change the raw value
+    except Exception as exc:
+        return (type(exc), str(exc))
+    return json.dumps(parsed, default=repr, sort_keys=False) + repr(_float_bits(parsed))
+
+
+def _float_bits(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [(key, _float_bits(item)) for key, item in value.items()]
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, *(_float_bits(item) for item in value)]
+    return struct.pack("<d", value) if type(value) is float else value
+
+
+@needs_native
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(get_registry().annotation_types)), value=_RAW_VALUE)
+def test_the_native_parse_is_the_familys(name: str, value: Any) -> None:
+    """Every official type's parse hook gives the same value (bit for bit) or the same error with and without the
+    native parse: values it takes (plain lists, dicts of them) and values it leaves to Python (strings, tuples,
+    wrappers, odd keys, refused items)."""
+    native = _parsed_outcome(name, value)
+    with pure_path():
+        assert native == _parsed_outcome(name, value)
+
+
+@needs_native
+def test_the_native_parse_takes_the_plain_values() -> None:
+    """The values of a dataset's labels are the native parse's: it answers them (it declines only the rest)."""
+    registry = get_registry()
+    plain = {
+        "scalar": {"bbox": [3, 4, 1, 2], "point": [1.5, -0.0], "segment": [[0, 0], [1, 1]]},
+        "set": {"bbox": [[0, 0, 1, 1], [2, 2, 3, 3]], "point": [[0, 0]], "segment": []},
+    }
+    for name, entry in registry.annotation_types.items():
+        family, _, shape = name.partition("_")
+        primitive_kernel = {"bbox": "iou", "point": "soft_point", "segment": "soft_segment"}[family]
+        shape = shape or "scalar"
+        parse = _pipeline.native_parser(primitive_kernel, shape)
+        assert parse is not None, name
+        item = plain["scalar"][family]
+        value = {"scalar": item, "set": [item], "sequence": [item, item], "map": {" k ": item}, "set_map": {"k": [item]}}[shape]
+        parsed = parse(value)
+        assert parsed is not None and parsed == entry.parse(annotation_type=name, value=value), name
+    assert _pipeline.native_parser("iou", "set")("[[0, 0, 1, 1]]") is None  # a string: the family reads it
+    assert _pipeline.native_parser("circle", "set") is None and _pipeline.native_parser("iou", "ring") is None

@@ -18,6 +18,7 @@ from trace_tasks.family._primitives import Primitive
 from trace_tasks.limits import MAX_ANNOTATION_ITEMS, MAX_COLLECTION_ITEMS
 from trace_tasks.plugins import SHAPES
 from trace_tasks.reading import from_numpy, is_mapping, read_annotation_string
+from trace_tasks.scoring import native_parser
 
 
 def _read(value: Any) -> Any:
@@ -100,7 +101,26 @@ def parse_map(value: Any, parse_value: Callable[[Any], Any]) -> dict[str, Any]:
 
 
 def make_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
-    """The parse function of ``shape`` over ``prim``."""
+    """The parse function of ``shape`` over ``prim``.
+
+    In the native build, a primitive that declares its kernel (``Primitive.native``)
+    has plain JSON values parsed by the native module's restatement of its
+    ``parse_item`` (the same values, several times cheaper: every label the
+    server or ``validate`` meets); anything else is parsed here.
+    """
+    python = _python_parser(shape, prim)
+    native = native_parser(prim.native, shape) if prim.native else None
+    if native is None:
+        return python
+
+    def parse(value: Any) -> Any:
+        parsed = native(value)
+        return python(value) if parsed is None else parsed
+
+    return parse
+
+
+def _python_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
     parse_item = _item_parser(prim)
     if shape == "scalar":
         return lambda value: parse_item(_read(value))

@@ -337,7 +337,7 @@ def _rewritten(primitive: Primitive, rewrite: Callable[[Any], Any]) -> Primitive
             raise AnnotationParseError(f"not a rewritable item: {exc}") from None
         return parse_item(canonical)
 
-    return attrs.evolve(primitive, parse_item=parse)
+    return attrs.evolve(primitive, parse_item=parse, native=None)  # another parse: not the kernel's
 
 
 def _each_item(shape: str, value: Any, change: Any) -> Any:

@@ -928,6 +928,53 @@ cdef object _parse_set_map(int kernel, object value, double** out, dict index, l
     return True
 
 
+cdef inline tuple _item_tuple(double* item, Py_ssize_t w):
+    """One parsed item as the family's parse returns it: a tuple of ``w`` floats."""
+    if w == 2:
+        return (item[0], item[1])
+    return (item[0], item[1], item[2], item[3])
+
+
+def parse_value(int kernel, int shape, object value):
+    """The family's parse of a plain JSON ``value`` of ``shape`` (the codes above) as ``kernel`` restates it, or None.
+
+    What ``make_parser`` over the primitive that declares the kernel (``Primitive.native``) returns for the
+    same value: a tuple of floats for one item (boxes with their corners reordered), a list of them for a
+    set or sequence (one flat item given alone is a one-item list, as ``is_flat`` reads it), a dict of
+    them by stripped key for a map, a dict of lists for a set-map. None for anything else (a string, a
+    tuple, a wrapper mapping, a key that is not text or is empty or repeated once stripped, an item the
+    family refuses, too many items): the family's own parser then reads it, and says why it refuses.
+    """
+    cdef double* out = NULL
+    cdef double item[4]
+    cdef Py_ssize_t count = 0, w = WIDTH[kernel], i
+    cdef dict index
+    cdef list starts, counts
+    try:
+        if shape == SCALAR:
+            return _item_tuple(item, w) if _item(kernel, value, item) else None
+        if shape == SET or shape == SEQUENCE:
+            if not _parse_set(kernel, value, &out, &count):
+                return None
+            return [_item_tuple(out + w * i, w) for i in range(count)]
+        index = {}
+        if shape == MAP:
+            if not _parse_map(kernel, value, &out, index):
+                return None
+            return {key: _item_tuple(out + w * <Py_ssize_t>n, w) for key, n in index.items()}
+        if shape == SET_MAP:
+            starts, counts = [], []
+            if not _parse_set_map(kernel, value, &out, index, starts, counts):
+                return None
+            return {
+                key: [_item_tuple(out + w * (<Py_ssize_t>starts[k] + i), w) for i in range(<Py_ssize_t>counts[k])]
+                for key, k in index.items()
+            }
+        return None
+    finally:
+        free(out)
+
+
 cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
     """A parsed target set (tuples of ``w`` floats) into ``out``; 0 when it is not that."""
     cdef Py_ssize_t i, k

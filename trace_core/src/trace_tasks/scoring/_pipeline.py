@@ -106,12 +106,14 @@ from trace_tasks.scoring._results import _template, compose_result
 _native_score: Callable[..., Any] | None
 _native_exact: Callable[[Any], bool] | None
 _native_prepare: Callable[..., Target | None] | None
+_native_parse: Callable[[int, int, Any], Any] | None
 try:
     from trace_tasks.scoring._native import exact as _native_exact
+    from trace_tasks.scoring._native import parse_value as _native_parse
     from trace_tasks.scoring._native import prepare as _native_prepare
     from trace_tasks.scoring._native import score as _native_score
 except ImportError:
-    _native_score = _native_exact = _native_prepare = None
+    _native_score = _native_exact = _native_prepare = _native_parse = None
 
 __all__ = [
     "NORMALISED_READINGS",
@@ -120,6 +122,7 @@ __all__ = [
     "Trail",
     "frame_problem",
     "holds_exact_values",
+    "native_parser",
     "prepare_target",
     "required_keys",
     "run",
@@ -557,6 +560,26 @@ _NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
 _NOT_NATIVE = (-1, -1, "", "")
 #: The reward modes by the native module's codes (_native.pyx: BOTH, ANSWER_ONLY, ANNOTATION_ALONE).
 _NATIVE_MODES = {ANSWER_AND_ANNOTATION: 0, ANSWER: 1, ANNOTATION_ONLY: 2}
+
+
+def native_parser(kernel: str, shape: str) -> Callable[[Any], Any] | None:
+    """The native build's parse of a ``shape`` value over the item parse ``kernel`` restates, or None.
+
+    ``kernel`` is a primitive's ``Primitive.native`` (``"iou"``, ``"soft_point"``,
+    ``"soft_segment"``): the function returns what ``make_parser(shape, primitive)``
+    returns for a plain JSON value, or None for any other value, which the
+    family's own parser then reads. None in the pure build and for a name the
+    native module does not know.
+    """
+    kernel_code, shape_code = _NATIVE_KERNELS.get(kernel, -1), _NATIVE_SHAPES.get(shape, -1)
+    if _native_parse is None or kernel_code < 0 or shape_code < 0:
+        return None
+
+    def parse(value: Any) -> Any:
+        native = _native_parse  # read at each call: tests/core/test_native_path.py sets it to None for Python's parse
+        return None if native is None else native(kernel_code, shape_code, value)
+
+    return parse
 
 
 def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
