@@ -105,7 +105,7 @@ def make_parser(shape: str, prim: Primitive) -> Callable[[Any], Any]:
 
     In the native build, a primitive that declares its kernel (``Primitive.native``)
     has plain JSON values parsed by the native module's restatement of its
-    ``parse_item`` (the same values, several times cheaper: every label the
+    ``parse_item`` (the same values, without a Python call per item: every label the
     server or ``validate`` meets); anything else is parsed here.
     """
     python = _python_parser(shape, prim)

@@ -107,7 +107,7 @@ class AnnotationTypeSpec:
     as one ``Box``), ``"point"`` (``(x, y)`` as one ``Point``) or ``"polyline"``
     (the ``Polyline`` through its pairs); the dataset lint then reads a target's
     coordinates from its items instead of drawing each one (the same warnings,
-    several times faster: validate, and every label the reward server meets).
+    cheaper: validate, and every label the reward server meets).
     "" (the default): the lint draws each item. The kit checks the declaration
     against the draw hook: ``drawn-as``.
     """
