@@ -66,29 +66,41 @@ def test_validate_into_its_own_input_is_refused(tmp_path: Path) -> None:
     assert path.read_bytes() == INSTANCES.read_bytes()
 
 
+def _answer_sigint() -> None:
+    """In the child before it runs: SIGINT's default action, whatever the suite's process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_score_is_one_line_and_130(tmp_path: Path) -> None:
     out = tmp_path / "scores.jsonl"
     out.write_text("old\n")
-    # Its own process group, signalled as a terminal's Ctrl-C is: every process in the group gets SIGINT.
+    # Its own process group, signalled as a terminal's Ctrl-C is: every process in the group gets SIGINT. A terminal's
+    # command answers SIGINT; one started by a suite running in the background of a non-interactive shell (nohup,
+    # `cmd &`) would inherit SIGINT ignored, so the child gets it back (and a hang fails after TIMEOUT_S, not never).
     proc = subprocess.Popen(
         [*MODULE, "score", "-", "-o", str(out)],
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
         start_new_session=True,
+        preexec_fn=_answer_sigint,
     )
     assert proc.stdin is not None and proc.stderr is not None
-    proc.stdin.write(COMBINED.read_bytes() * 20)
-    proc.stdin.flush()  # stdin stays open: the command is waiting for more lines when the signal comes
-    deadline = time.monotonic() + 60
-    while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):  # it has started writing its output
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)
-    err = proc.stderr.read()
-    code = proc.wait(timeout=TIMEOUT_S)
-    proc.stdin.close()
+    try:
+        proc.stdin.write(COMBINED.read_bytes() * 20)
+        proc.stdin.flush()  # stdin stays open: the command is waiting for more lines when the signal comes
+        deadline = time.monotonic() + 60
+        while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):  # it has started writing its output
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=TIMEOUT_S)  # its one line fits in the pipe: read once it has exited
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
     assert (code, err) == (130, b"trace-tasks score: interrupted\n")
     assert out.read_text() == "old\n"
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
