@@ -43,9 +43,9 @@ class Primitive:
     ``"polyline"``: :func:`~trace_tasks.family.flat_drawing`), which the
     family then draws with and declares for every type
     (``AnnotationTypeSpec.drawn_as``: the dataset lint reads the items'
-    coordinates instead of drawing each one); give one or the other. ``examples`` are raw items that parse (give
-    two distinct ones, so sets can be permuted); ``parsed_item`` says in words
-    what ``parse_item`` returns.
+    coordinates instead of drawing each one); give one or the other.
+    ``examples`` are raw items that parse (give two distinct ones, so sets can
+    be permuted); ``parsed_item`` says in words what ``parse_item`` returns.
 
     For prompts, constrained decoding and diagnostics: ``json_schema`` is the
     JSON Schema of one raw item in canonical form (``None``: inferred from
