@@ -46,6 +46,7 @@ from trace_tasks.plugins import (
     extent_points,
     get_registry,
     is_flat_item,
+    items_of,
 )
 from trace_tasks.scoring import UNPARSED, Size, half_life_px, read_string_literal, resolve_frame, resolve_mode
 
@@ -194,19 +195,6 @@ def _items(shape: str, target: Any) -> Iterable[tuple[Any, Any]] | None:
     return None
 
 
-def _flat_items(shape: str, target: Any) -> list[Any] | None:
-    """The items of a parsed target of ``shape`` in :func:`_items`' order, without their places; None as there."""
-    if shape == "scalar":
-        return [target]
-    if shape in ("set", "sequence") and isinstance(target, list):
-        return target
-    if shape == "map" and isinstance(target, dict):
-        return list(target.values())
-    if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
-        return list(chain.from_iterable(target.values()))
-    return None
-
-
 def _suffix(shape: str, place: Any) -> str:
     """The ``$``-path suffix of an item's ``place`` (see :func:`_items`)."""
     if shape in ("set", "sequence"):
@@ -294,7 +282,7 @@ class _Extent:
         """
         kind = entry.spec.drawn_as if entry.spec is not None else ""
         if kind:
-            flat = _flat_items(shape, target)
+            flat = items_of(target, shape)
             if flat is not None and self._read_all(kind, flat):
                 if self.zero_segments:  # indices so far: the places only for the rare warning
                     places = [place for place, _ in _items(shape, target) or ()]

@@ -135,6 +135,7 @@ from trace_tasks.plugins import (
     flat_drawing,
     get_registry,
     is_flat_item,
+    items_of,
     lay_out,
     schema_problems,
     unsupported_keywords,
@@ -142,19 +143,6 @@ from trace_tasks.plugins import (
 from trace_tasks.scoring import PluginBug, checked_score, is_diagnostic_key
 
 __all__ = ["KitProblem", "assert_family_ok", "check_family", "hostile_values", "orphan_problems"]
-
-
-def _parsed_items(shape: str, value: Any) -> list[Any]:
-    """The items of a parsed value of ``shape`` (each key's items of a set-map)."""
-    if shape == "scalar":
-        return [value]
-    if shape in ("set", "sequence") and isinstance(value, list):
-        return list(value)
-    if shape == "map" and isinstance(value, Mapping):
-        return list(value.values())
-    if shape == "set_map" and isinstance(value, Mapping):
-        return [item for items in value.values() if isinstance(items, list) for item in items]
-    return []
 
 
 #: How far a self-score may be from 1.0, and an explanation's numbers from the score's.
@@ -749,7 +737,7 @@ class _TypeCheck:
             return
         length = FLAT_ITEM_LENGTHS.get(kind)
         for i, (_, value) in enumerate(parsed):
-            for item in _parsed_items(self.shape, value):
+            for item in items_of(value, self.shape) or ():
                 if not is_flat_item(kind, item):
                     wanted = f"{length} coordinates" if length else "an even number of coordinates"
                     self.problem(

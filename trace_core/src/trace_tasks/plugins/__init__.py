@@ -47,6 +47,7 @@ from trace_tasks.plugins._records import (
     NativeFormat,
     RewardIdSpec,
     ScoringContext,
+    items_of,
     lay_out,
 )
 from trace_tasks.plugins._registry import (
@@ -126,6 +127,7 @@ __all__ = [
     "get_registry",
     "hookimpl",
     "is_flat_item",
+    "items_of",
     "lay_out",
     "parse_pins",
     "pin_reward_id",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 import attrs
@@ -67,6 +68,22 @@ def lay_out(item: Any, shape: str, keys: Iterable[str] = (), copies: int = 1) ->
         return dict.fromkeys(keys, item)
     if shape == "set_map":
         return {key: [item] for key in keys}
+    return None
+
+
+def items_of(value: Any, shape: str) -> list[Any] | None:
+    """The items of a parsed ``value`` of ``shape`` in order (each key's, for a set-map): :func:`lay_out` undone.
+
+    None when ``value`` is not of that shape (or the shape is not one of :data:`SHAPES`).
+    """
+    if shape == "scalar":
+        return [value]
+    if shape in ("set", "sequence") and isinstance(value, list):
+        return value
+    if shape == "map" and isinstance(value, dict):
+        return list(value.values())
+    if shape == "set_map" and isinstance(value, dict) and all(isinstance(items, list) for items in value.values()):
+        return list(chain.from_iterable(value.values()))
     return None
 
 
