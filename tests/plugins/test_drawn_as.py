@@ -257,11 +257,7 @@ def _mark(value: list[Any], size: list[int] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "answer_gt": {"type": "integer", "value": 2},
         "annotation_gt": {"type": "mark", "value": value},
-        "reward_contract": {
-            "reward_contract_version": "v0",
-            "answer": {"id": "answer_exact_match_v0", "type": "integer"},
-            "annotation": {"id": "mark_v0", "type": "mark"},
-        },
+        "reward_contract": resolve_reward_contract(answer_type="integer", annotation_type="mark").to_dict(),
     }
     if size is not None:
         data["image_size"] = size

@@ -49,7 +49,7 @@ from trace_tasks.errors import Problem, shown, suggest
 from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
-from trace_tasks.reading import from_numpy, is_mapping, literal_budget
+from trace_tasks.reading import from_numpy, holds_only, is_mapping, literal_budget
 from trace_tasks.scoring import (
     ANNOTATION_ONLY,
     HEIGHT_KEYS,
@@ -408,7 +408,6 @@ def _scored_value_problems(spec: AnswerTypeSpec, value: Any, parts: Parts) -> li
 
 
 _TEXT_OR_WHOLE = frozenset((int, str))
-_LIST_KIND = frozenset((list,))
 
 
 def _plain_answer(value: Any) -> bool:
@@ -425,10 +424,7 @@ def _plain_answer(value: Any) -> bool:
         return True
     if kind is float:
         return math.isfinite(value)
-    if kind is not list:
-        return False
-    kinds = set(map(type, value))
-    return kinds <= _TEXT_OR_WHOLE or (kinds == _LIST_KIND and all(set(map(type, row)) <= _TEXT_OR_WHOLE for row in value))
+    return holds_only(value, _TEXT_OR_WHOLE)
 
 
 def _json_kind(value: Any) -> str | None:

@@ -14,7 +14,7 @@ from trace_tasks.errors import shown
 from trace_tasks.limits import MAX_ANSWER_DEPTH
 from trace_tasks.plugins._markers import hookimpl
 from trace_tasks.plugins._records import AnswerTypeSpec
-from trace_tasks.reading import from_numpy, load_json
+from trace_tasks.reading import from_numpy, holds_only, load_json
 
 ANSWER_REWARD_CONTRACT_ID = "answer_exact_match_v0"
 #: The opt-in evaluation policy (docs/contracts.md §4.1): relative tolerance for numbers, letters as written.
@@ -86,19 +86,14 @@ def _check_boolean(value: Any) -> str | None:
     return f"a boolean answer must be true or false (a JSON boolean, never 1 or 0), got {shown(value)}"
 
 
-_PLAIN_LEAVES = frozenset((str, int, bool, type(None)))
+_PLAIN_LEAVES: frozenset[type] = frozenset((str, int, bool, type(None)))
 
 
 def _unmatchable_item(value: Any) -> str | None:
     """Why a nested target can never be matched (a non-finite number, too deep), or None."""
-    if type(value) is list:  # the usual targets ([2, 0, 1], a matrix of whole numbers): type tests in C, no walk
-        kinds = set(map(type, value))
-        if kinds <= _PLAIN_LEAVES or (kinds == _LIST and all(set(map(type, row)) <= _PLAIN_LEAVES for row in value)):
-            return None
+    if holds_only(value, _PLAIN_LEAVES):  # the usual targets ([2, 0, 1], a matrix of whole numbers): no walk
+        return None
     return _unmatchable_walk(value)
-
-
-_LIST = frozenset((list,))
 
 
 def _unmatchable_walk(value: Any) -> str | None:

@@ -33,7 +33,7 @@ from trace_tasks.reading._literals import (
     read_annotation_string,
 )
 from trace_tasks.reading._tool_calls import ToolCall, ToolCallReading, read_tool_call
-from trace_tasks.reading._values import from_numpy, is_mapping
+from trace_tasks.reading._values import from_numpy, holds_only, is_mapping
 
 __all__ = [
     "ANNOTATION_KEYS",
@@ -54,6 +54,7 @@ __all__ = [
     "final_answer_tag",
     "final_block",
     "from_numpy",
+    "holds_only",
     "is_mapping",
     "literal_budget",
     "load_json",
