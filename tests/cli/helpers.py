@@ -25,6 +25,7 @@ from typing import Any
 from trace_tasks import resolve_reward_contract
 from trace_tasks.cli import main
 from trace_tasks.plugins import reset_registry
+from trace_tasks.runs._engine import POOL_CHUNK
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
@@ -222,6 +223,15 @@ def write_lines(path: Path, lines: list[Any]) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def two_pool_chunks(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` repeated (ids made distinct) past one pool chunk: ``--workers 2`` then really hands chunks to its pool.
+
+    An input of one chunk is scored in the command's process whatever ``--workers`` says (docs/cli.md).
+    """
+    copies = POOL_CHUNK // len(rows) + 1
+    return write_lines(path, [dict(row, id=f"{row.get('id')}#{k}") for k in range(copies) for row in rows])
 
 
 def read_jsonl(data: bytes | str | Path) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli, write_lines
+from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, read_jsonl, run_cli, two_pool_chunks, write_lines
 from trace_tasks.runs._summary import Summary
 
 
@@ -136,7 +136,7 @@ def test_summary_groups_merge_exactly() -> None:
 
 @pytest.mark.slow
 def test_a_process_pool_keeps_the_same_columns(tmp_path: Path) -> None:
-    path = _tagged(tmp_path)
+    path = two_pool_chunks(tmp_path / "many.jsonl", read_jsonl(_tagged(tmp_path)))
     one = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample")
     two = run_cli("score", str(path), "-q", "--keep", "kind", "--keep", "sample", "--workers", "2")
     assert one.returncode == two.returncode == 0 and one.stdout == two.stdout

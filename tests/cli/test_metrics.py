@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, instance, run_cli, write_lines
+from tests.cli.helpers import COMBINED, INSTANCES, RESPONSES, instance, read_jsonl, run_cli, two_pool_chunks, write_lines
 from trace_tasks.runs._summary import Summary
 
 #: The group statistics under ``metrics`` (overall, and per type with groups).
@@ -232,10 +232,11 @@ def test_summary_merge_is_exact_and_pickles() -> None:
 @pytest.mark.slow
 def test_a_process_pool_gives_the_same_metrics(tmp_path: Path) -> None:
     one, two = tmp_path / "one.json", tmp_path / "two.json"
-    assert run_cli("score", str(COMBINED), "-q", "-o", str(tmp_path / "1.jsonl"), "--summary-json", str(one)).returncode == 0
+    source = two_pool_chunks(tmp_path / "many.jsonl", read_jsonl(COMBINED))
+    assert run_cli("score", str(source), "-q", "-o", str(tmp_path / "1.jsonl"), "--summary-json", str(one)).returncode == 0
     assert (
         run_cli(
-            "score", str(COMBINED), "-q", "-o", str(tmp_path / "2.jsonl"), "--summary-json", str(two), "--workers", "2"
+            "score", str(source), "-q", "-o", str(tmp_path / "2.jsonl"), "--summary-json", str(two), "--workers", "2"
         ).returncode
         == 0
     )

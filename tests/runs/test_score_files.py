@@ -22,7 +22,7 @@ from trace_tasks.errors import OptionError
 from trace_tasks.runs import EXIT_FAILED, EXIT_OK, STDIO, RunResult, RunSettings, UsageError, score_files
 from trace_tasks.scoring import OPTION_DEFAULTS
 
-from ..cli.helpers import COMBINED, INSTANCES, RESPONSES
+from ..cli.helpers import COMBINED, INSTANCES, RESPONSES, two_pool_chunks
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -76,8 +76,9 @@ def test_the_result_is_what_the_command_writes(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.slow  # starts two worker processes
 def test_a_pool_of_two_workers_gives_the_in_process_scores(tmp_path: Path) -> None:
     alone, pooled = tmp_path / "alone.jsonl", tmp_path / "pooled.jsonl"
-    first = score_files(RunSettings(input=str(COMBINED), output=str(alone), quiet=True, metrics=False))
-    second = score_files(RunSettings(input=str(COMBINED), output=str(pooled), workers=2, quiet=True, metrics=False))
+    source = two_pool_chunks(tmp_path / "many.jsonl", _rows(COMBINED))
+    first = score_files(RunSettings(input=str(source), output=str(alone), quiet=True, metrics=False))
+    second = score_files(RunSettings(input=str(source), output=str(pooled), workers=2, quiet=True, metrics=False))
     assert alone.read_bytes() == pooled.read_bytes()
     assert attrs.evolve(first, outputs=()) == attrs.evolve(second, outputs=())
 

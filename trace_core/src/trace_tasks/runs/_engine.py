@@ -376,7 +376,10 @@ class _Pool(Generic[T]):
         self.metrics = metrics
         self.restarts = 0
         self.pending: collections.deque[_Chunk[T]] = collections.deque()
-        self.executor: ProcessPoolExecutor | None = self._start()
+        # Started at the first chunk with rows (:meth:`_hand_out`): a run that never hands one out (every shard
+        # scored in this process, see runs._local) starts no fork server, worker or resource tracker.
+        self.started = False
+        self.executor: ProcessPoolExecutor | None = None
 
     def _start(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -395,6 +398,8 @@ class _Pool(Generic[T]):
         chunk.future = None
         if not chunk.payload[1]:
             return
+        if not self.started:
+            self.started, self.executor = True, self._start()
         while self.executor is not None and chunk.future is None:
             try:
                 chunk.future = self.executor.submit(score_payload, chunk.payload, self.options, self.metrics, chunk.text)

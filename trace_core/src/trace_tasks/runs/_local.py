@@ -95,6 +95,17 @@ def _chunks(slots: Iterator[Slot], size: int) -> Iterator[tuple[list[Slot], list
         yield group, [slot for slot in group if slot.item is not None]
 
 
+def _one_chunk(slots: Iterator[Slot], size: int) -> tuple[Iterator[Slot], bool]:
+    """The same slots, and whether they fit in one chunk of ``size`` (read up to one slot past it).
+
+    Standard input is read one line further than the chunk, no more: a stream
+    whose next lines are slow to come still has its first chunk scored as soon
+    as that line arrives.
+    """
+    head = list(itertools.islice(slots, size + 1))
+    return itertools.chain(head, slots), len(head) <= size
+
+
 def _write_all(
     slots: Iterator[Slot],
     job: Job,
@@ -108,8 +119,12 @@ def _write_all(
     label = "scoring" if job.shard is None or len(job.name) > 40 else f"scoring {os.path.basename(job.name)}"
     progress = make_progress(label, quiet=settings.quiet, total=source.size())
     workers = settings.workers or 1
-    chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
     try:
+        if workers > 1:
+            slots, alone = _one_chunk(slots, chunk_size(workers))
+            if alone:  # a pool would add its start-up and score it no sooner: one chunk goes to one worker
+                workers = 1
+        chunks: Iterator[tuple[list[Slot], list[Any]]] = _chunks(slots, chunk_size(workers))
         metrics = settings.wants_metrics
         stable = settings.output_columns == STABLE_COLUMNS
         # A JSON Lines output: a pool worker writes each row's line itself (less to send back than its scores).
