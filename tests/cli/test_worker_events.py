@@ -234,7 +234,16 @@ def test_workers_start_from_a_fork_server_where_there_is_one(
         multiprocessing.context.ForkServerContext, "set_forkserver_preload", lambda self, names: preloads.append(names)
     )
     assert _engine.pool_context().get_start_method() == method
-    assert preloads == ([list(_engine.PRELOAD)] if method == "forkserver" else [])
+    assert preloads == ([_engine.preload()] if method == "forkserver" else [])
+
+
+@pytest.mark.parametrize("native_solves", [True, False])
+def test_the_fork_server_preloads_the_solver_only_where_scoring_needs_it(
+    monkeypatch: pytest.MonkeyPatch, native_solves: bool
+) -> None:
+    monkeypatch.setattr(_engine, "native_solves_assignments", lambda: native_solves)
+    assert _engine.preload()[0] == "trace_tasks.runs._engine"
+    assert ("scipy.optimize" in _engine.preload()) is not native_solves
 
 
 # --- SIGTERM, in-process: the handler main() installs ------------------------------------------------

@@ -16,6 +16,8 @@ import copy
 import json
 import math
 import struct
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trace_tasks import compile_instance, score_trace_response
+from trace_tasks import compile_instance, score_trace_response, scoring
 from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import _pipeline
 from trace_tasks.scoring._options import DEFAULT_OPTIONS
@@ -893,3 +895,50 @@ def test_the_native_parse_takes_the_plain_values() -> None:
         assert parsed is not None and parsed == entry.parse(annotation_type=name, value=value), name
     assert _pipeline.native_parser("iou", "set")("[[0, 0, 1, 1]]") is None  # a string: the family reads it
     assert _pipeline.native_parser("circle", "set") is None and _pipeline.native_parser("iou", "ring") is None
+
+
+def test_the_pure_build_always_needs_scipys_solver() -> None:
+    with pure_path():
+        assert not scoring.native_solves_assignments()
+
+
+@needs_native
+def test_native_solves_assignments_follows_the_installed_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scipy
+
+    from trace_tasks.scoring import _native
+
+    assert scoring.native_solves_assignments() is _native.scipy_restated(scipy.__version__)
+    monkeypatch.setattr(_pipeline.importlib.metadata, "version", lambda name: "1.99.0")
+    assert not scoring.native_solves_assignments()  # a release the module does not restate: scipy's own solver runs
+
+
+@needs_native
+def test_where_the_native_path_solves_sets_scoring_them_never_imports_scipys_solver() -> None:
+    """What lets a process pool's fork server skip ``scipy.optimize`` (runs._engine.preload): one process never imports it."""
+    if not scoring.native_solves_assignments():
+        pytest.skip("the installed scipy is a release the native module does not restate: its own solver is imported")
+    program = """
+import json, sys
+from trace_tasks import resolve_reward_contract, score_trace_response
+sets = {
+    "bbox_set": [[0, 0, 10, 10], [20, 20, 40, 40], [50, 5, 60, 25]],
+    "point_set": [[3, 4], [30, 40], [70, 10]],
+    "segment_set": [[[0, 0], [10, 10]], [[20, 0], [20, 30]], [[40, 40], [60, 45]]],
+}
+for name, value in sets.items():
+    contract = resolve_reward_contract(answer_type="integer", annotation_type=name).to_dict()
+    predicted = list(reversed(value))[:2]
+    result = score_trace_response(
+        response=json.dumps({"answer": 3, "annotation": predicted}),
+        answer_gt={"type": "integer", "value": 3},
+        annotation_gt={"type": name, "value": value},
+        reward_contract=contract,
+        image_size=[100, 100],
+    )
+    assert 0 < result["annotation_reward"] < 1, (name, result)
+print("scipy.optimize" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

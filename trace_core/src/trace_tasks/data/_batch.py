@@ -106,7 +106,14 @@ from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data._cache import InstanceCache
 from trace_tasks.data._records import TrainInstance
 from trace_tasks.errors import InstanceError, OptionError, Problem, ResponseTypeError, TraceTasksError
-from trace_tasks.scoring import OPTION_BY_NAME, OPTION_NAMES, ScoringOptions, document_options, options_from
+from trace_tasks.scoring import (
+    OPTION_BY_NAME,
+    OPTION_NAMES,
+    ScoringOptions,
+    document_options,
+    native_solves_assignments,
+    options_from,
+)
 
 #: Below this many items per worker a pool is slower than scoring in-process.
 MIN_ITEMS_PER_WORKER = 512
@@ -268,7 +275,8 @@ def _warm_up(parent: int | None = None) -> None:
     from trace_tasks.plugins import get_registry
 
     get_registry()
-    import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
+    if not native_solves_assignments():  # the native path solves sets without it (scoring.native_solves_assignments)
+        import scipy.optimize  # noqa: F401  (the assignment solver is imported lazily otherwise)
 
 
 def watch_parent(parent: int) -> None:

@@ -52,7 +52,7 @@ from trace_tasks.plugins import get_registry
 from trace_tasks.runs._columns import STABLE_COLUMNS
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.runs._rows import RowText, row_text
-from trace_tasks.scoring import ScoringOptions, options_from
+from trace_tasks.scoring import ScoringOptions, native_solves_assignments, options_from
 
 T = TypeVar("T")
 Result = dict[str, Any]
@@ -107,7 +107,8 @@ POOL_CHUNK = 2048
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
-#: What the fork server imports before forking workers (:func:`pool_context`): the worker's code and the assignment solver.
+#: What the fork server imports before forking workers (:func:`pool_context`): the worker's code, and the assignment
+#: solver where scoring sets needs it (:func:`preload`).
 PRELOAD = ("trace_tasks.runs._engine", "scipy.optimize")
 
 
@@ -347,14 +348,25 @@ def pool_context() -> multiprocessing.context.BaseContext:
     Forking this process can deadlock (it runs threads: the pool's own). A
     spawned worker imports the package, numpy and scipy's solver itself, about
     2.4 billion instructions (close to a second of CPU) per worker; the fork
-    server imports :data:`PRELOAD` once and forks each worker from its single
-    thread, so the import is paid once per run whatever the worker count.
+    server imports :func:`preload`'s modules once and forks each worker from its
+    single thread, so the import is paid once per run whatever the worker count.
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(list(PRELOAD))
+        context.set_forkserver_preload(preload())
         return context
     return multiprocessing.get_context("spawn")
+
+
+def preload() -> list[str]:
+    """The modules of :data:`PRELOAD` a worker needs: scipy's solver is left out where the native path solves sets itself.
+
+    One process scoring the same rows would never import it there, and the
+    fork server would pay for it on every run (1.55 billion instructions,
+    more than the rest of its start-up); a worker whose responses fall back to
+    the Python steps imports it on first use.
+    """
+    return [name for name in PRELOAD if name != "scipy.optimize" or not native_solves_assignments()]
 
 
 @dataclass

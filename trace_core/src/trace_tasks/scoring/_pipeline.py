@@ -52,6 +52,7 @@ contract's shape (``NativeFormat.converted``).
 
 from __future__ import annotations
 
+import importlib.metadata
 import marshal
 from collections.abc import Callable
 from typing import Any
@@ -107,13 +108,15 @@ _native_score: Callable[..., Any] | None
 _native_exact: Callable[[Any], bool] | None
 _native_prepare: Callable[..., Target | None] | None
 _native_parse: Callable[[int, int, Any], Any] | None
+_native_restates: Callable[[str], bool] | None
 try:
     from trace_tasks.scoring._native import exact as _native_exact
     from trace_tasks.scoring._native import parse_value as _native_parse
     from trace_tasks.scoring._native import prepare as _native_prepare
+    from trace_tasks.scoring._native import scipy_restated as _native_restates
     from trace_tasks.scoring._native import score as _native_score
 except ImportError:
-    _native_score = _native_exact = _native_prepare = _native_parse = None
+    _native_score = _native_exact = _native_prepare = _native_parse = _native_restates = None
 
 __all__ = [
     "NORMALISED_READINGS",
@@ -123,6 +126,7 @@ __all__ = [
     "frame_problem",
     "holds_exact_values",
     "native_parser",
+    "native_solves_assignments",
     "prepare_target",
     "required_keys",
     "run",
@@ -560,6 +564,23 @@ _NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
 _NOT_NATIVE = (-1, -1, "", "")
 #: The reward modes by the native module's codes (_native.pyx: BOTH, ANSWER_ONLY, ANNOTATION_ALONE).
 _NATIVE_MODES = {ANSWER_AND_ANNOTATION: 0, ANSWER: 1, ANNOTATION_ONLY: 2}
+
+
+def native_solves_assignments() -> bool:
+    """Whether this build scores sets without importing scipy's solver (``scipy.optimize``, about 1.5 billion instructions).
+
+    True in the native build when the installed scipy is a release whose
+    solver the native module restates: the common path then never imports
+    ``scipy.optimize`` (a response the Python steps score still does, on first
+    use). What a process pool preloads follows it. False in the pure build.
+    """
+    if _native_restates is None or _native_score is None:
+        return False
+    try:
+        version = importlib.metadata.version("scipy")  # the installed release, without importing it
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return bool(_native_restates(version))
 
 
 def native_parser(kernel: str, shape: str) -> Callable[[Any], Any] | None:
