@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.pools import FakeExecutor
+
 #: Markers whose tests are always also ``slow`` (so ``-m "not slow"`` leaves them out even if a file forgets it).
 IMPLY_SLOW = ("ray", "packaging", "megabyte")
 
@@ -50,3 +52,13 @@ def ray_session() -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture
+def fake_pool(monkeypatch: pytest.MonkeyPatch) -> type[FakeExecutor]:
+    """``score --workers N``'s pool replaced by :class:`~tests.support.pools.FakeExecutor` (no process starts)."""
+    from trace_tasks.runs import _engine
+
+    FakeExecutor.reset()
+    monkeypatch.setattr(_engine._Pool, "_start", lambda self: FakeExecutor())
+    return FakeExecutor

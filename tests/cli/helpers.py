@@ -225,13 +225,17 @@ def write_lines(path: Path, lines: list[Any]) -> Path:
     return path
 
 
+def repeated_rows(path: Path, rows: list[dict[str, Any]], count: int) -> Path:
+    """``count`` rows: ``rows`` over and over, the n-th one's id made ``<id>#<n>`` (distinct ids)."""
+    return write_lines(path, [dict(rows[n % len(rows)], id=f"{rows[n % len(rows)].get('id')}#{n}") for n in range(count)])
+
+
 def two_pool_chunks(path: Path, rows: list[dict[str, Any]]) -> Path:
-    """``rows`` repeated (ids made distinct) past one pool chunk: ``--workers 2`` then really hands chunks to its pool.
+    """``rows`` repeated past one pool chunk: ``--workers 2`` then really hands chunks to its pool.
 
     An input of one chunk is scored in the command's process whatever ``--workers`` says (docs/cli.md).
     """
-    copies = POOL_CHUNK // len(rows) + 1
-    return write_lines(path, [dict(row, id=f"{row.get('id')}#{k}") for k in range(copies) for row in rows])
+    return repeated_rows(path, rows, (POOL_CHUNK // len(rows) + 1) * len(rows))
 
 
 def read_jsonl(data: bytes | str | Path) -> list[dict[str, Any]]:

@@ -21,14 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from tests.batch.test_score_trace_batch import make_items
 from tests.cli.helpers import COMBINED, ROOT, read_jsonl, write_lines
+from tests.support.pools import FakeExecutor
 from tests.support.processes import alive, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import main
@@ -44,49 +44,11 @@ TIMEOUT_S = 120.0
 # --- the pool's bookkeeping, with a stand-in executor ------------------------------------------------
 
 
-class FakeExecutor:
-    """Runs each chunk at once; the submissions numbered in ``breaks`` (counted over every fake) fail as a dead worker's do."""
-
-    submitted = 0
-    breaks: ClassVar[set[int]] = set()
-    broken_submits: ClassVar[set[int]] = set()
-    started = 0
-
-    def __init__(self) -> None:
-        FakeExecutor.started += 1
-        self.broken = False
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
-        number = FakeExecutor.submitted
-        FakeExecutor.submitted += 1
-        if self.broken or number in FakeExecutor.broken_submits:
-            self.broken = True
-            raise BrokenProcessPool("a worker died before this submission")
-        future: Future[Any] = Future()
-        if number in FakeExecutor.breaks:
-            self.broken = True
-            future.set_exception(BrokenProcessPool("a worker died while the future was running or pending"))
-        else:
-            future.set_result(fn(*args, **kwargs))
-        return future
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
-
-
 def _pooled(chunks: Any, options: dict[str, Any], workers: int) -> list[Any]:
     """Every chunk through the run's pool, as ``trace-tasks score`` drives it."""
     with _engine.worker_pool(options, workers) as pool:
         assert pool is not None
         return list(_engine._pooled(((context, chunk, None) for context, chunk in chunks), pool))  # results as dicts
-
-
-@pytest.fixture
-def fake_pool(monkeypatch: pytest.MonkeyPatch) -> type[FakeExecutor]:
-    FakeExecutor.submitted = FakeExecutor.started = 0
-    FakeExecutor.breaks, FakeExecutor.broken_submits = set(), set()
-    monkeypatch.setattr(_engine._Pool, "_start", lambda self: FakeExecutor())
-    return FakeExecutor
 
 
 def _items(count: int) -> list[dict[str, Any]]:

@@ -2,16 +2,15 @@
 
 One chunk (2,048 lines) goes to one worker whatever the pool's size, so a
 pool would only add its start-up (a fork server, a resource tracker, the
-payload pickled both ways) and score nothing sooner. The executor here is a
-stand-in that runs each chunk at once and counts its starts, so the tests see
-when the pool would have started without starting processes.
+payload pickled both ways) and score nothing sooner. The pool here is the
+stand-in of tests/support/pools.py (``fake_pool``): it runs each chunk at once
+and counts its starts and chunks, so the tests see when the pool would have
+started without starting processes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -19,45 +18,14 @@ import pytest
 
 from trace_tasks.runs import RunSettings, _engine, score_files
 
-from ..cli.helpers import COMBINED
+from ..cli.helpers import COMBINED, read_jsonl, repeated_rows
+from ..support.pools import FakeExecutor
 
 POOL_CHUNK = _engine.POOL_CHUNK
 
 
-class InlineExecutor:
-    """Runs each chunk when it is handed out; ``starts`` counts the pools started."""
-
-    starts = 0
-    chunks = 0
-
-    def __init__(self) -> None:
-        InlineExecutor.starts += 1
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        InlineExecutor.chunks += 1
-        future: Future[Any] = Future()
-        future.set_result(fn(*args))
-        return future
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
-
-
-@pytest.fixture
-def pool(monkeypatch: pytest.MonkeyPatch) -> type[InlineExecutor]:
-    InlineExecutor.starts = InlineExecutor.chunks = 0
-    monkeypatch.setattr(_engine._Pool, "_start", lambda self: InlineExecutor())
-    return InlineExecutor
-
-
 def _input(path: Path, lines: int) -> Path:
-    """``lines`` rows of the example file, repeated with distinct ids."""
-    rows = [json.loads(line) for line in COMBINED.read_text(encoding="utf-8").splitlines()]
-    with path.open("w", encoding="utf-8") as out:
-        for n in range(lines):
-            row = rows[n % len(rows)]
-            out.write(json.dumps(dict(row, id=f"{row['id']}#{n}")) + "\n")
-    return path
+    return repeated_rows(path, read_jsonl(COMBINED), lines)
 
 
 def _score(source: Path, output: Path, workers: int, **more: Any) -> bytes:
@@ -67,45 +35,45 @@ def _score(source: Path, output: Path, workers: int, **more: Any) -> bytes:
 
 
 @pytest.mark.parametrize("lines", [1, 108, POOL_CHUNK])
-def test_one_chunk_starts_no_pool_and_writes_the_same_bytes(tmp_path: Path, pool: type[InlineExecutor], lines: int) -> None:
+def test_one_chunk_starts_no_pool_and_writes_the_same_bytes(tmp_path: Path, fake_pool: type[FakeExecutor], lines: int) -> None:
     source = _input(tmp_path / "in.jsonl", lines)
     one = _score(source, tmp_path / "one.jsonl", 1)
     two = _score(source, tmp_path / "two.jsonl", 2)
-    assert pool.starts == 0
+    assert fake_pool.started == 0
     assert one == two and len(two.splitlines()) == lines
 
 
-def test_one_line_past_the_chunk_starts_the_pool(tmp_path: Path, pool: type[InlineExecutor]) -> None:
+def test_one_line_past_the_chunk_starts_the_pool(tmp_path: Path, fake_pool: type[FakeExecutor]) -> None:
     source = _input(tmp_path / "in.jsonl", POOL_CHUNK + 1)
     one = _score(source, tmp_path / "one.jsonl", 1)
     two = _score(source, tmp_path / "two.jsonl", 2)
-    assert (pool.starts, pool.chunks) == (1, 2)  # the second chunk has one line: it is handed out too
+    assert (fake_pool.started, fake_pool.submitted) == (1, 2)  # the second chunk has one line: it is handed out too
     assert one == two
 
 
-def test_field_metrics_of_one_chunk_are_the_pools(tmp_path: Path, pool: type[InlineExecutor]) -> None:
+def test_field_metrics_of_one_chunk_are_the_pools(tmp_path: Path, fake_pool: type[FakeExecutor]) -> None:
     source = _input(tmp_path / "in.jsonl", 300)
     summaries = {}
     for workers in (1, 2):
         summary = tmp_path / f"{workers}.json"
         _score(source, tmp_path / f"{workers}.jsonl", workers, summary=str(summary))
         summaries[workers] = json.loads(summary.read_text(encoding="utf-8"))
-    assert pool.starts == 0
+    assert fake_pool.started == 0
     assert summaries[1] == summaries[2]
 
 
-def test_shards_of_one_chunk_each_start_no_pool(tmp_path: Path, pool: type[InlineExecutor]) -> None:
+def test_shards_of_one_chunk_each_start_no_pool(tmp_path: Path, fake_pool: type[FakeExecutor]) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     for k in range(3):
         _input(folder / f"part-{k}.jsonl", 500 + k)
     one = _score(folder, tmp_path / "one", 1)
     two = _score(folder, tmp_path / "two", 2)
-    assert pool.starts == 0
+    assert fake_pool.started == 0
     assert one == two
 
 
-def test_a_large_shard_among_small_ones_starts_the_pool_once(tmp_path: Path, pool: type[InlineExecutor]) -> None:
+def test_a_large_shard_among_small_ones_starts_the_pool_once(tmp_path: Path, fake_pool: type[FakeExecutor]) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     _input(folder / "part-0.jsonl", 10)
@@ -113,5 +81,5 @@ def test_a_large_shard_among_small_ones_starts_the_pool_once(tmp_path: Path, poo
     _input(folder / "part-2.jsonl", 10)
     one = _score(folder, tmp_path / "one", 1)
     two = _score(folder, tmp_path / "two", 2)
-    assert (pool.starts, pool.chunks) == (1, 3)
+    assert (fake_pool.started, fake_pool.submitted) == (1, 3)
     assert one == two
