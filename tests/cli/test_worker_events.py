@@ -159,8 +159,10 @@ def test_pool_workers_watch_their_parent(started: list[tuple[Any, ...]]) -> None
 def test_a_worker_watches_the_command_and_freezes_its_start_up(
     monkeypatch: pytest.MonkeyPatch, started: list[tuple[Any, ...]], parent: int, watch: Any
 ) -> None:
-    """Spawned (its parent is the command, 1234): it watches its parent; forked by the fork server: the command's process."""
-    before = signal.getsignal(signal.SIGINT)
+    """A child of the command (1234: spawned, or forked from it) watches its parent; forked by the fork server: the
+    command's process. SIGTERM's default is back (a worker forked from the command inherited its handler)."""
+    before, before_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)  # the command's handler, as a forked worker inherits it
     monkeypatch.setattr(_engine.os, "getppid", lambda: parent)
     monkeypatch.setenv("TRACE_TASKS_REWARD_IDS", "")  # put back (unset) after the test, whatever start_worker does
     monkeypatch.delenv("TRACE_TASKS_REWARD_IDS")
@@ -170,9 +172,11 @@ def test_a_worker_watches_the_command_and_freezes_its_start_up(
         assert gc.get_freeze_count() > 0
         assert dict(os.environ) == command
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         gc.unfreeze()
         signal.signal(signal.SIGINT, before)
+        signal.signal(signal.SIGTERM, before_term)
         reset_registry()
     assert started == [(watch, (1234,), True)]
 
@@ -186,16 +190,30 @@ def test_a_watched_process_ending_ends_the_watcher() -> None:
     assert watcher.returncode == 1  # os._exit(1) once the watched process was gone, long before its own minute
 
 
-@pytest.mark.parametrize(("methods", "method"), [(["fork", "spawn", "forkserver"], "forkserver"), (["spawn"], "spawn")])
-def test_workers_start_from_a_fork_server_where_there_is_one(
-    monkeypatch: pytest.MonkeyPatch, methods: list[str], method: str
+@pytest.mark.parametrize(
+    ("methods", "platform", "threads", "method"),
+    [
+        (["fork", "spawn", "forkserver"], "linux", 1, "fork"),  # a command's process: its workers forked from it
+        (["fork", "spawn", "forkserver"], "linux", 2, "forkserver"),  # another thread could hold a lock the child needs
+        (["fork", "spawn", "forkserver"], "darwin", 1, "forkserver"),  # macOS's own libraries are not fork-safe
+        (["spawn"], "win32", 1, "spawn"),
+    ],
+)
+def test_workers_are_forked_from_the_command_while_it_runs_one_thread(
+    monkeypatch: pytest.MonkeyPatch, methods: list[str], platform: str, threads: int, method: str
 ) -> None:
     preloads: list[list[str]] = []
+    imported: list[str] = []
     monkeypatch.setattr(_engine.multiprocessing, "get_all_start_methods", lambda: methods)
+    monkeypatch.setattr(_engine.sys, "platform", platform)
+    monkeypatch.setattr(_engine.threading, "active_count", lambda: threads)
+    monkeypatch.setattr(_engine.importlib, "import_module", imported.append)
     monkeypatch.setattr(
         multiprocessing.context.ForkServerContext, "set_forkserver_preload", lambda self, names: preloads.append(names)
     )
     assert _engine.pool_context().get_start_method() == method
+    # What the workers need imported before they are forked: here (fork), or in the fork server.
+    assert imported == (_engine.preload() if method == "fork" else [])
     assert preloads == ([_engine.preload()] if method == "forkserver" else [])
 
 

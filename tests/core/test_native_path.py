@@ -915,7 +915,7 @@ def test_native_solves_assignments_follows_the_installed_scipy(monkeypatch: pyte
 
 @needs_native
 def test_where_the_native_path_solves_sets_scoring_them_never_imports_scipys_solver() -> None:
-    """What lets a process pool's fork server skip ``scipy.optimize`` (runs._engine.preload): one process never imports it."""
+    """What lets a process pool's workers skip ``scipy.optimize`` (runs._engine.preload): one process never imports it."""
     if not scoring.native_solves_assignments():
         pytest.skip("the installed scipy is a release the native module does not restate: its own solver is imported")
     program = """

@@ -1,8 +1,8 @@
 """``workers > 1`` on an input of one chunk: scored in this process, and no pool is started for it.
 
 One chunk (2,048 lines) goes to one worker whatever the pool's size, so a
-pool would only add its start-up (a fork server, a resource tracker, the
-payload pickled both ways) and score nothing sooner. The pool here is the
+pool would only add its start-up (forking a worker, or a fork server and a
+resource tracker; the payload pickled both ways) and score nothing sooner. The pool here is the
 stand-in of tests/support/pools.py (``fake_pool``): it runs each chunk at once
 and counts its starts and chunks, so the tests see when the pool would have
 started without starting processes.

@@ -6,10 +6,11 @@ from pathlib import Path
 
 
 def pool_children(pid: int) -> list[int]:
-    """The pool interpreters ``pid`` started, sorted: its spawned children, or the workers its fork server forked.
+    """The pool interpreters ``pid`` started, sorted: forked from it, spawned by it, or forked by its fork server.
 
-    A spawned worker is a child of ``pid`` running ``spawn_main``; a forked one
-    is a child of ``pid``'s fork server (which, like the resource tracker, is not one).
+    A worker forked from ``pid`` is a child with ``pid``'s own command line; a
+    spawned one a child running ``spawn_main``; one forked by the fork server a
+    child of that server (which, like the resource tracker, is not one).
     """
     table: dict[int, tuple[int, bytes]] = {}
     for entry in Path("/proc").iterdir():
@@ -21,8 +22,13 @@ def pool_children(pid: int) -> list[int]:
         except (OSError, IndexError, ValueError):
             continue
         table[int(entry.name)] = (ppid, cmdline)
+    own = table.get(pid, (0, b""))[1]
     servers = {child for child, (ppid, cmdline) in table.items() if ppid == pid and b"forkserver" in cmdline}
-    found = [child for child, (ppid, cmdline) in table.items() if (ppid == pid and b"spawn_main" in cmdline) or ppid in servers]
+    found = [
+        child
+        for child, (ppid, cmdline) in table.items()
+        if (ppid == pid and (b"spawn_main" in cmdline or cmdline == own)) or ppid in servers
+    ]
     return sorted(found)
 
 

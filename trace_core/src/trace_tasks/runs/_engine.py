@@ -33,11 +33,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import importlib
 import multiprocessing
 import multiprocessing.context
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -107,8 +109,8 @@ POOL_CHUNK = 2048
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
-#: What the fork server imports before forking workers (:func:`pool_context`): the worker's code, and the assignment
-#: solver where scoring sets needs it (:func:`preload`).
+#: What is imported before workers are forked, here or in the fork server (:func:`pool_context`): the worker's code,
+#: and the assignment solver where scoring sets needs it (:func:`preload`).
 PRELOAD = ("trace_tasks.runs._engine", "scipy.optimize")
 
 
@@ -292,19 +294,23 @@ def start_worker(command: int, environ: Mapping[str, str] | None = None) -> None
     ``environ``: the command's environment when it started the pool. A worker
     forked by the fork server inherits the server's, which is the command's at
     the server's start; with it, a worker sees what a spawned one would (a
-    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). The worker exits when
-    the command does: a spawned one watches its parent, a forked one the
-    command's process itself (:func:`watch_process`; its parent, the fork
+    ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). A worker forked from
+    the command itself (:func:`pool_context`) has it already, and SIGTERM's
+    default back: it inherited the command's handler, and the pool stops a
+    broken pool's workers with SIGTERM. The worker exits when the command does:
+    a child of the command watches its parent, one forked by the fork server
+    the command's process itself (:func:`watch_process`; its parent, the fork
     server, outlives a command killed with SIGKILL as long as workers hold
     the pipe it waits on). The plugin registry is built here, not in the
     first chunk, and what start-up created (modules, the registry: most of the
-    worker's objects) is set aside from the cyclic GC (``gc.freeze``), which
-    would otherwise walk it in every full collection.
+    worker's objects; a forked worker: all of the command's) is set aside from
+    the cyclic GC (``gc.freeze``), which would otherwise walk it in every full collection.
     """
     if environ is not None and environ != os.environ:
         os.environ.clear()
         os.environ.update(environ)
-    if os.getppid() == command:  # spawned
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if os.getppid() == command:  # spawned, or forked from the command
         ignore_interrupts(command)
     else:  # forked by the fork server
         ignore_interrupts()
@@ -343,15 +349,29 @@ def _running(pid: int) -> bool:
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
-    """How workers start: ``forkserver`` where the platform has it, else ``spawn``; never ``fork``.
+    """How workers start: forked from this process while it runs one thread, else from a fork server, else spawned.
 
-    Forking this process can deadlock (it runs threads: the pool's own). A
-    spawned worker imports the package, numpy and scipy's solver itself, about
-    2.4 billion instructions (close to a second of CPU) per worker; the fork
-    server imports :func:`preload`'s modules once and forks each worker from its
-    single thread, so the import is paid once per run whatever the worker count.
+    A spawned worker imports the package, numpy and scipy's solver itself,
+    about 2.4 billion instructions (close to a second of CPU) per worker. A
+    fork server imports :func:`preload`'s modules once per run and forks each
+    worker from its single thread, but that import is still paid again beside
+    the command's own (about 1 billion instructions, and the resource tracker
+    it starts): in the native build, the price of 2,000 rows. So on Linux,
+    while this process runs no other Python thread (a command's process, before
+    its pool's threads start: the executor forks every worker before starting
+    them), the workers are forked from it, with :func:`preload`'s modules
+    imported here first. Forking a process whose other threads may hold a lock
+    can deadlock the child, so any other thread (a caller's own, a pool's not
+    yet stopped) means the fork server. numpy's OpenBLAS threads are not
+    Python's: OpenBLAS stops them before a fork (``pthread_atfork``) and starts
+    them again when next needed, so CPython 3.12+ does not warn of them either.
     """
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
+        for name in preload():
+            importlib.import_module(name)
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(preload())
         return context
@@ -362,9 +382,9 @@ def preload() -> list[str]:
     """The modules of :data:`PRELOAD` a worker needs: scipy's solver is left out where the native path solves sets itself.
 
     One process scoring the same rows would never import it there, and the
-    fork server would pay for it on every run (1.39 billion instructions where
-    numpy is imported already: 2.34 billion with it, 0.96 without); a worker
-    whose responses fall back to the Python steps imports it on first use.
+    pool would pay for it on every run (1.39 billion instructions where numpy
+    is imported already); a worker whose responses fall back to the Python
+    steps imports it on first use.
     """
     return [name for name in PRELOAD if name != "scipy.optimize" or not native_solves_assignments()]
 
@@ -389,7 +409,7 @@ class _Pool(Generic[T]):
         self.restarts = 0
         self.pending: collections.deque[_Chunk[T]] = collections.deque()
         # Started at the first chunk with rows (:meth:`_hand_out`): a run that never hands one out (every shard
-        # scored in this process, see runs._local) starts no fork server, worker or resource tracker.
+        # scored in this process, see runs._local) starts no worker (nor a fork server and resource tracker).
         self.started = False
         self.executor: ProcessPoolExecutor | None = None
 
