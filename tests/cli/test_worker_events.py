@@ -29,7 +29,7 @@ import pytest
 from tests.batch.test_score_trace_batch import make_items
 from tests.cli.helpers import COMBINED, ROOT, read_jsonl, write_lines
 from tests.support.pools import FakeExecutor
-from tests.support.processes import alive, pool_children
+from tests.support.processes import alive, forked_from, pool_children
 from trace_tasks import cli
 from trace_tasks.cli import main
 from trace_tasks.data import _batch as batch_module
@@ -334,6 +334,8 @@ def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
         _send(proc, b"".join(lines[:4200]))  # two chunks: two workers; stdin stays open, the command waits for more
         _wait_for(lambda: len(pool_children(proc.pid)) == 2, proc, "two pool workers")
         pool = pool_children(proc.pid)
+        # The command runs one Python thread when its pool starts: the workers are forked from it, no fork server.
+        forked = [forked_from(proc.pid, pid) for pid in pool]
         os.kill(proc.pid, signal.SIGKILL)  # it cannot stop its pool: the workers must notice
         proc.wait(timeout=TIMEOUT_S)
         deadline = time.monotonic() + TIMEOUT_S
@@ -350,6 +352,7 @@ def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
         with contextlib.suppress(BrokenPipeError):
             assert proc.stdin is not None
             proc.stdin.close()
+    assert forked == [True, True]
     assert not left, "a pool worker outlived the command"
 
 

@@ -32,6 +32,15 @@ def pool_children(pid: int) -> list[int]:
     return sorted(found)
 
 
+def forked_from(pid: int, child: int) -> bool:
+    """Whether ``child`` is ``pid``'s own child running ``pid``'s own command line (a copy ``os.fork`` made)."""
+    try:
+        ppid = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return ppid == pid and Path(f"/proc/{child}/cmdline").read_bytes() == Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError, ValueError):
+        return False
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie or a dead process does not)."""
     try:
