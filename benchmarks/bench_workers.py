@@ -17,7 +17,9 @@ moment, are reaped here too and counted with the workers they reaped. With
 ``--callgrind`` every process of the tree runs under valgrind's callgrind
 (``--trace-children=yes``; a forked worker's counts start at zero) and the
 figure is the sum of their instruction counts: independent of the machine's load, which the CPU seconds are not (on
-a machine whose cores are all busy, the same work costs more CPU seconds).
+a machine whose cores are all busy, the same work costs more CPU seconds). Each run also prints every process's
+count: the command, the workers forked from it (on Linux, while it runs one Python thread), or a fork server,
+the workers it forked and the resource tracker.
 The worker counts alternate round by round; medians are printed with the load
 average before and after. Every output is checked byte for byte against the
 first ``--workers 1`` output.
@@ -77,16 +79,34 @@ def reap_all() -> None:
             return
 
 
-def callgrind_total(directory: Path) -> int:
-    """The instructions of every process of the tree: the sum of each callgrind file's total."""
-    total = 0
+def callgrind_processes(directory: Path) -> dict[int, tuple[str, int]]:
+    """Each process of the tree: its pid, the command line callgrind recorded and its instruction count."""
+    found: dict[int, tuple[str, int]] = {}
     for name in glob.glob(str(directory / "cg.*")):
+        cmd, total = "", 0
         with open(name) as fh:
             for line in fh:
-                if line.startswith(("summary:", "totals:")):
-                    total += int(line.split()[1])
+                if line.startswith("cmd:"):
+                    cmd = line[4:].strip()
+                elif line.startswith(("summary:", "totals:")):
+                    total = int(line.split()[1])
                     break
-    return total
+        found[int(name.rsplit(".", 1)[1])] = (cmd, total)
+    return found
+
+
+def breakdown(processes: dict[int, tuple[str, int]], command: int) -> str:
+    """The tree's instructions by process, in G: the command, its workers (forked from it, or by a fork server), the rest."""
+    own_cmd, own = processes.get(command, ("", 0))
+    copies = sorted(total for pid, (cmd, total) in processes.items() if pid != command and cmd == own_cmd)
+    parts = [f"command {own / 1e9:.3f}"]
+    if copies:
+        parts.append("forked from it " + " + ".join(f"{total / 1e9:.3f}" for total in copies))
+    for pid, (cmd, total) in sorted(processes.items()):  # a fork server first, then the workers it forked (same cmd)
+        if pid != command and cmd != own_cmd:
+            name = next((known for known in ("forkserver", "resource_tracker", "spawn_main") if known in cmd), cmd[-30:])
+            parts.append(f"{name} {total / 1e9:.3f}")
+    return ", ".join(parts)
 
 
 def run(source: Path, output: Path, workers: int, callgrind: Path | None = None) -> tuple[float, float]:
@@ -112,7 +132,9 @@ def run(source: Path, output: Path, workers: int, callgrind: Path | None = None)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{command} exited {proc.returncode}")
     if callgrind is not None:
-        return wall, float(callgrind_total(callgrind))
+        processes = callgrind_processes(callgrind)
+        print(f"  processes (G instructions): {breakdown(processes, proc.pid)}")
+        return wall, float(sum(total for _, total in processes.values()))
     return wall, children_cpu() - before
 
 
