@@ -36,6 +36,7 @@ from trace_tasks.data import _batch as batch_module
 from trace_tasks.data import compile_instance, score_trace_batch
 from trace_tasks.plugins import reset_registry
 from trace_tasks.runs import _engine
+from trace_tasks.runs._durable import lock_output
 from trace_tasks.runs._errors import EXIT_TERMINATED
 
 MODULE = [sys.executable, "-m", "trace_tasks.cli"]
@@ -338,6 +339,10 @@ def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
         forked = [forked_from(proc.pid, pid) for pid in pool]
         os.kill(proc.pid, signal.SIGKILL)  # it cannot stop its pool: the workers must notice
         proc.wait(timeout=TIMEOUT_S)
+        # A run started again at once is not refused: the workers, alive for up to a second more, closed their
+        # copies of the killed run's lock when they started (a forked worker inherits the command's descriptors).
+        with lock_output(str(tmp_path / "out.jsonl")):
+            relocked = [alive(pid) for pid in pool]
         deadline = time.monotonic() + TIMEOUT_S
         while any(alive(pid) for pid in pool) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -353,6 +358,7 @@ def test_the_workers_exit_when_the_command_is_killed(tmp_path: Path) -> None:
             assert proc.stdin is not None
             proc.stdin.close()
     assert forked == [True, True]
+    assert relocked == [True, True]  # locked while both workers still ran
     assert not left, "a pool worker outlived the command"
 
 

@@ -69,13 +69,32 @@ def lock_output(output: str, directory: bool = False) -> Iterator[str]:
         return
     path = lock_path(output, directory)
     fd = _acquire(fcntl, path, output)
+    _held.add(fd)
     try:
         yield path
     finally:
+        _held.discard(fd)
         # Removed while still held: a run that opened it meanwhile sees another file under the name and retries.
         with contextlib.suppress(OSError):
             os.unlink(path)
         os.close(fd)
+
+
+#: The descriptors of the locks this process holds (:func:`lock_output`).
+_held: set[int] = set()
+
+
+def drop_inherited_locks() -> None:
+    """In a process forked from a run (a pool worker): close its copies of the run's lock descriptors.
+
+    An ``flock`` belongs to the open file, which a fork shares: a worker holding
+    a copy would keep the output locked after its run was killed, until the
+    worker noticed and exited, and a run started again at once would be refused.
+    """
+    for fd in list(_held):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
 
 
 def _acquire(fcntl: ModuleType, path: str, output: str) -> int:

@@ -52,6 +52,7 @@ from trace_tasks.core.reward_scoring import check_response
 from trace_tasks.data import CompiledInstance, Handover, InstanceError, from_handover, watch_parent
 from trace_tasks.plugins import get_registry
 from trace_tasks.runs._columns import STABLE_COLUMNS
+from trace_tasks.runs._durable import drop_inherited_locks
 from trace_tasks.runs._metrics import score_compiled_with_metrics
 from trace_tasks.runs._rows import RowText, row_text
 from trace_tasks.scoring import ScoringOptions, native_solves_assignments, options_from
@@ -295,9 +296,10 @@ def start_worker(command: int, environ: Mapping[str, str] | None = None) -> None
     forked by the fork server inherits the server's, which is the command's at
     the server's start; with it, a worker sees what a spawned one would (a
     ``TRACE_TASKS_REWARD_IDS`` pin set since, for one). A worker forked from
-    the command itself (:func:`pool_context`) has it already, and SIGTERM's
-    default back: it inherited the command's handler, and the pool stops a
-    broken pool's workers with SIGTERM. The worker exits when the command does:
+    the command itself (:func:`pool_context`) has it already, and gets SIGTERM's
+    default back (it inherited the command's handler, and the pool stops a
+    broken pool's workers with SIGTERM) and closes its copies of the run's
+    output locks (:func:`~trace_tasks.runs._durable.drop_inherited_locks`). The worker exits when the command does:
     a child of the command watches its parent, one forked by the fork server
     the command's process itself (:func:`watch_process`; its parent, the fork
     server, outlives a command killed with SIGKILL as long as workers hold
@@ -310,6 +312,7 @@ def start_worker(command: int, environ: Mapping[str, str] | None = None) -> None
         os.environ.clear()
         os.environ.update(environ)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    drop_inherited_locks()
     if os.getppid() == command:  # spawned, or forked from the command
         ignore_interrupts(command)
     else:  # forked by the fork server
