@@ -21,8 +21,12 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
 * ``server``: what ``POST /get_reward`` runs in its worker thread for each row,
   one row a request as OpenRLHF 0.11.2 sends them (``_validate_and_score``:
   every label validated, then scored);
-* ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``),
-  after ``server`` on the same rows: its labels are met again (a repeated label's cost).
+* ``again``: ``server`` once more on the same rows, each label a new object decoded
+  from JSON (made before counting), as a GRPO group's other rollouts or a later
+  epoch send it: a repeated label's cost (loaded, keyed, found in the cache);
+* ``verify``: what ``POST /verify`` (NeMo Gym) runs for each row (``verify_body``) on
+  the request body as decoded (made before counting), after ``server`` on the same
+  rows: its labels are met again (a repeated label's cost).
 
 With ``--steps`` (under callgrind only) the script counts each step of
 ``/get_reward`` on its own instead, in the order the server runs them, every
@@ -92,18 +96,43 @@ def run_server(rows: list[dict[str, Any]]) -> None:
         server._validate_and_score([PROMPT + row["response"]], [PROMPT], [label_of(row)], options, "charted")
 
 
-def run_verify(rows: list[dict[str, Any]]) -> None:
+def requests(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each row's query and label as ``/get_reward`` gets them, the label decoded from JSON (not counted)."""
+    return [(PROMPT + row["response"], json.loads(json.dumps(label_of(row)))) for row in rows]
+
+
+def run_again(queries: list[tuple[str, dict[str, Any]]]) -> None:
     options = {"trace_reward_mode": MODE}
+    for query, label in queries:
+        server._validate_and_score([query], [PROMPT], [label], options, "charted")
+
+
+def verify_bodies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row as NeMo Gym's agent posts it to ``/verify``, decoded from JSON as the request body is (not counted)."""
+    bodies = []
     for row in rows:
         body = {
             "responses_create_params": {"input": [{"role": "user", "content": "Find the objects."}]},
             "response": {"output": [{"type": "message", "content": [{"type": "output_text", "text": row["response"]}]}]},
             **label_of(row),
         }
-        server.verify_body(json.loads(json.dumps(body)), options, "charted")
+        bodies.append(json.loads(json.dumps(body)))
+    return bodies
 
 
-RUNS = {"plain": run_plain, "server": run_server, "verify": run_verify}
+def run_verify(bodies: list[dict[str, Any]]) -> None:
+    options = {"trace_reward_mode": MODE}
+    for body in bodies:
+        server.verify_body(body, options, "charted")
+
+
+RUNS = {"plain": run_plain, "server": run_server, "again": run_again, "verify": run_verify}
+#: What a mode's run takes, made from the rows before counting (the rows themselves when not listed).
+PREPARE = {"again": requests, "verify": verify_bodies}
+
+
+def prepared(mode: str, rows: list[dict[str, Any]]) -> Any:
+    return PREPARE[mode](rows) if mode in PREPARE else rows
 
 
 class ServerSteps:
@@ -203,12 +232,13 @@ def main() -> None:
     warm = make_rows(3 * len(ANNOTATION_TYPES), seed=1)
     rows = make_rows(args.rows)
     runs = {mode: RUNS[mode] for mode in args.modes if mode != "verify" or hasattr(server, "verify_body")}
-    for run in runs.values():
-        run(warm)
+    for mode, run in runs.items():
+        run(prepared(mode, warm))
     if not args.callgrind:
         for mode, run in runs.items():
+            data = prepared(mode, rows)
             start = time.perf_counter()
-            run(rows)
+            run(data)
             print(f"{mode}: {(time.perf_counter() - start) / len(rows) * 1e6:.0f} us per row (wall clock)")
         return
     if args.steps:
@@ -218,8 +248,9 @@ def main() -> None:
         helper = callgrind_helper(Path(folder))
         helper.bench_start()
         for mode, run in runs.items():
+            data = prepared(mode, rows)
             helper.bench_zero()
-            run(rows)
+            run(data)
             helper.bench_dump(mode.encode())
     for mode, total in zip(runs, dumped_totals(args.callgrind, len(runs)), strict=True):
         print(f"{mode}: {total / len(rows):,.0f} instructions per row ({total:,} for {len(rows)} rows)")
