@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import sys
+import threading
+import time
+import types
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,7 +15,7 @@ import pytest
 
 from tests.cli.helpers import COMBINED, TerminalSink, run_cli
 from trace_tasks.runs import _progress
-from trace_tasks.runs._progress import _Counter, _Silent, _Tqdm, duration, estimate_left, make_progress
+from trace_tasks.runs._progress import _Counter, _Silent, _Tqdm, duration, estimate_left, make_progress, without_monitor
 
 
 class _Clock:
@@ -119,3 +123,40 @@ def test_standard_input_from_a_pipe_counts_lines(tmp_path: Path) -> None:
     )
     bar = proc.stderr.decode().split("\n")[0].split("\r")[-1]
     assert bar.startswith("scoring 108 lines (0 errors)") and "%" not in bar
+
+
+class _MonitoredTqdm(_FakeTqdm):
+    """tqdm's rule for its monitor thread (``tqdm.std.tqdm.__new__``): a thread when ``monitor_interval`` is set."""
+
+    monitor_interval = 10
+    monitors: ClassVar[list[threading.Thread]] = []
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _MonitoredTqdm:
+        if cls.monitor_interval:
+            monitor = threading.Thread(target=time.sleep, args=(0.5,), daemon=True)
+            monitor.start()
+            _MonitoredTqdm.monitors.append(monitor)
+        return super().__new__(cls)
+
+
+def test_the_bar_starts_no_monitor_thread_and_leaves_the_callers_tqdm_alone() -> None:
+    """A thread would keep --workers N from forking its workers from the command (runs._engine.pool_context)."""
+    _MonitoredTqdm.monitors.clear()
+    _MonitoredTqdm(desc="the caller's own bar")
+    assert len(_MonitoredTqdm.monitors) == 1  # the stand-in starts one, as tqdm does
+    bar = _Tqdm(without_monitor(_MonitoredTqdm), "scoring", total=None)
+    bar.update(10, 0)
+    assert len(_MonitoredTqdm.monitors) == 1
+    assert isinstance(_FakeTqdm.made[-1], _MonitoredTqdm) and _FakeTqdm.made[-1].n == 10
+    assert _MonitoredTqdm.monitor_interval == 10
+
+
+def test_make_progress_takes_the_bar_without_its_monitor(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("tqdm")
+    module.tqdm = _MonitoredTqdm  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tqdm", module)
+    monkeypatch.setattr("sys.stderr", TerminalSink())
+    _MonitoredTqdm.monitors.clear()
+    progress = make_progress("scoring", quiet=False, total=None)
+    assert isinstance(progress, _Tqdm) and isinstance(progress.bar, _MonitoredTqdm)
+    assert _MonitoredTqdm.monitors == []

@@ -131,4 +131,15 @@ def make_progress(label: str, *, quiet: bool, total: int | None = None) -> Progr
         from tqdm import tqdm
     except ImportError:
         return _Counter(label, total)
-    return _Tqdm(tqdm, label, total)
+    return _Tqdm(without_monitor(tqdm), label, total)
+
+
+def without_monitor(tqdm: type) -> type:
+    """``tqdm`` with no monitor thread: a subclass whose ``monitor_interval`` is 0 (the caller's class is untouched).
+
+    tqdm's first bar starts a thread that redraws bars updated too rarely; this
+    bar is updated every chunk. The thread would also keep ``--workers N`` from
+    forking its workers from this process, which it does only while no other
+    Python thread runs (:func:`trace_tasks.runs._engine.pool_context`).
+    """
+    return type("TraceTasksBar", (tqdm,), {"monitor_interval": 0})
