@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import ast
 import gc
+import io
 import json
+import re
+import tokenize
 from contextvars import ContextVar
 from typing import Any
 
@@ -279,15 +282,78 @@ def load_literal(text: str) -> tuple[Any, bool]:
         budget[0] -= cost
     if _nesting_depth(text, MAX_LITERAL_DEPTH) > MAX_LITERAL_DEPTH:
         return None, False
+    source = text.strip()
+    if "\\" in source:
+        source = escapes_as_read(source)
     try:
         if len(text) < GC_PAUSE_CHARS:
-            value = ast.literal_eval(text.strip())
+            value = ast.literal_eval(source)
         else:
             with _gc_paused():
-                value = ast.literal_eval(text.strip())
+                value = ast.literal_eval(source)
     except Exception:  # SyntaxError, ValueError, MemoryError, RecursionError...: all "not a literal"
         return None, False
     return (value, True) if _plain_values(value) else (None, False)
+
+
+#: A backslash escape in a string's body: the forms Python reads, or any one character after it.
+_ESCAPE = re.compile(r"\\(N\{[^}]*\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|.)", re.DOTALL)
+#: Characters after a backslash that make an escape Python reads without a warning (or a malformed one it
+#: refuses whatever the filters: ``\x4``), left as written.
+_KEPT_AFTER_BACKSLASH = frozenset("\\'\"abfnrtv\n\rxuUN")
+
+
+def _as_read(match: re.Match[str]) -> str:
+    body = match.group(1)
+    if body[0] in "01234567":  # octal: above \377 Python 3.12+ warns, and reads the character
+        value = int(body, 8)
+        return match.group(0) if value <= 0o377 else f"\\u{value:04x}"
+    if len(body) > 1 or body in _KEPT_AFTER_BACKSLASH:
+        return match.group(0)
+    return "\\\\" + body  # an invalid escape (\[, \8): read as the backslash and the character
+
+
+def escapes_as_read(source: str) -> str:
+    """``source`` with each escape Python warns of in a plain string literal written as what Python reads.
+
+    ``ast.literal_eval`` reads ``'a\\[b'`` as ``a\\[b`` with a ``DeprecationWarning``
+    (a ``SyntaxWarning`` from 3.12), and a filter that turns it into an error
+    (``-W error``, a test suite's ``filterwarnings = error``) turns it into a
+    ``SyntaxError``: the same text would be a literal or not depending on the
+    process's filters, and printed warnings on stderr whatever the model wrote.
+    ``warnings.catch_warnings`` swaps process-wide filters (the reward server
+    scores from threads), so the escapes are rewritten instead, in the string
+    tokens only: ``\\[`` as ``\\\\[``, an octal escape above ``\\377`` as its
+    ``\\u`` form. Raw, bytes and f-strings are left as they are (raw strings read
+    no escapes; the other two are never a literal's values, whatever the filters).
+    Text that does not tokenize is returned unchanged (it is no literal either way).
+    """
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except Exception:  # tokenize's errors, or anything a hostile text provokes: the reader decides
+        return source
+    starts = [0]
+    for line in io.StringIO(source):  # readline's lines, as tokenize numbers them
+        starts.append(starts[-1] + len(line))
+    pieces: list[str] = []
+    done = 0
+    for token in tokens:
+        if token.type != tokenize.STRING:
+            continue
+        prefix = token.string[: len(token.string) - len(token.string.lstrip("rRbBuUfF"))].lower()
+        if "r" in prefix or "b" in prefix or "f" in prefix:
+            continue
+        start = starts[token.start[0] - 1] + token.start[1]
+        end = starts[token.end[0] - 1] + token.end[1]
+        if source[start:end] != token.string:  # positions that do not fall where they should: rewrite nothing
+            return source
+        pieces.append(source[done:start])
+        pieces.append(_ESCAPE.sub(_as_read, source[start:end]))
+        done = end
+    if not pieces:
+        return source
+    pieces.append(source[done:])
+    return "".join(pieces)
 
 
 def load_json_or_literal(text: str) -> tuple[Any, bool]:
