@@ -96,7 +96,7 @@ def run_server(rows: list[dict[str, Any]]) -> None:
         server._validate_and_score([PROMPT + row["response"]], [PROMPT], [label_of(row)], options, "charted")
 
 
-def requests(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def repeated_requests(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Each row's query and label as ``/get_reward`` gets them, the label decoded from JSON (not counted)."""
     return [(PROMPT + row["response"], json.loads(json.dumps(label_of(row)))) for row in rows]
 
@@ -128,7 +128,7 @@ def run_verify(bodies: list[dict[str, Any]]) -> None:
 
 RUNS = {"plain": run_plain, "server": run_server, "again": run_again, "verify": run_verify}
 #: What a mode's run takes, made from the rows before counting (the rows themselves when not listed).
-PREPARE = {"again": requests, "verify": verify_bodies}
+PREPARE = {"again": repeated_requests, "verify": verify_bodies}
 
 
 def prepared(mode: str, rows: list[dict[str, Any]]) -> Any:
