@@ -142,7 +142,7 @@ def main() -> None:
             helper.bench_zero()
             getattr(steps, name)()
             helper.bench_dump(name.encode())
-    totals = dict(zip(steps.ORDER, dumped_totals(args.callgrind, len(steps.ORDER)), strict=True))
+    totals = dict(zip(steps.ORDER, dumped_totals(args.callgrind, list(steps.ORDER)), strict=True))
     n = len(steps.rows)
     for name, total in totals.items():
         print(f"{name.replace('_', ' ')}: {total / n:,.0f} instructions per row")

@@ -203,16 +203,25 @@ def callgrind_helper(folder: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(library))
 
 
-def dumped_totals(out_file: str, count: int) -> list[int]:
-    """The ``totals:`` (or ``summary:``) line of each of the last ``count`` dumps beside ``out_file``."""
-    folder = Path(out_file).parent
-    dumps = sorted(folder.glob(Path(out_file).name + ".*"), key=lambda path: int(path.suffix[1:]))[-count:]
-    totals = []
-    for dump in dumps:
+def dumped_totals(out_file: str, labels: list[str]) -> list[int]:
+    """The instructions of each of this process's dumps beside ``out_file`` named in ``labels``, in that order.
+
+    A dump is this process's when its ``pid:`` line says so, and it is found by the label it was dumped at
+    (``CALLGRIND_DUMP_STATS_AT``): dumps an earlier run left in the folder (``cg.out.1`` ... of another
+    process, or more of them than this run made) are never read.
+    """
+    pid = f"pid: {os.getpid()}"
+    found: dict[str, int] = {}
+    for dump in Path(out_file).parent.glob(Path(out_file).name + ".*"):
         lines = dump.read_text().splitlines()
-        line = next(line for line in lines if line.startswith(("totals:", "summary:")))
-        totals.append(int(line.split()[1]))
-    return totals
+        label = next((line.partition("Client Request: ")[2] for line in lines if "Trigger: Client Request: " in line), "")
+        if pid in lines and label in labels:
+            total = next(line for line in lines if line.startswith(("totals:", "summary:")))
+            found[label] = int(total.split()[1])
+    missing = [label for label in labels if label not in found]
+    if missing:
+        raise SystemExit(f"no callgrind dump of this run for {missing} beside {out_file}: run under valgrind (see the docstring)")
+    return [found[label] for label in labels]
 
 
 def main() -> None:
@@ -252,7 +261,7 @@ def main() -> None:
             helper.bench_zero()
             run(data)
             helper.bench_dump(mode.encode())
-    for mode, total in zip(runs, dumped_totals(args.callgrind, len(runs)), strict=True):
+    for mode, total in zip(runs, dumped_totals(args.callgrind, list(runs)), strict=True):
         print(f"{mode}: {total / len(rows):,.0f} instructions per row ({total:,} for {len(rows)} rows)")
 
 
@@ -269,7 +278,7 @@ def count_steps(rows: list[dict[str, Any]], out_file: str) -> None:
             helper.bench_zero()
             getattr(steps, name)()
             helper.bench_dump(name.encode())
-    for name, total in zip(steps.ORDER, dumped_totals(out_file, len(steps.ORDER)), strict=True):
+    for name, total in zip(steps.ORDER, dumped_totals(out_file, list(steps.ORDER)), strict=True):
         print(f"{name}: {total / len(rows):,.0f} instructions per row")
 
 
