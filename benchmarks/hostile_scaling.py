@@ -114,6 +114,18 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "point_set_map keys x 15 points": _set_map_keys,
 }
 
+#: The opt-in tool-call reading (docs/contracts.md §3.9): the shapes below are scored with this declaration.
+TOOL_CALL = {"name": "click", "argument": "geometry"}
+#: Floods of what the tool-call reader looks for (the call's name is in the text, so it reads).
+TOOL_CALL_SHAPES: dict[str, Callable[[int], str]] = {
+    "tool call: unclosed <tool_call>": lambda n: _fill("<tool_call>", n) + "click",
+    "tool call: open calls click(": lambda n: _fill("click(", n),
+    "tool call: open calls + 16 KiB": lambda n: _fill("click(", min(n, 3072)) + _fill("x", n - min(n, 3072)),
+    'tool call: {"name": "click",': lambda n: _fill('{"name": "click", ', n),
+    "tool call: <point> + spaces": lambda n: _fill("click(geometry=<point>" + " " * 8000 + "x) ", n),
+}
+SHAPES.update(TOOL_CALL_SHAPES)
+
 #: Shapes scored against another target than ``ANNOTATION_GT``: (annotation_gt, contract).
 SHAPE_TARGETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "point_set_map keys x 15 points": (
@@ -144,6 +156,11 @@ def _target(shape: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return SHAPE_TARGETS.get(shape, (ANNOTATION_GT, CONTRACT))
 
 
+def _options(shape: str) -> dict[str, Any]:
+    """The scorer options a shape is scored with (the tool-call declaration for its shapes)."""
+    return {"tool_call": TOOL_CALL} if shape in TOOL_CALL_SHAPES else {}
+
+
 def peak_memory(response: str, shape: str = "") -> float:
     """Peak extra memory of one call, in MB (tracemalloc; numpy reports its buffers to it)."""
     import tracemalloc
@@ -151,7 +168,9 @@ def peak_memory(response: str, shape: str = "") -> float:
     annotation_gt, contract = _target(shape)
     tracemalloc.start()
     try:
-        score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract)
+        score_trace_response(
+            response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract, **_options(shape)
+        )
         return tracemalloc.get_traced_memory()[1] / 1e6
     finally:
         tracemalloc.stop()
@@ -195,13 +214,16 @@ def best_time(response: str, repeat: int, shape: str = "", collector: bool = Fal
     build many objects (issue 24) are timed that way too (``main``).
     """
     annotation_gt, contract = _target(shape)
+    options = _options(shape)
     best = float("inf")
     for _ in range(repeat):
         if not collector:
             gc.disable()
         try:
             start = time.perf_counter()
-            score_trace_response(response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract)
+            score_trace_response(
+                response=response, answer_gt=ANSWER_GT, annotation_gt=annotation_gt, reward_contract=contract, **options
+            )
             best = min(best, time.perf_counter() - start)
         finally:
             gc.enable()
@@ -368,6 +390,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1024", help="response sizes in KiB, comma-separated")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is kept")
+    parser.add_argument("--only", metavar="TEXT", help="time only the shapes whose name holds TEXT (and skip the other tables)")
     args = parser.parse_args(argv)
     sizes = [int(s) * KIB for s in args.sizes.split(",")]
 
@@ -381,6 +404,8 @@ def main(argv: list[str] | None = None) -> None:
     print("-" * len(header))
     worst = 0.0
     for name, build in SHAPES.items():
+        if args.only and args.only not in name:
+            continue
         cells = []
         for size in sizes:
             response = build(size)
@@ -394,6 +419,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
     if worst:
         print(f"\nworst time per MiB at >= 1 MiB: {worst * 1e3:.0f} ms (load average {os.getloadavg()[0]:.2f} at end)")
+    if args.only:
+        return
     caller_side(args.repeat)
     degenerate_assignment()
     parse_volume(args.repeat)

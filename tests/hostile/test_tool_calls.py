@@ -8,11 +8,15 @@ another tool; floods of calls, unclosed tags and deep nesting are read in bounde
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trace_tasks import extract_trace_prediction
+from trace_tasks.reading import _tool_calls as tool_calls
 
 from .helpers import score
 from .test_corpus import CASES, Case
@@ -143,3 +147,104 @@ def test_with_an_answer_the_final_object_holds_it() -> None:
 def test_a_bad_declaration_is_an_option_error(tool: Any) -> None:
     with pytest.raises(ValueError, match="tool_call"):
         score("click(x=1)", tool_call=tool)
+
+
+# --- linear time (docs/limits.md): work counted, never timed ---
+
+_OLD_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+_OLD_POINT = re.compile(r"^\s*<point>\s*\(?\s*(-?[\d.eE+-]+)\s*[, ]\s*(-?[\d.eE+-]+)\s*\)?\s*</point>\s*$")
+@given(st.lists(st.sampled_from(["<tool_call>", "</tool_call>", "</tool_call", "x", "\n", "<tool_call"]), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_tool_call_blocks_are_the_lazy_patterns_blocks(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    old = [(m.end(), "<tool_call>", m.start(1), m.end(1)) for m in _OLD_TAG.finditer(text)]
+    assert tool_calls._tag_blocks(text) == old
+
+
+class _CountingText(str):
+    """A text that counts the characters its ``find`` calls look at."""
+
+    looked = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        found = super().find(sub, start, end)
+        _CountingText.looked += (found + len(sub) if found != -1 else len(self)) - (start or 0)
+        return found
+
+
+@pytest.mark.parametrize(
+    "text", ["<tool_call>" * 20_000 + "click", ("<tool_call>x</tool_call>" * 5_000) + "<tool_call>" * 5_000, "</tool_call>" * 9_000]
+)
+def test_tool_call_blocks_look_at_each_character_about_once(text: str) -> None:
+    # The lazy pattern scanned to the end of the text from every unclosed tag: 20,000 tags, 220,005 characters each.
+    _CountingText.looked = 0
+    tool_calls._tag_blocks(_CountingText(text))
+    assert _CountingText.looked <= 2 * len(text)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "click(" * 512 + "x" * 16_000,
+        "{" + '"name":"click",' * 512 + "x" * 16_000,
+        "click(" * 150_000,
+        '{"name": "click", ' * 50_000,
+        "click(geometry=[0, 0, 10, 10])" + "click(" * 2_000 + "x" * 16_000,
+    ],
+    ids=["open_calls_then_16k", "name_objects_then_16k", "open_calls", "name_objects", "a_call_then_a_flood"],
+)
+def test_the_candidates_share_one_scan_budget(response: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned = [0]
+    split, object_at = tool_calls._split_arguments, tool_calls._object_at
+
+    def counted_split(text: str, start: int, limit: int = tool_calls._MAX_CALL_CHARS) -> Any:
+        parts, stop = split(text, start, limit)
+        scanned[0] += stop - start
+        return parts, stop
+
+    def counted_object(text: str, start: int, limit: int = tool_calls._MAX_CALL_CHARS) -> Any:
+        block, count = object_at(text, start, limit)
+        scanned[0] += count
+        return block, count
+
+    monkeypatch.setattr(tool_calls, "_split_arguments", counted_split)
+    monkeypatch.setattr(tool_calls, "_object_at", counted_object)
+    got = score(response, annotation=BOX, mode="annotation_only", tool_call=TOOL)
+    assert got["annotation_reward"] == 0.0  # a flood after the call: the last call is the flood's
+    # Without the shared budget the first two scanned 512 x 16 KiB (8.4 million characters, 0.8 s).
+    assert 0 < scanned[0] <= tool_calls._scan_budget(response)
+
+
+def test_the_last_call_is_read_in_full_after_a_long_text() -> None:
+    padding = "I look at the image. " * 40_000  # 840,000 characters of prose before the call
+    call = "click(geometry=[0, 0, 10, 10], note='" + "n" * 15_000 + "')"
+    assert score(padding + call, annotation=BOX, mode="annotation_only", tool_call=TOOL)["annotation_reward"] == 1.0
+
+
+_POINT_PIECES = st.sampled_from(["<point>", "</point>", "(", ")", ",", " ", "\t", "1", "-2.5", "3e2", "+", "x", "  "])
+
+
+@given(st.lists(_POINT_PIECES, max_size=14))
+@settings(max_examples=500, deadline=None)
+def test_the_point_pattern_reads_what_it_read(pieces: list[str]) -> None:
+    text = "".join(pieces).strip()
+    old, new = _OLD_POINT.match(text), tool_calls._POINT.fullmatch(text)
+    assert (old is None) == (new is None)
+    if old is not None and new is not None:
+        assert old.groups() == new.groups()
+
+
+def test_a_point_with_a_long_run_of_spaces_is_read_in_linear_time() -> None:
+    # The old pattern's adjacent whitespace quantifiers backtracked quadratically: 8.7 s for these 16 KiB.
+    response = "click(geometry=<point>" + " " * 16_000 + "x)"
+    assert score(response, annotation=BOX, mode="annotation_only", tool_call=TOOL)["annotation_reward"] == 0.0
+    spaced = "click(geometry=<point>(" + " " * 16_000 + "5, 5)</point>)"
+    got = score(spaced, annotation_type="point", annotation=[5, 5], mode="annotation_only", tool_call=TOOL)
+    assert got["annotation_reward"] == 1.0
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "_", "1", ".", "-", " ", "!", "é", "Z"]), max_size=30))
+@settings(max_examples=500, deadline=None)
+def test_a_calls_name_is_the_identifier_ending_its_head(head: str) -> None:
+    old = re.search(r"([A-Za-z_][\w.-]*)$", head)
+    assert tool_calls._call_name(head) == (old.group(1) if old is not None else "")

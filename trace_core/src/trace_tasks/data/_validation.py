@@ -56,12 +56,14 @@ from trace_tasks.scoring import (
     NESTED_KEYS,
     NEVER_MATCHES,
     PIXEL,
+    RESIZED,
     UNPARSED,
     WIDTH_KEYS,
     Size,
     answer_target,
     canonical_text,
     matches_answer_target,
+    model_size,
     normalized_key,
     read_string_literal,
     resolve_frame,
@@ -651,7 +653,8 @@ def _check_frame(parts: Parts, problems: list[Problem], frame: str) -> None:
                 "coordinates (it has no trace_frame_annotation); score this type in the 'pixel' frame",
             )
         )
-    if parts.size_image is None and parts.size_meta is None:
+    size = parts.size_image or parts.size_meta
+    if size is None:
         problems.append(
             Problem(
                 "$.image_size",
@@ -659,6 +662,11 @@ def _check_frame(parts: Parts, problems: list[Problem], frame: str) -> None:
                 "give image_size [width, height] (or width and height in metadata)",
             )
         )
+    elif frame == RESIZED and parts.size_model is None:
+        try:  # the size of the model's input, as the scorer computes it (an aspect ratio above 200 is refused)
+            model_size(size, None, None)
+        except OptionError as exc:
+            problems.append(Problem("$.image_size", f"{exc}; give model_image_size, or score this image in another frame"))
 
 
 #: What an instance without an answer says when it is validated for a mode that reads one.

@@ -10,9 +10,14 @@ annotation is read from the **last** call of that tool in the forms models emit:
 * an argument value written as NeMo Gym's ``<point>(x, y)</point>`` (or ``<point>x y</point>``) reads as ``[x, y]``.
 
 A call of another tool is never read, and only the last call of the tool counts. Hostile text costs
-linear time: candidates are found by one regular-expression pass each, tried from the end of the
-text, at most ``MAX_RECOVERY_CANDIDATES`` of them, each read within ``_MAX_CALL_CHARS`` characters and
-under the response's literal budget (the caller's ``literal_budget``).
+linear time: candidates are found by one linear pass each (``<tool_call>`` blocks by ``str.find``, not
+a lazy regular expression, which rescans to the end from every unclosed tag), tried from the end of
+the text, at most ``MAX_RECOVERY_CANDIDATES`` of them, each read within ``_MAX_CALL_CHARS`` characters
+and under the response's literal budget (the caller's ``literal_budget``). The candidates tried share
+one budget of characters scanned: the text's length plus two calls' worth (:func:`_scan_budget`).
+Reading stops when it is spent, so a flood of unclosed calls, each of which would be scanned up to
+``_MAX_CALL_CHARS`` characters, earns nothing in time linear in the text, while the last real call,
+tried first, is always read in full.
 """
 
 from __future__ import annotations
@@ -31,8 +36,13 @@ __all__ = ["ToolCall", "ToolCallReading", "read_tool_call"]
 
 #: The longest span read as one call (a call's text, or a ``<tool_call>`` block's content).
 _MAX_CALL_CHARS = 16_384
-_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
-_POINT = re.compile(r"^\s*<point>\s*\(?\s*(-?[\d.eE+-]+)\s*[, ]\s*(-?[\d.eE+-]+)\s*\)?\s*</point>\s*$")
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+#: ``<point>(x, y)</point>``, ``<point>x y</point>``: one way to match each text (no two adjacent
+#: quantifiers over the same whitespace, which backtrack quadratically on a long run of spaces).
+_POINT = re.compile(r"\s*<point>\s*(?:\(\s*)?(-?[\d.eE+-]+)(?:\s*,|[^\S ]* )\s*(-?[\d.eE+-]+)\s*(?:\)\s*)?</point>\s*")
+#: An identifier ending a call's head, read backwards (``[A-Za-z_][\w.-]*`` at the end, found in linear time).
+_NAME_REVERSED = re.compile(r"[\w.-]*")
+_NAME_START = re.compile(r"[A-Za-z_]")
 
 
 @attrs.frozen(slots=True, cache_hash=True)
@@ -76,8 +86,7 @@ def read_tool_call(response: str, tool: ToolCall) -> ToolCallReading:
     if tool.name not in text:
         return NOT_FOUND
     candidates: list[tuple[int, str, int, int]] = []  # (end, form, start, stop), tried from the last end
-    for match in _TAG.finditer(text):
-        candidates.append((match.end(), "<tool_call>", match.start(1), match.end(1)))
+    candidates.extend(_tag_blocks(text))
     name = re.escape(tool.name)
     for match in re.finditer(r'"name"\s*:\s*"' + name + r'"', text):
         start = text.rfind("{", max(0, match.start() - _MAX_CALL_CHARS), match.start())
@@ -87,15 +96,24 @@ def read_tool_call(response: str, tool: ToolCall) -> ToolCallReading:
         candidates.append((match.end(), "text call", match.end(), -1))
     candidates.sort(reverse=True)
     inside_tags = [(start, stop) for _, form, start, stop in candidates if form == "<tool_call>"]
+    budget = _scan_budget(text)
     for _, form, start, stop in candidates[:MAX_RECOVERY_CANDIDATES]:
+        limit = min(_MAX_CALL_CHARS, budget)
+        if limit <= 0:
+            break  # the budget is spent: what is left is a flood (linear time)
         if form == "<tool_call>":
-            call = _json_call(text[start:stop].strip())
+            budget -= stop - start  # the blocks do not overlap: together they are at most the text
+            block = text[start:stop].strip()
+            call = _json_call(block) if len(block) <= limit else None
         elif form == "JSON function call":
             if any(a <= start < b for a, b in inside_tags):
                 continue  # the object of a <tool_call> block: read as that block
-            call = _json_call(_object_at(text, start))
+            block, scanned = _object_at(text, start, limit)
+            budget -= scanned
+            call = _json_call(block)
         else:
-            call = _text_call(text, start)
+            call, scanned = _text_call(text, start, limit)
+            budget -= scanned
         if call is None or call[0] != tool.name:
             continue
         _, keywords, positional, written = call
@@ -103,10 +121,35 @@ def read_tool_call(response: str, tool: ToolCall) -> ToolCallReading:
     return NOT_FOUND
 
 
-def _object_at(text: str, start: int) -> str:
-    """The balanced ``{...}`` starting at ``start`` (strings respected), within ``_MAX_CALL_CHARS``; "" when unclosed."""
+def _scan_budget(text: str) -> int:
+    """How many characters the candidates of ``text`` may scan together: its length and two whole calls."""
+    return len(text) + 2 * _MAX_CALL_CHARS
+
+
+def _tag_blocks(text: str) -> list[tuple[int, str, int, int]]:
+    """Each ``<tool_call>...</tool_call>`` block as a candidate ``(end, form, start, stop)`` of its content.
+
+    A block ends at the first closing tag after its opening one, and the next block is looked for after
+    it, as ``<tool_call>(.*?)</tool_call>`` would match; but an opening tag with no closing tag after it
+    ends the search (no later one can close either), so each character is looked at about once.
+    """
+    blocks = []
+    at = text.find(_OPEN)
+    while at != -1:
+        close = text.find(_CLOSE, at + len(_OPEN))
+        if close == -1:
+            break
+        end = close + len(_CLOSE)
+        blocks.append((end, "<tool_call>", at + len(_OPEN), close))
+        at = text.find(_OPEN, end)
+    return blocks
+
+
+def _object_at(text: str, start: int, limit: int = _MAX_CALL_CHARS) -> tuple[str, int]:
+    """The balanced ``{...}`` starting at ``start`` (strings respected), within ``limit`` characters ("" when
+    unclosed), and how many characters were scanned."""
     depth, quoted, escaped = 0, False, False
-    stop = min(len(text), start + _MAX_CALL_CHARS)
+    stop = min(len(text), start + limit)
     for i in range(start, stop):
         ch = text[i]
         if quoted:
@@ -123,8 +166,8 @@ def _object_at(text: str, start: int) -> str:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return text[start : i + 1]
-    return ""
+                return text[start : i + 1], i + 1 - start
+    return "", stop - start
 
 
 def _json_call(block: str) -> tuple[str, dict[str, Any], list[Any], str] | None:
@@ -149,16 +192,19 @@ def _json_call(block: str) -> tuple[str, dict[str, Any], list[Any], str] | None:
     return name, {str(k): v for k, v in arguments.items()}, [], block
 
 
-def _text_call(text: str, open_at: int) -> tuple[str, dict[str, Any], list[Any], str] | None:
-    """``(name, keywords, positional, text)`` of ``name(...)`` whose ``(`` ends at ``open_at``, or None."""
+def _text_call(
+    text: str, open_at: int, limit: int = _MAX_CALL_CHARS
+) -> tuple[tuple[str, dict[str, Any], list[Any], str] | None, int]:
+    """``(name, keywords, positional, text)`` of ``name(...)`` whose ``(`` ends at ``open_at`` (None when it is no
+    call), and how many characters were scanned (its arguments are looked for within ``limit``)."""
     name_end = text.rfind("(", 0, open_at)
     head = text[max(0, name_end - 200) : name_end].rstrip()
-    match = re.search(r"([A-Za-z_][\w.-]*)$", head)
-    if match is None:
-        return None
-    parts, stop = _split_arguments(text, open_at)
+    name = _call_name(head)
+    if not name:
+        return None, 0
+    parts, stop = _split_arguments(text, open_at, limit)
     if parts is None:
-        return None
+        return None, stop - open_at
     keywords: dict[str, Any] = {}
     positional: list[Any] = []
     for part in parts:
@@ -167,13 +213,25 @@ def _text_call(text: str, open_at: int) -> tuple[str, dict[str, Any], list[Any],
             keywords[key.group(1)] = _value(key.group(2))
         elif part.strip():
             positional.append(_value(part))
-    return match.group(1), keywords, positional, text[name_end - len(match.group(1)) : stop]
+    return (name, keywords, positional, text[name_end - len(name) : stop]), stop - open_at
 
 
-def _split_arguments(text: str, start: int) -> tuple[list[str] | None, int]:
-    """The top-level comma-separated arguments from ``start`` to the matching ``)`` (within ``_MAX_CALL_CHARS``)."""
+def _call_name(head: str) -> str:
+    r"""The identifier (``[A-Za-z_][\w.-]*``) that ends ``head``, or "".
+
+    Read backwards: a search for the pattern anchored at the end would try every start in a long run of
+    name characters, each to the end of the run (quadratic in it).
+    """
+    run = _NAME_REVERSED.match(head[::-1])
+    tail = head[len(head) - run.end() :] if run is not None else ""
+    first = _NAME_START.search(tail)
+    return tail[first.start() :] if first is not None else ""
+
+
+def _split_arguments(text: str, start: int, limit: int = _MAX_CALL_CHARS) -> tuple[list[str] | None, int]:
+    """The top-level comma-separated arguments from ``start`` to the matching ``)`` (within ``limit`` characters)."""
     depth, quote, parts, begin = 0, "", [], start
-    stop = min(len(text), start + _MAX_CALL_CHARS)
+    stop = min(len(text), start + limit)
     for i in range(start, stop):
         ch = text[i]
         if quote:
@@ -200,7 +258,7 @@ def _split_arguments(text: str, start: int) -> tuple[list[str] | None, int]:
 def _value(written: str) -> Any:
     """One argument's value: ``<point>(x, y)</point>`` as ``[x, y]``, else JSON, else a Python literal, else the text."""
     written = written.strip()
-    point = _POINT.match(written)
+    point = _POINT.fullmatch(written)
     if point is not None:
         values = [_number(point.group(1)), _number(point.group(2))]
         return values if None not in values else written

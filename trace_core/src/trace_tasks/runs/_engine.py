@@ -158,6 +158,7 @@ def score_response(instance: CompiledInstance, response: Any, opts: ScoringOptio
     """:func:`score_compiled` of one response given as it is (a pool worker's rows: no record per row)."""
     try:
         instance.check_mode(opts)  # an instance without an answer: annotation_only only
+        instance.check_frame(opts)  # a declared frame it cannot be scored in: refused, as score_trace_response does
         return instance.run(check_response(response), opts)
     except Exception as exc:  # isolate the item, as score_trace_batch does
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -19,7 +19,17 @@ from trace_tasks.data import mode_problem
 from trace_tasks.errors import OptionError
 from trace_tasks.plugins import get_registry
 from trace_tasks.runs._mismatches import MISMATCHES_KEY, row_record
-from trace_tasks.scoring import ScoringOptions, Trail, options_from, prepare_target, row_metrics, run, shape_of
+from trace_tasks.scoring import (
+    ScoringOptions,
+    Trail,
+    frame_problem,
+    options_from,
+    prepare_target,
+    row_metrics,
+    run,
+    shape_of,
+    size_from,
+)
 
 #: Where a row's metrics ride beside its scores between the scorer and the summary (never written).
 METRICS_KEY = "\x00metrics"
@@ -47,6 +57,7 @@ def score_compiled_with_metrics(work: Any, opts: ScoringOptions) -> dict[str, An
     assert work.item is not None and work.compiled is not None
     try:
         work.compiled.check_mode(opts)  # an instance without an answer: annotation_only only
+        work.compiled.check_frame(opts)  # a declared frame it cannot be scored in: refused, as score_trace_response does
         trail = Trail(hints=True)
         scores: dict[str, Any] = work.compiled.run(check_response(work.item["response"]), opts, None, trail)
     except Exception as exc:  # isolate the item, as score_trace_batch does
@@ -74,6 +85,14 @@ def score_batch_with_metrics(items: list[Mapping[str, Any]], **options: Any) -> 
                 raise OptionError(problem)
             sizes = (item.get("image_size"), item.get("image_sizes"), item.get("metadata"), item.get("extra_info"))
             target = prepare_target(item["answer_gt"], item["annotation_gt"], item["reward_contract"], opts, registry, sizes)
+            declared = item.get("model_image_size")
+            if declared is not None:  # the resized frame's input size, as score_trace_response reads it
+                target.model_size = size_from(declared)
+                if target.model_size is None:
+                    raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {declared!r}")
+            frame = frame_problem(opts, target)  # as score_trace_response refuses a declared frame it cannot apply
+            if frame:
+                raise OptionError(frame)
             trail = Trail(hints=True)
             scores: dict[str, Any] = run(check_response(item["response"]), opts, registry, target, trail)
         except Exception as exc:
