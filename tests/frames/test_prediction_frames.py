@@ -209,3 +209,23 @@ def test_out_of_range_values_are_converted_not_clipped() -> None:
         image_size=list(size), prediction_frame="rel1000",
     )  # fmt: skip
     assert got["annotation_reward"] == 1.0
+
+
+# Sizes the resized frame cannot use: the processor refuses an aspect ratio above 200, and a size no image
+# has (1e-300 pixels) underflows its arithmetic (it raised ZeroDivisionError / OverflowError, not OptionError).
+UNRESIZABLE = ([2010, 10], [1e-300, 1e-300], [1e-160, 1e-160])
+
+
+@pytest.mark.parametrize("size", UNRESIZABLE)
+def test_an_image_the_resized_frame_cannot_resize_is_refused_everywhere(size: list[float]) -> None:
+    from trace_tasks import compile_instance, instance_problems
+
+    item = _items()[0]
+    instance = {"id": "x", **{k: item[k] for k in ("answer_gt", "annotation_gt", "reward_contract")}, "image_size": size}
+    with pytest.raises(OptionError, match="resized"):
+        score_trace_response(response="{}", prediction_frame="resized", **{k: v for k, v in instance.items() if k != "id"})
+    problems = instance_problems(instance, prediction_frame="resized")
+    assert [p.path for p in problems] == ["$.image_size"] and "resized" in problems[0].message
+    assert instance_problems(instance, prediction_frame="resized") != instance_problems(instance)
+    assert instance_problems({**instance, "model_image_size": [644, 476]}, prediction_frame="resized") == []
+    compile_instance(instance)  # valid in pixels, and scored there

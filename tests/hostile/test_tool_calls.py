@@ -153,6 +153,8 @@ def test_a_bad_declaration_is_an_option_error(tool: Any) -> None:
 
 _OLD_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _OLD_POINT = re.compile(r"^\s*<point>\s*\(?\s*(-?[\d.eE+-]+)\s*[, ]\s*(-?[\d.eE+-]+)\s*\)?\s*</point>\s*$")
+
+
 @given(st.lists(st.sampled_from(["<tool_call>", "</tool_call>", "</tool_call", "x", "\n", "<tool_call"]), max_size=30))
 @settings(max_examples=300, deadline=None)
 def test_tool_call_blocks_are_the_lazy_patterns_blocks(pieces: list[str]) -> None:
@@ -173,7 +175,8 @@ class _CountingText(str):
 
 
 @pytest.mark.parametrize(
-    "text", ["<tool_call>" * 20_000 + "click", ("<tool_call>x</tool_call>" * 5_000) + "<tool_call>" * 5_000, "</tool_call>" * 9_000]
+    "text",
+    ["<tool_call>" * 20_000 + "click", ("<tool_call>x</tool_call>" * 5_000) + "<tool_call>" * 5_000, "</tool_call>" * 9_000],
 )
 def test_tool_call_blocks_look_at_each_character_about_once(text: str) -> None:
     # The lazy pattern scanned to the end of the text from every unclosed tag: 20,000 tags, 220,005 characters each.

@@ -45,7 +45,7 @@ import cattrs
 from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.data._keys import content_key
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
-from trace_tasks.errors import Problem, shown, suggest
+from trace_tasks.errors import OptionError, Problem, shown, suggest
 from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
@@ -666,7 +666,12 @@ def _check_frame(parts: Parts, problems: list[Problem], frame: str) -> None:
         try:  # the size of the model's input, as the scorer computes it (an aspect ratio above 200 is refused)
             model_size(size, None, None)
         except OptionError as exc:
-            problems.append(Problem("$.image_size", f"{exc}; give model_image_size, or score this image in another frame"))
+            problems.append(
+                Problem(
+                    "$.image_size",
+                    f"{exc}; or give model_image_size (the size of the model's input), or score this image in another frame",
+                )
+            )
 
 
 #: What an instance without an answer says when it is validated for a mode that reads one.

@@ -79,7 +79,8 @@ def smart_resize(height: float, width: float, resize: Resize = DEFAULT_RESIZE) -
     processor calls it at line 248 with ``factor=patch_size * merge_size``): sides
     rounded (Python's ``round``, half to even) to multiples of ``factor``, then scaled
     down (floor) or up (ceil) to keep the area within ``[min_pixels, max_pixels]``.
-    The processor refuses an aspect ratio above 200; so does this (``OptionError``).
+    The processor refuses an aspect ratio above 200; so does this (``OptionError``), and a size whose
+    arithmetic underflows or overflows (``1e-300`` pixels).
     """
     factor, min_pixels, max_pixels = resize.factor, resize.min_pixels, resize.max_pixels
     if max(height, width) / min(height, width) > 200:
@@ -87,16 +88,22 @@ def smart_resize(height: float, width: float, resize: Resize = DEFAULT_RESIZE) -
             f"prediction_frame 'resized': the image's aspect ratio {max(height, width) / min(height, width):g} "
             "is above 200, which Qwen's smart_resize refuses"
         )
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
+    try:  # a size no image has (1e-300 pixels) underflows or overflows: the caller's mistake, said as one
+        h_bar = round(height / factor) * factor
+        w_bar = round(width / factor) * factor
+        if h_bar * w_bar > max_pixels:
+            beta = math.sqrt((height * width) / max_pixels)
+            h_bar = max(factor, math.floor(height / beta / factor) * factor)
+            w_bar = max(factor, math.floor(width / beta / factor) * factor)
+        elif h_bar * w_bar < min_pixels:
+            beta = math.sqrt(min_pixels / (height * width))
+            h_bar = math.ceil(height * beta / factor) * factor
+            w_bar = math.ceil(width * beta / factor) * factor
+    except (ArithmeticError, ValueError) as exc:
+        raise OptionError(
+            f"prediction_frame 'resized': the image size {width:g}x{height:g} cannot be resized as Qwen's smart_resize "
+            f"does ({type(exc).__name__}); give the image's size in pixels"
+        ) from exc
     return int(h_bar), int(w_bar)
 
 
