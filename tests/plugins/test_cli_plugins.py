@@ -351,3 +351,31 @@ def test_check_prints_each_problem_on_one_line_and_exits_1(register: Any, capsys
         "annotation_type": "toy", "reward_id": "toy_v0", "check": "self-score",
         "message": "example #0 scores 0.5 against itself, expected 1.0",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("def trace_annotation_types():\n    raise RuntimeError('boom at load')\n", "raised RuntimeError: boom at load"),
+        ("def trace_annotation_types():\n    return next(iter([]))\n", "raised StopIteration"),
+        (
+            "def trace_annotation_types():\n    from trace_tasks.plugins import AnnotationTypeSpec\n"
+            "    return AnnotationTypeSpec('x', ('x_v0',))\n",
+            "expected a list of AnnotationTypeSpec",
+        ),
+        ("def trace_answer_types():\n    yield 1 / 0\n", "raised ZeroDivisionError"),
+        ("def trace_resolve_reward_id(annotation_type):\n    raise KeyError(annotation_type)\n", "raised KeyError"),
+    ],
+    ids=["raises", "stop_iteration", "one_record", "generator_raises", "resolve_raises"],
+)
+def test_a_hook_failing_while_the_plugins_load_is_one_line_naming_the_plugin(tmp_path: Path, body: str, said: str) -> None:
+    # A plugin's exception at load time stopped every command with a traceback naming neither it nor the fix.
+    source = "from trace_tasks import hookimpl\n\n@hookimpl\n" + body
+    site = fake_distribution(tmp_path, "trace-plugins-broken", "broken", "broken_family", source)
+    for args in (["plugins"], ["validate", "examples/data/instances.jsonl"]):
+        line = _one_error_line(run_cli(*args, pythonpath=site), "PluginValidationError")
+        assert "plugin 'broken'" in line and said in line and "TRACE_TASKS_DISABLE_PLUGINS=broken" in line
+    assert (
+        run_cli("validate", "examples/data/instances.jsonl", pythonpath=site, TRACE_TASKS_DISABLE_PLUGINS="broken").returncode
+        == 0
+    )

@@ -45,6 +45,7 @@ from trace_tasks import (
     validate_reward_contract_payload,
 )
 from trace_tasks.cli import main
+from trace_tasks.errors import AnnotationParseError
 from trace_tasks.family import Primitive, ShapeFamily, pairwise
 from trace_tasks.plugins import BLOCK_ENV, PINS_ENV, Box, Polyline, build_registry, reset_registry
 from trace_tasks.scoring import _plugin_calls as reward_scoring
@@ -354,6 +355,56 @@ def test_each_kind_of_bug_is_logged_once_per_plugin(register: Any, caplog: pytes
         rewards = [_score("interval", [0, 10], [1, 10], contract)["annotation_reward"] for _ in range(5)]
     assert rewards == [0.0, 0.0, 0.0, 0.0, 0.5]
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2  # "result" and "range"
+
+
+def test_a_dropped_diagnostic_key_says_the_result_stands(register: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # The log said "the response counts as an annotation failure" while the reward stood.
+    register(BadScorer(lambda s: AnnotationScore(s.reward, {**s.diagnostics, "overall": 1.0})), "badscore")
+    contract = resolve_reward_contract(answer_type="integer", annotation_type="interval").to_dict()
+    with caplog.at_level(logging.WARNING, logger="trace_tasks"):
+        result = _score("interval", [0, 10], [0, 10], contract)
+    assert result["annotation_reward"] == 1.0 and result["annotation_parse_ok"] == 1.0
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "diagnostic key 'overall'" in warning and "the key is dropped and the rest of the result stands" in warning
+    assert "annotation failure" not in warning
+
+
+class BadParser(IntervalFamily):
+    """The interval family, but its parse hook raises ``exc`` on predictions (the target parses)."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(current=V1)
+        self.exc = exc
+
+    @hookimpl
+    def trace_parse_annotation(self, annotation_type: str, value: Any) -> Any:
+        if value == [1, 10]:
+            raise self.exc
+        return super().trace_parse_annotation(annotation_type, value)
+
+
+@pytest.mark.parametrize(
+    ("exc", "logged"),
+    [(RuntimeError("parse bug"), True), (AnnotationParseError("not an interval"), False)],
+    ids=["bug", "parse_error"],
+)
+def test_a_parse_hook_raising_on_a_prediction_is_logged_as_its_bug(
+    register: Any, caplog: pytest.LogCaptureFixture, exc: Exception, logged: bool
+) -> None:
+    # Any exception but AnnotationParseError is the plugin's bug: without the log, a broken parse hook
+    # looks like a model that never writes a value, for a whole run.
+    register(BadParser(exc), "badparse")
+    contract = resolve_reward_contract(answer_type="integer", annotation_type="interval").to_dict()
+    with caplog.at_level(logging.WARNING, logger="trace_tasks"):
+        results = [_score("interval", [0, 10], [1, 10], contract) for _ in range(3)]
+    assert all(r["annotation_parse_ok"] == 0.0 and r["annotation_reward"] == 0.0 for r in results)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    if not logged:
+        assert warnings == []
+        return
+    (warning,) = warnings  # once per plugin and kind
+    assert "plugin 'badparse'" in warning and "trace_parse_annotation raised RuntimeError: parse bug" in warning
+    assert "counts as a parse failure" in warning
 
 
 # --------------------------------------------------------------------------- load errors name who to blame

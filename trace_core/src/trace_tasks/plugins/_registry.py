@@ -19,6 +19,7 @@ Environment variables, read when the registry is built:
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as metadata
 import os
 import threading
@@ -385,11 +386,36 @@ def _accepting_spec_kwargs(impl: Any, spec_names: tuple[str, ...]) -> Callable[.
     return lambda **kwargs: fn(**{name: kwargs[name] for name in names})
 
 
+def _asked(plugin: str, hook_name: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """What a plugin's hook answers while the registry is built; its exception a :class:`PluginValidationError`.
+
+    A hook that raises here would stop every command and every scoring call, whatever family they
+    use, with a traceback naming neither the plugin nor how to run without it.
+    """
+    try:
+        return fn(**kwargs)
+    except Exception as exc:
+        raise PluginValidationError(
+            f"plugin {plugin!r} raised {type(exc).__name__}: {exc} from {hook_name} while the plugins were loaded "
+            f"(fix the plugin, or set {BLOCK_ENV}={plugin} to run without it)",
+            plugin=plugin,
+        ) from exc
+
+
 def _call_each(pm: pluggy.PluginManager, hook_name: str, record: type) -> list[tuple[str, Any]]:
     """Call a collecting hook on every plugin: ``(plugin, record)`` pairs, records type-checked."""
     out = []
     for name, fn in _impls_by_plugin(pm, hook_name).items():
-        for item in fn() or ():
+        answer = _asked(name, hook_name, fn)
+        if answer is None:
+            continue
+        if isinstance(answer, (record, str, bytes, Mapping)) or not isinstance(answer, Iterable):
+            raise PluginValidationError(
+                f"plugin {name!r} returned {answer!r} from {hook_name}; expected a list of {record.__name__} "
+                f"(fix the plugin, or set {BLOCK_ENV}={name} to run without it)",
+                plugin=name,
+            )
+        for item in _asked(name, hook_name, functools.partial(list, answer)):  # a generator's own code runs here
             if not isinstance(item, record):
                 raise PluginValidationError(
                     f"plugin {name!r} returned {item!r} from {hook_name}; expected {record.__name__}", plugin=name
@@ -509,7 +535,7 @@ def _defaults(
     defaults: dict[str, str] = {}
     for name, (owner, spec) in owners.items():
         for plugin, resolve in resolvers.items():
-            answer = resolve(annotation_type=name)
+            answer = _asked(plugin, "trace_resolve_reward_id", resolve, annotation_type=name)
             if plugin == owner:
                 defaults[name] = answer
             elif answer is not None:

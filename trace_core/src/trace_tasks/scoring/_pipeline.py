@@ -758,7 +758,8 @@ def _annotate(
     if prediction is not None:
         why = trail.parse_errors if trail is not None else None
         # A version may read its prediction in its own form (RewardIdSpec.parse_prediction), else the owner's parse.
-        parsed = parse_value(reward.parse or entry.parse, entry.name, prediction, literal_left, why)
+        parse, plugin = (reward.parse, reward.plugin) if reward.parse is not None else (entry.parse, entry.plugin)
+        parsed = parse_value(parse, entry.name, prediction, literal_left, why, plugin)
         if parsed is UNPARSED and opts.annotation_native and entry.native is not None:  # opt-in: the model's own shape
             parsed = _read_native(ann, entry, prediction, parsed_target, literal_left, trail)
     written = parsed

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from trace_tasks.errors import AnnotationParseError
 from trace_tasks.plugins import AnnotationScore, AnnotationTypeEntry, NativeFormat
 from trace_tasks.reading import from_numpy, is_mapping, literal_budget
 
@@ -49,15 +50,23 @@ class PluginBug(Exception):
         self.kind = kind
 
 
+#: What a plugin bug does to the response, by kind (what the log says; "the response counts as an
+#: annotation failure" for every kind not listed).
+_CONSEQUENCES = {
+    "key": "the key is dropped and the rest of the result stands",
+    "native": "the value is read as no model-native shape",
+    "parse": "the response counts as a parse failure (annotation_parse_ok 0), as if the model had written no value",
+}
+
+
 def report_plugin_bug(plugin: str, reward_id: str, kind: str, detail: str, exc_info: Any = None) -> None:
     """Log a plugin's broken result at WARNING, once per plugin and kind (a run scores millions)."""
     if (plugin, kind) in _reported:
         return
     _reported.add((plugin, kind))
     log.warning(
-        "trace_tasks: plugin %r scoring %r: %s; the response counts as an annotation failure "
-        "(logged once per plugin and kind of problem)",
-        plugin, reward_id, detail, exc_info=exc_info,
+        "trace_tasks: plugin %r scoring %r: %s; %s (logged once per plugin and kind of problem)",
+        plugin, reward_id, detail, _CONSEQUENCES.get(kind, "the response counts as an annotation failure"), exc_info=exc_info,
     )  # fmt: skip
 
 
@@ -140,12 +149,21 @@ def checked_score(score: Any, plugin: str, reward_id: str) -> tuple[float, dict[
 
 
 def parse_value(
-    parse: Callable[..., Any], type_name: str, value: Any, literal_left: list[int], why: list[BaseException] | None = None
+    parse: Callable[..., Any],
+    type_name: str,
+    value: Any,
+    literal_left: list[int],
+    why: list[BaseException] | None = None,
+    plugin: str | None = None,
 ) -> Any:
     """The owner's parse of a raw annotation value, or :data:`UNPARSED` (and the exception appended to ``why``).
 
     Literal strings in ``value`` share the budget ``literal_left`` (the
-    response's for a prediction, the target's own for a target).
+    response's for a prediction, the target's own for a target). ``plugin``:
+    the parse hook's plugin, for a prediction's parse. Any exception but
+    :class:`~trace_tasks.errors.AnnotationParseError` is then also its bug,
+    logged once (a broken parse hook would otherwise look like a model that
+    never writes a value, for a whole run).
     """
     try:
         with literal_budget(literal_left):
@@ -153,6 +171,8 @@ def parse_value(
     except Exception as exc:  # AnnotationParseError, or anything odd a hostile value provokes
         if why is not None:
             why.append(exc)
+        if plugin is not None and not isinstance(exc, AnnotationParseError):
+            report_plugin_bug(plugin, type_name, "parse", f"trace_parse_annotation raised {type(exc).__name__}: {exc}")
         return UNPARSED
 
 
