@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from trace_tasks import (
@@ -126,3 +127,39 @@ def test_a_family_that_cannot_be_frame_checked_gets_a_note(
     notes = [line for line in out if line.startswith("note:")]
     assert notes == ["note: the 'test_widget' family does not describe its geometry; image frame not checked"]
     assert out[-1] == "3 lines checked in 1 file: 1 problem on 1 line, 0 warnings"
+
+
+def _outside_box(tmp_path: Path) -> Path:
+    """One bbox instance whose box reaches past its 640x480 image (a frame problem when the family draws it)."""
+    data = good_instance("outside")
+    data["annotation_gt"] = {"type": "bbox", "value": [600, 100, 700, 200]}
+    data["image_size"] = [640, 480]
+    data["reward_contract"] = resolve_reward_contract(answer_type="integer", annotation_type="bbox").to_dict()
+    return _write(tmp_path / "outside.jsonl", [data])
+
+
+@pytest.mark.parametrize(
+    ("drawn", "said"),
+    [
+        (lambda item: ["not a drawable"], "returned str among its drawables"),
+        (lambda item: "a box", "returned str, not a list of drawables"),
+        (lambda item: [plugins.Box(float("nan"), 0.0, 10.0, 10.0)], "whose coordinates are not finite numbers"),
+    ],
+    ids=["junk_item", "not_a_list", "nan"],
+)
+def test_a_draw_hook_returning_no_drawings_is_the_familys_note_not_the_datas_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, drawn: Any, said: str
+) -> None:
+    # Junk was read as "nothing outside the frame" (0 problems), NaN as the dataset's problem ("x=nan is outside").
+    path = _outside_box(tmp_path)
+    assert main(["validate", str(path)]) == 1  # the official draw hook: the box is outside the frame
+    assert "x=700 is outside the image frame [0, 640]" in capsys.readouterr().out
+    registry = plugins.get_registry()
+    entry = registry.annotation_types["bbox"]
+    broken = attrs.evolve(entry, draw=lambda annotation_type, item: drawn(item))
+    monkeypatch.setitem(registry.annotation_types, "bbox", broken)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "outside the image frame" not in out
+    (note,) = [line for line in out.splitlines() if line.startswith("note:")]
+    assert note.startswith("note: the 'bbox' family's draw hook ") and said in note and note.endswith("image frame not checked")

@@ -670,3 +670,20 @@ def test_plugins_check_lists_the_orphan(
         f"trace-tasks: error: RewardPinError: correct or remove bbox={GIOU} in TRACE_TASKS_REWARD_IDS, or load its family ({left_out}"
     )
     assert line.endswith("TRACE_TASKS_REWARD_IDS pins annotation type 'bbox', which no installed family owns")
+
+
+def test_validation_names_the_plugin_whose_parse_hook_raised_on_a_target(register: Any) -> None:
+    # The problem read as the data's ("does not parse as interval: parse bug"), with no word of the plugin.
+    from trace_tasks import instance_problems
+
+    register(BadParser(RuntimeError("parse bug")), "badparse")
+    contract = resolve_reward_contract(answer_type="integer", annotation_type="interval").to_dict()
+    instance = {
+        "answer_gt": {"type": "integer", "value": 3},
+        "annotation_gt": {"type": "interval", "value": [1, 10]},
+        "reward_contract": contract,
+    }
+    (problem,) = instance_problems(instance)
+    assert problem.path == "$.annotation_gt.value"
+    assert "the parse hook of plugin 'badparse' raised RuntimeError: parse bug" in problem.message
+    assert instance_problems({**instance, "annotation_gt": {"type": "interval", "value": [0, 10]}}) == []

@@ -45,7 +45,7 @@ import cattrs
 from trace_tasks.core.reward_contracts import contract_problems
 from trace_tasks.data._keys import content_key
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
-from trace_tasks.errors import OptionError, Problem, shown, suggest
+from trace_tasks.errors import AnnotationParseError, OptionError, Problem, shown, suggest
 from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
@@ -562,6 +562,11 @@ def _check_target(data: Mapping[str, Any], parts: Parts, problems: list[Problem]
             parts.target = entry.parse(annotation_type=name, value=annotation["value"])
     except Exception as exc:  # AnnotationParseError, or whatever a broken value provokes
         detail = str(exc) or type(exc).__name__
+        if not isinstance(exc, AnnotationParseError):  # a parse hook refuses a value with AnnotationParseError
+            detail = (
+                f"the parse hook of plugin {entry.plugin!r} raised {type(exc).__name__}: {exc} (the plugin's bug, "
+                "or a value it does not expect: a parse hook refuses a value with AnnotationParseError)"
+            )
         if _parses_without_budget(entry, annotation["value"]):
             detail = (
                 f"its Python-literal strings need more than MAX_TARGET_LITERAL_BUDGET ({MAX_TARGET_LITERAL_BUDGET:,} "

@@ -9,12 +9,16 @@ capabilities cannot be checked, and the caller is told so instead of hearing
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from trace_tasks.plugins import Registry, ScoringContext, extent_points
+from trace_tasks.plugins import Box, Circle, Label, Point, Polygon, Polyline, Registry, ScoringContext, extent_points
+
+#: What a draw hook may return, item by item (``trace_tasks.plugins.Drawable``).
+DRAWABLES = (Box, Point, Polyline, Polygon, Circle, Label)
 
 
 @attrs.frozen(slots=True)
@@ -49,13 +53,33 @@ def frame_report(
     width, height = size
     problems: list[tuple[str, str]] = []
     for item in explanation.unmatched_targets:
-        for shape in entry.draw(annotation_type=annotation_type, item=item.value) or ():
+        drawn = entry.draw(annotation_type=annotation_type, item=item.value) or ()
+        bug = _drawing_bug(drawn)
+        if bug:  # the family's bug, never the data's: not checked (a problem here would blame the dataset)
+            return FrameReport((), False, f"the {annotation_type!r} family's draw hook {bug}; image frame not checked")
+        for shape in drawn:
             for x, y in extent_points(shape):
                 if not 0 <= x <= width:
                     problems.append((_item_path(path, item.label), f"x={x:g} is outside the image frame [0, {width:g}]"))
                 if not 0 <= y <= height:
                     problems.append((_item_path(path, item.label), f"y={y:g} is outside the image frame [0, {height:g}]"))
     return FrameReport(tuple(problems), True)
+
+
+def _drawing_bug(drawn: Any) -> str:
+    """What is wrong with a draw hook's answer for one item ("" when it is drawables with finite coordinates)."""
+    if not isinstance(drawn, (list, tuple)):
+        return f"returned {type(drawn).__name__}, not a list of drawables"
+    for shape in drawn:
+        if not isinstance(shape, DRAWABLES):
+            return f"returned {type(shape).__name__} among its drawables"
+        try:
+            finite = all(math.isfinite(x) and math.isfinite(y) for x, y in extent_points(shape))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            return f"drew {shape!r}, whose coordinates are not finite numbers"
+    return ""
 
 
 #: Most item names listed in an outside-the-frame note.
