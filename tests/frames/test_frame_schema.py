@@ -105,3 +105,50 @@ def test_the_bounds_are_checked_by_schema_problems() -> None:
     assert schema_problems({"answer": 1, "annotation": [100, 200, 300, 400]}, schema) == []
     assert schema_problems({"answer": 1, "annotation": [100, 200, 1200, 400]}, schema)
     assert schema_problems({"answer": 1, "annotation": [100.5, 200, 300, 400]}, schema)
+
+
+OFFICIAL_TYPES = [
+    f"{family}{shape}" for family in ("bbox", "point") for shape in ("", "_set", "_sequence", "_map", "_set_map")
+] + ["segment", "segment_set"]
+#: A y-first frame's words write y first; every other frame's write x first.
+ORDER = {
+    "rel1000_yx": ("[y", "[x"),
+    "rel1000": ("[x", "[y"),
+    "rel999": ("[x", "[y"),
+    "rel1": ("[x", "[y"),
+    "resized": ("[x", "[y"),
+}
+
+
+def _annotation_words(text: str) -> str:
+    (line,) = [line for line in text.splitlines() if line.startswith('- "annotation":')]
+    return line
+
+
+@pytest.mark.parametrize("frame", sorted(ORDER))
+@pytest.mark.parametrize("annotation_type", OFFICIAL_TYPES)
+def test_in_a_declared_frame_the_value_words_do_not_say_pixels_nor_the_other_order(annotation_type: str, frame: str) -> None:
+    # The value's words said "in pixels of the image" (and x first) beside a frame sentence asking for 0-1000, y first.
+    text = format_instructions(annotation_type=annotation_type, trace_reward_mode="annotation_only", prediction_frame=frame)
+    words = _annotation_words(text)
+    first, other = ORDER[frame]
+    assert "pixels" not in words and first in words and other not in words, words
+    schema = response_json_schema(annotation_type=annotation_type, trace_reward_mode="annotation_only", prediction_frame=frame)
+    described = schema["properties"]["annotation"]["description"]
+    assert "in pixels of the image" not in described and first in described and other not in described, described
+    pixel = _annotation_words(format_instructions(annotation_type=annotation_type, trace_reward_mode="annotation_only"))
+    assert "pixels of the image" in pixel and "[x" in pixel  # the default prompt unchanged
+
+
+@pytest.mark.parametrize("frame", sorted(ORDER))
+def test_a_click_version_says_its_point_in_the_frame(frame: str) -> None:
+    from trace_tasks import pin_reward_id, unpin_reward_id
+
+    pin_reward_id("bbox", "bbox_click_hit_v0")
+    try:
+        text = format_instructions(annotation_type="bbox", trace_reward_mode="annotation_only", prediction_frame=frame)
+    finally:
+        unpin_reward_id("bbox")
+    words = _annotation_words(text)
+    first, other = ORDER[frame]
+    assert "one point" in words and "pixels" not in words and first in words and other not in words, words

@@ -109,6 +109,8 @@ class ClickVersions:
     @hookimpl
     def trace_reward_ids(self) -> list[RewardIdSpec]:
         form = "one point [x, y] in pixels of the image"
+        # In a declared frame the prompt's frame sentence gives the unit and range; y first, the pair swaps.
+        in_frame, in_frame_yx = "one point [x, y]", "one point [y, x]"
         hit_examples: tuple[tuple[Any, Any, float], ...] = (*_INSIDE_EXAMPLES, ([120, 120], [10, 20, 110, 220], 0.0))
         # 32 px right of the right edge at the kit's 32 px half-life: one half.
         soft_examples: tuple[tuple[Any, Any, float], ...] = (*_INSIDE_EXAMPLES, ([142, 120], [10, 20, 110, 220], 0.5))
@@ -120,6 +122,8 @@ class ClickVersions:
                 parse_prediction=parse_click,
                 prediction_form=form,
                 prediction_examples=hit_examples,
+                frame_prediction_form=in_frame,
+                frame_prediction_form_yx=in_frame_yx,
             ),
             RewardIdSpec(
                 SOFT,
@@ -128,6 +132,8 @@ class ClickVersions:
                 parse_prediction=parse_click,
                 prediction_form=form,
                 prediction_examples=soft_examples,
+                frame_prediction_form=in_frame,
+                frame_prediction_form_yx=in_frame_yx,
             ),
         ]
 

@@ -51,6 +51,8 @@ __all__ = ["ShapeFamily", "ShapeRewards", "TypeRow"]
 
 #: ``(shape, reward id)`` or ``(shape, (default id, other id, ...))``.
 TypeRow = tuple[str, Union[str, Sequence[str]]]
+#: A flat_xy item's form (``[x0, y0, x1, y1]``) written y first (``[y0, x0, y1, x1]``).
+_SWAP_XY = str.maketrans("xyXY", "yxYX")
 
 
 def _check_shape(shape: str) -> str:
@@ -200,13 +202,26 @@ class ShapeFamily(_ShapeScoring):
             "additionalProperties": {"type": "array", "items": item},
         }
 
-    def _item_words(self) -> str:
+    def _item_words(self, frame: str = "") -> str:
+        """One item in words: its form and what its numbers are (pixels); in a declared frame (``frame`` "xy" or
+        "yx") its form alone, the frame's axis order, as the prompt's frame sentence gives the unit and range."""
         prim = self.primitive
         form = prim.item_form or f"one {prim.name}"
+        if frame == "yx":  # a flat_xy item's form names its x and y coordinates: written y first, they swap
+            return form.translate(_SWAP_XY)
+        if frame:
+            return form
         return f"{form} ({prim.item_help})" if prim.item_help else form
 
-    def _value_format(self, shape: str) -> str:
-        item, name = self._item_words(), self.primitive.name
+    def _frame_value_formats(self, shape: str) -> tuple[str, str]:
+        """``(x first, y first)`` words for a value in a declared frame; ("", "") when the family cannot convert one."""
+        prim = self.primitive
+        if not (prim.flat_xy and prim.item_form):
+            return "", ""
+        return self._value_format(shape, "xy"), self._value_format(shape, "yx")
+
+    def _value_format(self, shape: str, frame: str = "") -> str:
+        item, name = self._item_words(frame), self.primitive.name
         return {
             "scalar": f"one {name} {item}",
             "set": f"a list of {name} items, each {item}, one per witness, in any order ([] when there is none)",
@@ -237,6 +252,8 @@ class ShapeFamily(_ShapeScoring):
                 parsed_value=self._parsed_value(shape),
                 json_schema=self._json_schema(shape),
                 value_format=self._value_format(shape),
+                frame_value_format=self._frame_value_formats(shape)[0],
+                frame_value_format_yx=self._frame_value_formats(shape)[1],
                 # The kit's collection parsers are pure: the primitive's item parse decides.
                 pure_parse=self.primitive.pure_parse and self.primitive.parse_item is not None,
                 image_blind=self.primitive.image_blind,

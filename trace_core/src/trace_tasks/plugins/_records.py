@@ -108,7 +108,11 @@ class AnnotationTypeSpec:
     canonical form, which every value it accepts should parse as (the family
     kit checks that the examples validate and that a wrong shape does not);
     ``None`` leaves the value unconstrained. ``value_format`` says in words,
-    for a prompt, how to write a value (``a box [x0, y0, x1, y1] in pixels``).
+    for a prompt, how to write a value (``a box [x0, y0, x1, y1] in pixels``);
+    ``frame_value_format`` and ``frame_value_format_yx`` say it for a declared
+    prediction frame, x first and y first, without a unit (the prompt's frame
+    sentence gives the range: ``a box [x0, y0, x1, y1]``, ``a box [y0, x0, y1, x1]``);
+    "" (the default): ``value_format`` is used in every frame.
 
     Declared capabilities (the core asks them, it never guesses from names):
     ``pure_parse`` says the parse hook depends on the value only (no clock, no
@@ -140,6 +144,8 @@ class AnnotationTypeSpec:
     pure_parse: bool = False
     image_blind: ImageBlind | None = None
     drawn_as: str = attrs.field(default="", validator=_drawn_as)
+    frame_value_format: str = ""
+    frame_value_format_yx: str = ""
 
     @reward_ids.validator
     def _check_ids(self, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
@@ -167,8 +173,10 @@ class RewardIdSpec:
     form: ``parse_prediction`` parses one raw predicted value (raising
     ``AnnotationParseError`` on a wrong shape, like a parse hook), and the
     scorer then receives its parse as the prediction and the owner's parse as
-    the target; ``prediction_form`` says the form in words and
-    ``prediction_examples`` are ``(prediction, target, reward)`` triples of raw
+    the target; ``prediction_form`` says the form in words
+    (``frame_prediction_form`` and ``frame_prediction_form_yx`` in a declared
+    prediction frame, x first and y first, without a unit, as
+    ``AnnotationTypeSpec.frame_value_format``) and ``prediction_examples`` are ``(prediction, target, reward)`` triples of raw
     values the family test kit parses and scores (the reward to within 1e-12).
     Without ``parse_prediction`` the prediction is the owner's parse, as the
     target is.
@@ -180,6 +188,8 @@ class RewardIdSpec:
     parse_prediction: Callable[[Any], Any] | None = None
     prediction_form: str = ""
     prediction_examples: tuple[tuple[Any, Any, float], ...] = attrs.field(default=(), converter=_triples)
+    frame_prediction_form: str = ""
+    frame_prediction_form_yx: str = ""
 
 
 @attrs.frozen(slots=True)

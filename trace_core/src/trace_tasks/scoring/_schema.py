@@ -29,6 +29,7 @@ import attrs
 from trace_tasks.errors import OptionError, UnknownTypeError, suggest
 from trace_tasks.plugins import JSON_SCHEMA_DIALECT, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
 from trace_tasks.reading import is_mapping, read_annotation_string
+from trace_tasks.scoring._frames import PIXEL, RELATIVE_FRAMES
 from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, resolve_answer_tag, resolve_mode
 from trace_tasks.scoring._schema_frames import frame_of, frame_schema, frame_words
 
@@ -55,8 +56,9 @@ def _annotation_entry(registry: Registry, annotation_type: Any) -> AnnotationTyp
     return registry.annotation_type(annotation_type.strip())  # MissingFamilyError / UnknownTypeError
 
 
-def _version_form(entry: AnnotationTypeEntry) -> tuple[str, tuple[Any, ...]] | None:
-    """The current reward version's own prediction form and example predictions, when it declares one.
+def _version_form(entry: AnnotationTypeEntry, frame: str = PIXEL) -> tuple[str, tuple[Any, ...]] | None:
+    """The current reward version's own prediction form (in words for ``frame``) and example predictions, when it
+    declares one.
 
     A pinned click version of ``bbox`` (``bbox_click_hit_v0``) reads a point ``[x, y]``, not the box the type
     holds: the prompt and schema ask for what the reward reads.
@@ -65,7 +67,25 @@ def _version_form(entry: AnnotationTypeEntry) -> tuple[str, tuple[Any, ...]] | N
     spec = reward.spec if reward is not None else None
     if spec is None or spec.parse_prediction is None or not spec.prediction_form:
         return None
-    return spec.prediction_form, tuple(example[0] for example in spec.prediction_examples)
+    words = _in_frame(frame, spec.prediction_form, spec.frame_prediction_form, spec.frame_prediction_form_yx)
+    return words, tuple(example[0] for example in spec.prediction_examples)
+
+
+def _value_words(entry: AnnotationTypeEntry, frame: str) -> str:
+    """How to write a value of ``entry``'s type in ``frame``, as its owner says it ("" when it says nothing)."""
+    spec = entry.spec
+    if spec is None:
+        return ""
+    return _in_frame(frame, spec.value_format or spec.description, spec.frame_value_format, spec.frame_value_format_yx)
+
+
+def _in_frame(frame: str, pixel: str, x_first: str, y_first: str) -> str:
+    """The words for ``frame``: ``pixel`` in pixels, else the declared frame's (x or y first), when the family gives
+    them; the pixel words say "pixels of the image", which a prompt asking for 0-1000 must not say too."""
+    if frame == PIXEL:
+        return pixel
+    words = y_first if RELATIVE_FRAMES.get(frame, (0, False))[1] else x_first
+    return words or pixel
 
 
 @attrs.frozen(slots=True)
@@ -212,8 +232,8 @@ def response_json_schema(
     if entry is not None:
         type_spec = entry.spec
         declared = type_spec.json_schema if type_spec is not None else None
-        words = (type_spec.value_format or type_spec.description) if type_spec is not None else ""
-        form = _version_form(entry)
+        words = _value_words(entry, frame)
+        form = _version_form(entry, frame)
         if form is not None:  # the current version reads its prediction in its own form (a click for a box)
             declared, words = None, form[0]
         what = f"annotation type {entry.name!r}" if form is None else f"the reward version {entry.current_reward_id!r}"
@@ -294,10 +314,8 @@ def format_instructions(
         complete, example["answer"] = _example(spec.examples)
     if entry is not None:
         type_spec = entry.spec
-        words = ""
-        if type_spec is not None:
-            words = type_spec.value_format or type_spec.description
-        form = _version_form(entry)
+        words = _value_words(entry, frame)
+        form = _version_form(entry, frame)
         if form is not None:
             words = form[0]
         lines.append(f'- "annotation": {words or f"a value of type {entry.name}"}.')
