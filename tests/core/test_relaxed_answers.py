@@ -88,25 +88,45 @@ def test_relaxed_number_match_agrees_with_chartqa() -> None:
 
 @pytest.mark.parametrize(
     ("text", "number"),
-    [("19.49", 19.49), ("about 19.49%", 19.49), ("1,234.5", 1234.5), ("-3", -3.0), (".5", 0.5), ("7 and 7.0", 7.0)],
+    [
+        ("19.49", 19.49),
+        ("about 19.49%", 19.49),
+        ("1,234.5", 1234.5),
+        ("-3", -3.0),
+        (".5", 0.5),
+        ("7 and 7.0", 7.0),
+        (".35e1", 3.5),  # was read as 0.35: the leading-dot form had no exponent
+        ("\u22125", -5.0),  # the typeset minus sign: was read as +5
+        ("\u2212.5e1", -5.0),
+        (10**302, 1e302),  # an int a float holds: was refused from 2**1000 on
+    ],
 )
 def test_read_number(text: str, number: float) -> None:
     assert read_number(text) == number
 
 
-@pytest.mark.parametrize("text", ["7 or 8", "", "none", "1e999", True, None, [7], "3-4"])
+@pytest.mark.parametrize("text", ["7 or 8", "", "none", "1e999", True, None, [7], "3-4", 10**400, "5 \u22125"])
 def test_read_number_refuses(text: Any) -> None:
     assert read_number(text) is None
 
 
 @pytest.mark.parametrize(
-    "text", ["B", "b", "(B)", "B.", "B) Settings", "Answer: B", "The answer is (B)", "\\boxed{B}", "\\boxed{(B)}"]
+    "text",
+    [
+        *["B", "b", "(B)", "B.", "B) Settings", "Answer: B", "The answer is (B)", "\\boxed{B}", "\\boxed{(B)}"],
+        # Case-insensitive in every form (only the bare letter was) ...
+        *["(b)", "b.", "b) Settings", "Answer: b", "answer: (b)", "\\boxed{b}", "\\boxed{(b)}"],
+    ],
 )
 def test_letter_forms(text: str) -> None:
     assert read_option_letter(text) == "B"
 
 
-@pytest.mark.parametrize("text", ["(A) or (B)", "A, B", "B. or C.", "Answer: B \\boxed{C}", "", "AB", "none of them", 2])
+@pytest.mark.parametrize(
+    "text",
+    # ... but for "the answer is a ...", where a lower-case letter is an article.
+    ["(A) or (B)", "A, B", "B. or C.", "Answer: B \\boxed{C}", "", "AB", "none of them", 2, "the answer is a dog", "(b) or (c)"],
+)
 def test_letter_refusals(text: Any) -> None:
     assert read_option_letter(text) is None
 
@@ -134,6 +154,21 @@ def test_pinned_letter_policy(pinned: Any) -> None:
         assert answer(contract, text, "option_letter", "B") == 1.0, text
     assert answer(contract, "(A) or (B)", "option_letter", "B") == 0.0
     assert answer(contract, "(C)", "option_letter", "B") == 0.0
+
+
+def test_a_json_literal_letter_reads_as_the_exact_match_reads_it(pinned: Any) -> None:
+    # The target '"B"' (a valid target, read as B) compared as '"B"' with its quotes: nothing matched it.
+    contract = pinned("option_letter")
+    for text in ["B", "(B)", "\\boxed{b}"]:
+        assert answer(contract, text, "option_letter", '"B"') == 1.0, text
+    assert answer(contract, '"B"', "option_letter", "B") == 1.0  # a prediction written as the JSON string "B"
+    assert answer(contract, '"C"', "option_letter", '"B"') == 0.0
+
+
+def test_the_typeset_minus_is_a_sign(pinned: Any) -> None:
+    contract = pinned("number")
+    assert answer(contract, "\u22125", "number", -5) == 1.0
+    assert answer(contract, "\u22125", "number", 5) == 0.0  # a sign error earned the reward
 
 
 def test_tolerance_option_is_checked() -> None:
