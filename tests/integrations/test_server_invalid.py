@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 
 import trace_plugins_bbox.plugin
 from trace_tasks import plugins
+from trace_tasks.integrations import server
 from trace_tasks.integrations.server import create_app
 from trace_tasks.plugins import _registry as registry_module
 
@@ -67,12 +69,30 @@ def test_labels_are_read_like_trainer_rows(client: Client) -> None:
     extra = _label(BROKEN_BY_NAME["unknown-field"].instance())
     assert _post(client, [extra]).status_code == 200
     got = _post(client, [_label(good_instance()), _label(BROKEN_BY_NAME["missing-field"].instance())])
-    assert (
-        got.status_code == 422
-        and got.json()["detail"]
-        == "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract'] "
+    said = (
+        "labels[1] lacks ['annotation_gt']; a trace instance needs ['answer_gt', 'annotation_gt', 'reward_contract'] "
         "(answer_gt may be null only for the annotation_only mode)"
     )
+    assert got.status_code == 422 and got.json()["detail"] == f"invalid instance: $: {said}"
+    assert got.json()["problems"] == [{"label": 1, "path": "$", "message": said}]
+
+
+def test_labels_that_are_no_instance_are_listed_with_the_others_and_logged(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The first label that was no instance at all was the whole answer: the others' problems were hidden,
+    # and nothing was logged at ERROR (OpenRLHF never shows the answer's detail).
+    zero_area = good_instance()
+    zero_area["annotation_gt"] = {"type": "bbox", "value": [0, 0, 0, 10]}
+    missing = _label(good_instance())
+    del missing["reward_contract"]
+    with caplog.at_level(logging.ERROR):
+        got = _post(client, [_label(zero_area), "{nope", missing, 7])
+    assert got.status_code == 422
+    labels = [problem["label"] for problem in got.json()["problems"]]
+    assert sorted(set(labels)) == [0, 1, 2, 3]
+    assert any("labels[1] is a string but not JSON" in problem["message"] for problem in got.json()["problems"])
+    assert [r for r in caplog.records if r.levelno == logging.ERROR and "broken trace instances" in r.getMessage()]
 
 
 BROKEN_BY_NAME = {case.name: case for case in BROKEN}
@@ -101,8 +121,21 @@ def test_every_broken_label_is_listed(client: Client) -> None:
     assert got.status_code == 422
     body = got.json()
     assert {p["label"] for p in body["problems"]} == set(range(len(LABEL_CASES)))
+    named = min(len(LABEL_CASES), server.MAX_LABELS_IN_DETAIL)
     for i in range(len(LABEL_CASES)):
-        assert f"labels[{i}]: invalid instance: " in body["detail"]
+        assert (f"labels[{i}]: invalid instance: " in body["detail"]) == (i < named)
+    if len(LABEL_CASES) > named:
+        assert body["detail"].endswith(f"; and {len(LABEL_CASES) - named} more broken labels")
+
+
+def test_a_request_of_many_broken_labels_gets_a_bounded_answer(client: Client) -> None:
+    # 77,669 broken labels in 16 MB were answered with 143 MB (every problem, each label in the detail).
+    labels = [_label(BROKEN_BY_NAME["zero-area-box"].instance())] * 3000
+    got = _post(client, labels)
+    body = got.json()
+    assert got.status_code == 422 and len(body["problems"]) == server.MAX_PROBLEMS_LISTED
+    assert body["problems_omitted"] == 3000 - server.MAX_PROBLEMS_LISTED
+    assert len(got.content) < 400_000
 
 
 def test_good_labels_still_score_exactly_as_before(client: Client) -> None:

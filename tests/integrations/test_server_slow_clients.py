@@ -122,11 +122,16 @@ def test_one_client_sending_too_many_bodies_gets_429_with_retry_after() -> None:
         held = [upload(port, 1000) for _ in range(2)]
         try:
             wait_for(lambda: guard.uploads.get("127.0.0.1") == 2, "the uploads did not start")
-            (response, inst) = pairs()[0]
-            payload = {"query": [response], "prompts": [""], "labels": [inst]}
-            got = httpx.post(f"{url}/get_reward", json=payload, timeout=PATIENCE)
-            assert got.status_code == 429 and got.headers["retry-after"] == "1"
-            assert "max_client_uploads=2" in got.json()["detail"]
+            # A body arriving whole is never counted, so never refused (a burst of small requests) ...
+            real_request(url)
+            # ... a third body still arriving is.
+            third = upload(port, 1000)
+            try:
+                status, body, head = status_and_body(answer(third))
+            finally:
+                third.close()
+            assert status == 429 and "retry-after: 1" in head and "connection: close" in head
+            assert "max_client_uploads=2" in body["detail"]
             for conn in held:  # cut off after the body timeout, and their slots given back
                 assert status_and_body(answer(conn))[0] == 408
         finally:
@@ -151,3 +156,79 @@ def test_a_connection_that_does_not_finish_its_request_head_is_closed() -> None:
             silent.close()
             partial.close()
         real_request(url)  # a client that sends its request promptly is served as before
+
+
+def _verify_body(text: str) -> bytes:
+    """A NeMo Gym ``/verify`` request whose model output is ``text`` (echoed back in the answer)."""
+    (_, inst) = pairs()[0]
+    row = {
+        "responses_create_params": {"input": []},
+        "response": {"output": [{"type": "message", "content": [{"type": "output_text", "text": text}]}]},
+        **inst,
+    }
+    return json.dumps(row).encode()
+
+
+def test_an_answer_the_client_does_not_read_keeps_its_bytes_reserved_until_cut_off() -> None:
+    # uvicorn took a whole answer into its write buffer at once, and the request's bytes were released
+    # then: /verify echoing 16 MB to a client that never read stayed in memory, outside max_inflight_bytes.
+    guard: BodyLimit = create_app(body_timeout_seconds=1)
+    with serving(guard) as (url, port):
+        body = _verify_body("x" * 4_000_000)
+        conn = socket.socket()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        conn.settimeout(PATIENCE)
+        conn.connect(("127.0.0.1", port))
+        head = (
+            f"POST /verify HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            conn.sendall(head.encode() + body)
+            wait_for(lambda: guard.inflight >= len(body), "the request's bytes were not reserved")
+            time.sleep(0.5)  # scored and answering: the client reads nothing, the answer waits
+            assert guard.inflight >= len(body)
+            wait_for(lambda: guard.inflight == 0, "the unread answer was not cut off")
+        finally:
+            conn.close()
+        real_request(url)
+
+
+def test_a_burst_of_small_requests_from_one_client_is_served() -> None:
+    # Each whole small body was counted as an upload while the others were read: 132 of 200 got 429.
+    import concurrent.futures
+
+    guard: BodyLimit = create_app(max_client_uploads=2)
+    with serving(guard) as (url, _):
+        (response, inst) = pairs()[0]
+        payload = {"query": [response], "prompts": [""], "labels": [inst]}
+        limits = httpx.Limits(max_connections=64)
+        with httpx.Client(timeout=PATIENCE, limits=limits) as http, concurrent.futures.ThreadPoolExecutor(32) as pool:
+            codes = list(pool.map(lambda _: http.post(f"{url}/get_reward", json=payload).status_code, range(96)))
+        assert codes == [200] * 96
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        ("/verify", _verify_body("\ud800 a lone surrogate"), 200),
+        (
+            "/get_reward",
+            json.dumps({"query": ["x"], "labels": [{**pairs()[0][1], "answer_gt": {"\ud800": "integer", "value": 2}}]}).encode(),
+            422,
+        ),
+        ("/verify", _verify_body("n").replace(b'"input": []', b'"input": [NaN, Infinity]'), 200),
+    ],
+    ids=["surrogate_in_model_output", "surrogate_in_a_refused_label", "non_finite_numbers_echoed"],
+)
+def test_every_answer_is_json_whatever_the_request_held(path: str, body: bytes, status: int) -> None:
+    # A lone surrogate (which json.loads accepts) failed to encode: a plain-text 500 with no detail.
+    guard: BodyLimit = create_app()
+    with serving(guard) as (url, _):
+        got = httpx.post(f"{url}{path}", content=body, headers={"content-type": "application/json"}, timeout=PATIENCE)
+        assert got.status_code == status and got.headers["content-type"] == "application/json"
+        answer = got.json()
+        if path == "/verify":
+            assert answer["responses_create_params"] == json.loads(body)["responses_create_params"] or b"NaN" in body
+        else:
+            assert "\ud800" in answer["detail"]
+        real_request(url)

@@ -57,6 +57,7 @@ import ipaddress
 import itertools
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -66,7 +67,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from trace_tasks.data import InstanceError
-from trace_tasks.errors import MissingFamilyError, OptionError, TraceTasksError
+from trace_tasks.errors import MissingFamilyError, OptionError, Problem, RecordError, TraceTasksError
 from trace_tasks.integrations._common import (
     CompiledEntry,
     compile_ground_truth,
@@ -165,11 +166,31 @@ def check_token(token: Any) -> str | None:
     return token
 
 
+#: The pieces a response body is sent in (:meth:`BodyLimit._paced`): uvicorn's write buffer's high-water mark.
+_ANSWER_PIECE = 64 * 1024
+
+
+class _UnreadAnswer(Exception):
+    """A client read nothing of its answer for ``body_timeout_seconds``: the answer is cut short."""
+
+
+async def _send_within(send: Send, message: Message, timeout: float) -> None:
+    try:
+        await asyncio.wait_for(send(message), timeout)
+    except asyncio.TimeoutError:
+        raise _UnreadAnswer(
+            f"a client read nothing of its answer for {timeout:g} s (body_timeout_seconds): the answer is cut "
+            "short and the connection closed"
+        ) from None
+
+
 @dataclass(eq=False)
 class _Upload:
-    """One request body being read: the bytes it holds, and what it waits for."""
+    """One request body being read: its client, the bytes it holds, and what it waits for."""
 
     seq: int  # arrival order: the oldest waiting body gets room first
+    client: str = ""
+    counted: bool = False  # counted among its client's uploads (a body still arriving)
     held: int = 0
     need: int = 0
     waited: float = 0.0
@@ -244,14 +265,9 @@ class BodyLimit:
         if refusal is not None:
             await self._reject(send, *refusal)
             return
-        client = _client_of(scope)
-        self.uploads[client] = self.uploads.get(client, 0) + 1
-        uploading = True
-        upload = _Upload(next(self._seq))
+        upload = _Upload(next(self._seq), _client_of(scope))
         try:
             body = await self._read_body(upload, receive, send)
-            self._upload_done(client)
-            uploading = False
             if body is None:  # refused (the answer is sent) or the client went away
                 return
             replayed = False
@@ -263,11 +279,12 @@ class BodyLimit:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
 
-            await self.app(scope, replay, send)
+            try:
+                await self.app(scope, replay, self._paced(send))
+            except _UnreadAnswer as exc:
+                log.warning("trace_tasks serve: %s", exc)
         finally:
-            if uploading:
-                self._upload_done(client)
-            self._release(upload)
+            self._release(upload)  # after the whole answer is sent: a client that does not read it holds its bytes
 
     # -- before the body ----------------------------------------------------------------------------
 
@@ -282,14 +299,6 @@ class BodyLimit:
                 401,
                 "missing or wrong token: send the server's token as 'Authorization: Bearer TOKEN' or in the URL as ?token=TOKEN",
                 [(b"www-authenticate", b'Bearer realm="trace_tasks"')],
-            )
-        client = _client_of(scope)
-        if self.max_client_uploads is not None and self.uploads.get(client, 0) >= self.max_client_uploads:
-            return (
-                429,
-                f"too many request bodies being sent at once from {client or 'this client'} "
-                f"(max_client_uploads={self.max_client_uploads}); retry after {RETRY_AFTER_SECONDS} s",
-                [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())],
             )
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None:
@@ -381,7 +390,19 @@ class BodyLimit:
     # -- the body -----------------------------------------------------------------------------------
 
     async def _read_body(self, upload: _Upload, receive: Receive, send: Send) -> bytes | None:
-        """The whole body, its bytes reserved chunk by chunk; ``None`` once a refusal is sent or the client left."""
+        """The whole body, its bytes reserved chunk by chunk; ``None`` once a refusal is sent or the client left.
+
+        A body counts as an upload of its client (``max_client_uploads``) from its first chunk that is not its
+        last: a body that arrives whole in one receive (a small request, already buffered) never waits for
+        its client, so many such requests at once are never refused (they were counted as they arrived).
+        """
+        try:
+            return await self._read_chunks(upload, receive, send)
+        finally:
+            if upload.counted:
+                self._upload_done(upload.client)
+
+    async def _read_chunks(self, upload: _Upload, receive: Receive, send: Send) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -396,6 +417,17 @@ class BodyLimit:
                 return None
             if message["type"] != "http.request":  # client went away
                 return None
+            if message.get("more_body", False) and not upload.counted:
+                client = upload.client
+                if self.max_client_uploads is not None and self.uploads.get(client, 0) >= self.max_client_uploads:
+                    detail = (
+                        f"too many request bodies being sent at once from {client or 'this client'} "
+                        f"(max_client_uploads={self.max_client_uploads}); retry after {RETRY_AFTER_SECONDS} s"
+                    )
+                    await self._reject(send, 429, detail, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+                    return None
+                self.uploads[client] = self.uploads.get(client, 0) + 1
+                upload.counted = True
             chunk = message.get("body", b"")
             if chunk:
                 size += len(chunk)
@@ -474,6 +506,31 @@ class BodyLimit:
             self._schedule()
 
     # -- answers ------------------------------------------------------------------------------------
+
+    def _paced(self, send: Send) -> Send:
+        """``send`` with each response body sent in pieces, each when the client has read enough of the last.
+
+        uvicorn waits before a message while the connection's write buffer is full, but takes a whole
+        body into that buffer at once: a 16 MB answer to a client that does not read it stayed in memory
+        for as long as the connection lived, outside ``max_inflight_bytes`` (the request's bytes were
+        released when the app returned). In pieces, the app waits while the client does not read, and
+        keeps its reservation; a client that reads nothing for ``body_timeout_seconds`` has its answer
+        cut short (:class:`_UnreadAnswer`) and the connection closed.
+        """
+        timeout = self.body_timeout_seconds
+
+        async def paced(message: Message) -> None:
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if len(body) <= _ANSWER_PIECE:
+                await _send_within(send, message, timeout)
+                return
+            more = message.get("more_body", False)
+            for start in range(0, len(body), _ANSWER_PIECE):
+                piece = body[start : start + _ANSWER_PIECE]
+                last = start + _ANSWER_PIECE >= len(body)
+                await _send_within(send, {"type": "http.response.body", "body": piece, "more_body": more or not last}, timeout)
+
+        return paced
 
     async def _busy(self, send: Send, *, preempted: bool) -> None:
         why = (
@@ -651,22 +708,33 @@ def _check_lists(payload: Mapping[str, Any]) -> tuple[list[Any], list[Any] | Non
     return queries, prompts, labels
 
 
+#: Most problems a 422 answer lists (``problems_omitted`` counts the rest), and most labels its ``detail``
+#: names: a broken label of 200 bytes has ~1.8 KB of problems, so a 16 MiB request of them was answered
+#: with 143 MB, outside every memory bound.
+MAX_PROBLEMS_LISTED = 1000
+MAX_LABELS_IN_DETAIL = 20
+
+
 class InvalidLabels(TraceTasksError, ValueError):
     """Labels that cannot be scored honestly; ``errors`` holds ``(label index, InstanceError)`` pairs."""
 
     def __init__(self, errors: list[tuple[int, InstanceError]]) -> None:
         self.errors = errors
-        super().__init__("; ".join(str(error) for _, error in errors))
+        shown = "; ".join(str(error) for _, error in errors[:MAX_LABELS_IN_DETAIL])
+        more = len(errors) - MAX_LABELS_IN_DETAIL
+        super().__init__(shown + (f"; and {more} more broken labels" if more > 0 else ""))
 
     def body(self) -> dict[str, Any]:
-        return {
-            "detail": str(self),
-            "problems": [
-                {"label": index, "path": problem.path, "message": problem.message}
-                for index, error in self.errors
-                for problem in error.problems
-            ],
-        }
+        """The 422 answer: ``detail``, and each problem of each label, at most :data:`MAX_PROBLEMS_LISTED`."""
+        problems = [
+            {"label": index, "path": problem.path, "message": problem.message}
+            for index, error in self.errors
+            for problem in error.problems
+        ]
+        answer: dict[str, Any] = {"detail": str(self), "problems": problems[:MAX_PROBLEMS_LISTED]}
+        if len(problems) > MAX_PROBLEMS_LISTED:
+            answer["problems_omitted"] = len(problems) - MAX_PROBLEMS_LISTED
+        return answer
 
 
 def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None) -> list[CompiledEntry]:
@@ -675,11 +743,10 @@ def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None
     Each label is compiled once (strictly, through the adapters' cache by
     content; a raw JSON label met before is not even parsed again) and its
     entry handed to scoring, which compiles nothing. Raises
-    :class:`~trace_tasks.errors.RecordError` (a ``ValueError``) for a label
-    that is no instance at all (not JSON, a required field missing),
     :class:`MissingFamilyError` for a type whose official family is not
     installed or is disabled (a deployment error), and :class:`InvalidLabels`
-    listing every problem of every invalid label. ``names``: what the errors
+    listing every problem of every invalid label, a label that is no instance
+    at all (not JSON, a required field missing) among them. ``names``: what the errors
     call each label (default ``labels[i]``).
     """
     errors: list[tuple[int, InstanceError]] = []
@@ -692,6 +759,8 @@ def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None
         except InstanceError as exc:
             _raise_missing_family(label, record)
             errors.append((i, exc))
+        except RecordError as exc:  # no instance at all (not JSON, a field missing): listed with the others
+            errors.append((i, InstanceError([Problem(exc.path or "$", exc.message)])))  # the message names the label
     if errors:
         raise InvalidLabels(errors)
     return entries
@@ -829,7 +898,7 @@ def create_app(
     require("fastapi", "server")  # a missing extra raises MissingExtraError naming it
     from fastapi import FastAPI, Request
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
+    from starlette.responses import Response
 
     _positive_int("max_request_bytes", max_request_bytes)
     if max_inflight_bytes is not None:
@@ -874,22 +943,11 @@ def create_app(
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            return JSONResponse({"detail": f"request body is not valid JSON: {exc}"}, status_code=400)
+            return Response(json_bytes({"detail": f"request body is not valid JSON: {exc}"}), 400, media_type=JSON)
         if not isinstance(payload, dict):
-            return JSONResponse({"detail": f"request body must be a JSON object with {shape}"}, status_code=422)
-        try:
-            return await run_in_threadpool(work, payload)
-        except MissingFamilyError as exc:
-            log_error(log, "trace_tasks serve: %s", exc)
-            return JSONResponse({"detail": f"server deployment error: {exc}"}, status_code=500)
-        except InvalidLabels as exc:
-            log_error(log, "trace_tasks serve: 422, a request with broken trace instances: %s", _preview(str(exc)))
-            return JSONResponse(exc.body(), status_code=422)
-        except (ValueError, TypeError) as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=422)
-        except Exception as exc:  # a bug of ours must not take the server down
-            log.exception("trace_tasks serve: unexpected error")
-            return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+            return Response(json_bytes({"detail": f"request body must be a JSON object with {shape}"}), 422, media_type=JSON)
+        status, data = await run_in_threadpool(_outcome, work, payload)
+        return Response(data, status, media_type=JSON)
 
     def get_reward_work(payload: dict[str, Any]) -> Any:
         queries, prompts, labels = _check_lists(payload)
@@ -920,6 +978,54 @@ def create_app(
         allowed_hosts=hosts,
         allowed_origins=origins or (),
     )
+
+
+JSON = "application/json"
+
+
+def _outcome(work: Callable[[dict[str, Any]], Any], payload: dict[str, Any]) -> tuple[int, bytes]:
+    """``work``'s answer to ``payload`` as ``(status, JSON bytes)``, each refusal mapped to its status.
+
+    Run in a worker thread, rendering included: a large answer is not rendered on the event loop.
+    """
+    try:
+        return 200, json_bytes(work(payload))
+    except MissingFamilyError as exc:
+        log_error(log, "trace_tasks serve: %s", exc)
+        return 500, json_bytes({"detail": f"server deployment error: {exc}"})
+    except InvalidLabels as exc:
+        log_error(log, "trace_tasks serve: 422, a request with broken trace instances: %s", _preview(str(exc)))
+        return 422, json_bytes(exc.body())
+    except (ValueError, TypeError) as exc:
+        return 422, json_bytes({"detail": str(exc)})
+    except RecursionError:  # an answer echoing a request nested as deep as JSON allows
+        return 422, json_bytes({"detail": "the request nests too deeply to be answered (its values are echoed)"})
+    except Exception as exc:  # a bug of ours must not take the server down
+        log.exception("trace_tasks serve: unexpected error")
+        return 500, json_bytes({"detail": f"internal error: {type(exc).__name__}: {exc}"})
+
+
+def json_bytes(content: Any) -> bytes:
+    """An answer as JSON bytes, whatever the request held: ASCII-escaped, so a lone surrogate a model wrote
+    (``"\\ud800"``, which ``json.loads`` accepts) is written back escaped instead of failing to encode; a
+    non-finite number (``NaN``, ``1e400``: Python's JSON reads them, JSON has none) as ``null``.
+    Raises ``RecursionError`` for content nested past the interpreter's limit."""
+    try:
+        text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except ValueError:  # a non-finite float somewhere: the rare answer, walked once
+        text = json.dumps(_finite(content), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text.encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float as ``None`` (what JSON can say of it)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _hosts_from_env() -> tuple[str, ...] | None:
