@@ -62,6 +62,30 @@ def test_many_big_labels_keep_memory_flat(small_caches: InstanceCache) -> None:
     assert 0 < len(_common._raw) < 64 and _common._raw_bytes[0] <= BOUND
 
 
+def test_labels_of_many_empty_containers_keep_memory_flat(small_caches: InstanceCache) -> None:
+    # An empty list is one byte of key and 64 bytes parsed: charged by their key's length alone, labels of
+    # many [] kept ~5 times the bound (651 MB at the default 128 MiB).
+    from trace_tasks.integrations import server
+
+    labels = []
+    for i in range(24):
+        label = instance({"type": "integer", "value": i}, {"type": "bbox", "value": [0, 0, 10, 10]})
+        label["metadata"] = {"x": [[]] * 60_000}  # 240 KB of JSON, ~4 MB parsed
+        labels.append(json.dumps(label))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for label in labels:
+            server.validate_labels([json.loads(label)])  # the server's path: an object, keyed by its pickle
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert kept < 2 * BOUND, f"{kept} bytes kept for 24 distinct labels of 60,000 empty lists"
+    assert 0 < len(small_caches) < 24 and small_caches.nbytes <= BOUND
+
+
 def test_small_labels_are_still_kept_by_count() -> None:
     cache = InstanceCache(maxsize=3)
     for inst in INSTANCES:

@@ -125,6 +125,11 @@ MAX_INSTANCE_CACHE_BYTES = 128 * 1024 * 1024
 #: 7.2-9.9 for 500-box and 500-key sets and maps, 10.9 for a 500-point set (tracemalloc,
 #: the largest of them rounded up).
 INSTANCE_ENTRY_BYTES_PER_KEY_BYTE = 12
+#: ... plus this much per container its key opens (``]``/``}`` opcodes of the pickle, ``[``/``{`` of a
+#: raw JSON text, counted in C; a byte that only looks like one counts too): an empty list is one
+#: byte of key and 64 bytes parsed, so a label of 1.5 million ``[]`` in its metadata kept ~5 times
+#: its charge (the cache held 651 MB at its 128 MiB bound).
+INSTANCE_ENTRY_BYTES_PER_CONTAINER = 64
 
 #: Least an entry is charged, whatever its key: a small instance's compiled record and the
 #: cache's own bookkeeping.

@@ -23,7 +23,7 @@ from trace_tasks.data._batch import (
     shutdown_batch_pools,
     watch_parent,
 )
-from trace_tasks.data._cache import InstanceCache
+from trace_tasks.data._cache import InstanceCache, entry_cost
 from trace_tasks.data._compiled import CompiledInstance, Handover, compile_instance, from_handover, mode_problem
 from trace_tasks.data._lint import (
     WARNING_RULES,
@@ -73,6 +73,7 @@ __all__ = [
     "compile_instance",
     "converter",
     "dataset_warnings",
+    "entry_cost",
     "format_exception",
     "from_handover",
     "instance_from_dict",

@@ -10,7 +10,12 @@ from typing import Any
 from trace_tasks.data._compiled import CompiledInstance, compile_instance
 from trace_tasks.data._keys import content_key
 from trace_tasks.errors import InstanceError, OptionError, Problem
-from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
+from trace_tasks.limits import (
+    INSTANCE_ENTRY_BYTES_PER_CONTAINER,
+    INSTANCE_ENTRY_BYTES_PER_KEY_BYTE,
+    INSTANCE_ENTRY_MIN_BYTES,
+    MAX_INSTANCE_CACHE_BYTES,
+)
 from trace_tasks.plugins import Registry, get_registry
 
 __all__ = ["InstanceCache"]
@@ -20,8 +25,10 @@ _Entry = CompiledInstance | tuple[Problem, ...]
 
 
 def entry_cost(key: bytes | str) -> int:
-    """The estimated bytes a cached compiled instance keeps, from its key's length (see ``limits.py``)."""
-    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * len(key)
+    """The estimated bytes a cached compiled instance keeps, from its key's length and the containers it
+    opens (see ``limits.py``): a pickle's ``]`` and ``}`` opcodes, a JSON text's ``[`` and ``{``."""
+    opened = key.count(b"]") + key.count(b"}") if isinstance(key, bytes) else key.count("[") + key.count("{")
+    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * len(key) + INSTANCE_ENTRY_BYTES_PER_CONTAINER * opened
 
 
 class InstanceCache:

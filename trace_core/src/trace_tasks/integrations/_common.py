@@ -60,9 +60,9 @@ from typing import Any, Optional
 import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
-from trace_tasks.data import CompiledInstance, InstanceCache, instance_warnings
+from trace_tasks.data import CompiledInstance, InstanceCache, entry_cost, instance_warnings
 from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
-from trace_tasks.limits import INSTANCE_ENTRY_BYTES_PER_KEY_BYTE, INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
+from trace_tasks.limits import INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import get_registry
 from trace_tasks.reading import is_mapping
 from trace_tasks.scoring import OPTION_NAMES, options_from
@@ -235,12 +235,11 @@ def _raw_key(ground_truth: Any) -> Hashable | None:
 
 
 def _raw_cost(key: Hashable) -> int:
-    """The estimated bytes a :data:`_raw` entry keeps: measured per byte of raw text, as for the shared cache."""
+    """The estimated bytes a :data:`_raw` entry keeps: measured per byte of raw text and per container it
+    opens, as for the shared cache (:func:`~trace_tasks.data.entry_cost`)."""
     if isinstance(key, tuple):
-        size = sum(len(name) + len(value or "") for name, value in key)
-    else:
-        size = len(key) if isinstance(key, (str, bytes)) else 0
-    return INSTANCE_ENTRY_MIN_BYTES + INSTANCE_ENTRY_BYTES_PER_KEY_BYTE * size
+        return sum(entry_cost(name + (value or "")) for name, value in key) - (len(key) - 1) * INSTANCE_ENTRY_MIN_BYTES
+    return entry_cost(key) if isinstance(key, (str, bytes)) else INSTANCE_ENTRY_MIN_BYTES
 
 
 def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", decoded: bool = False) -> _Compiled:
