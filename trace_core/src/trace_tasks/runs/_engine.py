@@ -26,6 +26,15 @@ in order. After :data:`POOL_RESTARTS` replacements the rest of the run is
 scored in this process. A chunk the pool cannot carry (a third-party family's
 parsed target that does not pickle) is scored in this process too. The
 workers exit when this process dies.
+
+A worker killed while it sends a chunk's results leaves half a message in the
+pool's result pipe: CPython's ``ProcessPoolExecutor`` then waits for the rest
+for ever (its reader blocks, so it never sees the worker's death), and the
+other workers wait for the pipe's lock the dead one held. So a wait for a
+chunk looks at the workers every :data:`WATCH_SECONDS`; a worker dead for
+:data:`UNNOTICED_DEATH_SECONDS` without the pool breaking makes the run stop
+every worker and close its own end of the pipe, and the pool breaks as for
+any dead worker (:meth:`_Pool.unstick`).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -110,6 +120,10 @@ POOL_CHUNK = 2048
 
 #: How many times one run replaces a pool whose worker died; after that it scores in this process.
 POOL_RESTARTS = 3
+#: How often a wait for a chunk looks at the workers, and how long a dead worker may go unnoticed by the
+#: pool before the run breaks it itself (:meth:`_Pool.unstick`).
+WATCH_SECONDS = 1.0
+UNNOTICED_DEATH_SECONDS = 5.0
 #: What is imported before workers are forked, here or in the fork server (:func:`pool_context`): the worker's code,
 #: and the assignment solver where scoring sets needs it (:func:`preload`).
 PRELOAD = ("trace_tasks.runs._engine", "scipy.optimize")
@@ -447,7 +461,7 @@ class _Pool(Generic[T]):
         chunk = self.pending.popleft()
         if chunk.future is not None:
             try:
-                return chunk.context, chunk.future.result()
+                return chunk.context, self._result(chunk.future)
             except BrokenProcessPool:
                 self._replace()
             except Exception:  # the chunk or its results did not pickle (a family's own target type): scored below
@@ -455,6 +469,41 @@ class _Pool(Generic[T]):
         if not chunk.payload[1]:
             return chunk.context, []
         return chunk.context, score_payload(chunk.payload, self.options, self.metrics, chunk.text)
+
+    def _result(self, future: Future[list[Returned]]) -> list[Returned]:
+        """``future``'s result, the workers looked at while it is awaited (:meth:`unstick`)."""
+        dead_since: float | None = None
+        while True:
+            try:
+                return future.result(timeout=WATCH_SECONDS)
+            except FuturesTimeout:
+                dead_since = self.unstick(dead_since)
+
+    def unstick(self, dead_since: float | None, grace: float = UNNOTICED_DEATH_SECONDS) -> float | None:
+        """Break the pool when a worker has been dead for ``grace`` seconds and the pool has not noticed.
+
+        Returns when a dead worker was first seen (``None``: every worker lives). The pool notices a death
+        at once unless its reader waits for the rest of a message the worker died sending (see the module's
+        docstring): then every worker is stopped and this process's end of the result pipe closed, so the
+        reader meets the pipe's end and the pool breaks, its chunks handed to a fresh one as for any death.
+        """
+        executor = self.executor
+        processes = dict(getattr(executor, "_processes", None) or {})
+        if not any(process.exitcode is not None for process in processes.values()):
+            return None
+        now = time.monotonic()
+        if dead_since is None or now - dead_since < grace:
+            return dead_since if dead_since is not None else now
+        for process in processes.values():
+            if process.exitcode is None:
+                process.kill()
+        for process in processes.values():
+            process.join(WATCH_SECONDS)
+        queue = getattr(executor, "_result_queue", None)
+        writer = getattr(queue, "_writer", None)
+        if writer is not None and not writer.closed:
+            writer.close()  # the last end but the reader's: it reads the pipe's end, the pool breaks
+        return dead_since
 
     def _replace(self) -> None:
         """Drop the broken pool; start a fresh one (up to POOL_RESTARTS) and hand it the chunks it lost."""
@@ -476,8 +525,10 @@ class _Pool(Generic[T]):
                     break
 
     def shutdown(self) -> None:
-        # Stopped early (interrupt, closed pipe, failed write): drop the chunks not started yet.
+        # Stopped early (interrupt, closed pipe, failed write): drop the chunks not started yet. A dead worker
+        # the pool has not noticed would keep its shutdown waiting for ever: it is broken first (no grace).
         if self.executor is not None:
+            self.unstick(0.0, grace=0.0)
             self.executor.shutdown(wait=True, cancel_futures=True)
 
 
