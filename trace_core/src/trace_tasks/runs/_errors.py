@@ -5,10 +5,12 @@ these (or lets it through from the shared input and output helpers); a Python
 caller catches them, and :func:`trace_tasks.cli.main` prints one line on
 stderr and returns the documented exit code: no subcommand needs its own
 ``try`` for them, and none of them ever shows a traceback. The table is in
-``docs/cli.md``.
+``docs/cli.md``. Each is a :class:`~trace_tasks.errors.TraceTasksError`, as every error raised on purpose.
 """
 
 from __future__ import annotations
+
+from trace_tasks.errors import TraceTasksError
 
 #: Exit codes (``docs/cli.md``, "Exit codes").
 EXIT_OK = 0
@@ -35,11 +37,11 @@ class Terminated(KeyboardInterrupt):
     """
 
 
-class UsageError(Exception):
+class UsageError(TraceTasksError):
     """The command cannot start as asked; the message says what to fix (exit 2)."""
 
 
-class CannotOpen(OSError):
+class CannotOpen(TraceTasksError, OSError):
     """An input cannot be opened (missing, a directory, unreadable): exit 2.
 
     An ``OSError``, so a subcommand that already reports ``OSError`` on opening keeps doing so.
@@ -54,14 +56,14 @@ class CannotOpen(OSError):
         return str(self.args[0])
 
 
-class InputFailed(Exception):
+class InputFailed(TraceTasksError):
     """Reading an input failed part-way (a truncated .gz, an I/O error): exit 74."""
 
     def __init__(self, name: str, cause: BaseException) -> None:
         super().__init__(f"reading input failed: {name}: {describe(cause)}")
 
 
-class OutputFailed(Exception):
+class OutputFailed(TraceTasksError):
     """Writing an output failed (a full disk, a lost mount): exit 74.
 
     Deliberately not an ``OSError``: code that reports a failed *read* as ``OSError``
@@ -72,7 +74,7 @@ class OutputFailed(Exception):
         super().__init__(f"writing output failed: {name}: {describe(cause)}")
 
 
-class OutputClosed(Exception):
+class OutputClosed(TraceTasksError):
     """The reader of standard output went away (``| head -1``): exit 141, quietly."""
 
 
@@ -87,7 +89,7 @@ def describe(exc: BaseException) -> str:
 EXIT_LOCKED = 75
 
 
-class OutputLocked(Exception):
+class OutputLocked(TraceTasksError):
     """Another run holds the lock of these outputs (:mod:`trace_tasks.runs._durable`): exit 75, the other run untouched."""
 
     def __init__(self, output: str, lock: str) -> None:

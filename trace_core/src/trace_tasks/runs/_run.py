@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
+from trace_tasks.errors import OptionError
 from trace_tasks.runs import _data_warnings, _local
 from trace_tasks.runs._engine import EngineError
 from trace_tasks.runs._errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -36,12 +37,15 @@ def score_files(settings: RunSettings) -> RunResult:
 
     :param settings: the inputs, outputs, engine and scorer options of the run.
     :returns: the summary, the counts, the exit status and the outputs written.
-    :raises trace_tasks.errors.OptionError: a bad scorer option (before any input is read).
+    :raises trace_tasks.errors.OptionError: a bad scorer option (before any input is read), or settings that
+        are not a :class:`RunSettings` (a bad setting is refused when the settings are made).
     :raises OutputLocked: another run is writing the same outputs (it is left alone).
     :raises UsageError: settings that cannot run (an input that cannot be opened, a layout the engine
         does not support, Ray not installed); ``InputFailed`` and ``OutputFailed`` when reading or
-        writing fails part-way.
+        writing fails part-way. Every one of them is a :class:`~trace_tasks.errors.TraceTasksError`.
     """
+    if not isinstance(settings, RunSettings):
+        raise OptionError(f"score_files takes a trace_tasks.runs.RunSettings, got {type(settings).__name__}")
     options_from(settings.options)  # an OptionError names a bad one before any input is read
     _check(settings)
     created = _missing_directories(settings.output)

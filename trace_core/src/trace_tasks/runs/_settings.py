@@ -8,29 +8,72 @@ namespace.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from trace_tasks.errors import OptionError
 from trace_tasks.scoring import OPTION_DEFAULTS
 
 #: The engines a run can use: in-process (or a process pool with ``workers`` > 1), or a Ray Data pipeline.
 ENGINES = ("local", "ray")
 
 
+# A caller's mistake in a setting is an OptionError (a TraceTasksError and a ValueError) naming the setting
+# and what it takes, raised when the settings are made, not somewhere inside the run.
+
+
+def _path(value: Any) -> str:
+    """A path setting: a ``str`` or an ``os.PathLike`` (``pathlib.Path``), as text."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str) or not path:
+        raise OptionError(f"a path setting must be a non-empty str or os.PathLike, got {value!r}")
+    return path
+
+
+def _optional_path(value: Any) -> str | None:
+    return None if value is None else _path(value)
+
+
 def _columns(values: Any) -> tuple[str, ...]:
-    return (values,) if isinstance(values, str) else tuple(values)
+    columns = (values,) if isinstance(values, str) else tuple(values) if isinstance(values, (list, tuple)) else None
+    if columns is None or not all(isinstance(column, str) and column.strip() for column in columns):
+        raise OptionError(f"keep must be a column name or a list of column names (non-empty strings), got {values!r}")
+    return columns
 
 
-def _with_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
+def _with_defaults(given: Any) -> dict[str, Any]:
     """Every scorer option, in the order the summary echoes them: the given ones over the defaults."""
+    if not isinstance(given, Mapping):
+        raise OptionError(f"options must be a mapping of scorer options by name, got {type(given).__name__}")
     return {**OPTION_DEFAULTS, **given}
 
 
-def _engine(instance: Any, attribute: Any, value: str) -> None:
+def _engine(instance: Any, attribute: Any, value: Any) -> None:
     if value not in ENGINES:
-        raise ValueError(f"engine must be one of {list(ENGINES)}, got {value!r}")
+        raise OptionError(f"engine must be one of {list(ENGINES)}, got {value!r}")
+
+
+def _workers(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise OptionError(f"workers must be a positive integer (or None: 1 locally, one per CPU on Ray), got {value!r}")
+
+
+def _flag(instance: Any, attribute: Any, value: Any) -> None:
+    if type(value) is not bool:
+        raise OptionError(f"{attribute.name} must be True or False, got {value!r}")
+
+
+def _optional_name(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise OptionError(f"{attribute.name} must be a non-empty string or None, got {value!r}")
+
+
+def _output_columns(instance: Any, attribute: Any, value: Any) -> None:
+    if value not in ("all", "stable"):
+        raise OptionError(f"output_columns must be 'all' or 'stable', got {value!r}")
 
 
 @attrs.frozen(slots=True)
@@ -57,20 +100,20 @@ class RunSettings:
         defaults fill the rest (the summary echoes all of them as given; they are validated when the run starts).
     """
 
-    input: str
-    responses: str | None = None
-    output: str | None = None
-    resume: bool = False
+    input: str = attrs.field(converter=_path)
+    responses: str | None = attrs.field(default=None, converter=_optional_path)
+    output: str | None = attrs.field(default=None, converter=_optional_path)
+    resume: bool = attrs.field(default=False, validator=_flag)
     engine: str = attrs.field(default="local", validator=_engine)
-    workers: int | None = None
-    address: str | None = None
+    workers: int | None = attrs.field(default=None, validator=_workers)
+    address: str | None = attrs.field(default=None, validator=_optional_name)
     keep: tuple[str, ...] = attrs.field(default=(), converter=_columns)
-    group_by: str | None = None
-    summary: str | None = None
-    metrics: bool = True
-    quiet: bool = False
+    group_by: str | None = attrs.field(default=None, validator=_optional_name)
+    summary: str | None = attrs.field(default=None, converter=_optional_path)
+    metrics: bool = attrs.field(default=True, validator=_flag)
+    quiet: bool = attrs.field(default=False, validator=_flag)
     options: Mapping[str, Any] = attrs.field(factory=dict, converter=_with_defaults, hash=False)
-    output_columns: str = attrs.field(default="all", validator=attrs.validators.in_(("all", "stable")))
+    output_columns: str = attrs.field(default="all", validator=_output_columns)
 
     @property
     def columns(self) -> tuple[str, ...]:
