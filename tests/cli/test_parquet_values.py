@@ -123,3 +123,41 @@ def test_a_cell_json_cannot_spell_is_an_error_row_naming_its_column() -> None:
     with pytest.raises(UnsupportedCell):
         json_value(object())
     assert json_cells({"a": 1, "b": [b"\x01"]}) == {"a": 1, "b": ["AQ=="]}
+
+
+def _parquet_of(rows: list[dict[str, Any]], path: Path) -> Path:
+    columns = {key: [json.dumps(row[key]) if key in JSON_FIELDS else row[key] for row in rows] for key in rows[0]}
+    pq.write_table(pa.table(columns), path, compression="zstd")
+    return path
+
+
+def test_a_row_past_max_line_bytes_is_an_error_row_as_a_json_line_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 100 MB cell was read and scored (a JSON line of it is an error row), and 4,096 rows were read at once.
+    from trace_tasks import limits
+    from trace_tasks.runs._shards import ParquetLines
+
+    rows = [dict(row) for row in ROWS]
+    rows[1]["response"] = "y" * 5000
+    path = _parquet_of(rows, tmp_path / "rows.parquet")
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", 4096)
+    lines = list(ParquetLines(str(path)))
+    assert [line.number for line in lines] == [1, 2, 3]
+    assert lines[0].error is None and lines[2].error is None
+    assert lines[1].error is not None and "past MAX_LINE_BYTES = 4,096" in lines[1].error
+
+
+def test_rows_are_read_a_few_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trace_tasks.runs import _shards
+
+    path = _parquet_of([dict(ROWS[n % 3]) for n in range(300)], tmp_path / "rows.parquet")
+    asked: list[int] = []
+    original = pq.ParquetFile.iter_batches
+
+    def recorded(self: Any, batch_size: int = 65536, **kwargs: Any) -> Any:
+        asked.append(batch_size)
+        return original(self, batch_size=batch_size, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recorded)
+    lines = list(_shards.ParquetLines(str(path)))
+    assert len(lines) == 300 and all(line.error is None for line in lines)
+    assert asked == [_shards.PARQUET_READ_ROWS]
