@@ -183,3 +183,21 @@ def test_validate_reports_a_truncated_gzip_as_a_problem_and_goes_on(tmp_path: Pa
     out = proc.stdout.decode().splitlines()
     assert any(line.startswith(f"reading input failed: {broken}: Compressed file ended") for line in out)
     assert " checked in 2 files: 1 problem on 1 line, " in out[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["score", str(COMBINED), "--workers", "0"], "trace-tasks score: error: argument --workers: expected a positive integer"),
+        (["score", str(COMBINED), "--engine", "spark"], "trace-tasks score: error: argument --engine: invalid choice"),
+        (["score", str(COMBINED), "--format-weight", "abc"], "trace-tasks score: error: argument --format-weight"),
+        (["score"], "trace-tasks score: error: the following arguments are required: INPUT"),
+        (["bogus"], "trace-tasks: error: argument COMMAND: invalid choice: 'bogus'"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_exit_2(args: list[str], said: str) -> None:
+    # argparse printed its usage block first (13 lines for score).
+    done = run_cli(*args)
+    assert done.returncode == 2
+    line = _one_line(done.stderr)
+    assert line.startswith(said) and line.endswith("--help)"), line

@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from trace_tasks import __version__
 from trace_tasks._build import describe_build
@@ -57,10 +57,17 @@ from trace_tasks.runs import (
 SUBCOMMANDS: tuple[str, ...] = ("score", "validate", "audit", "explain", "report", "schema", "plugins", "serve")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option said in one line (its usage block was 13 lines for ``score``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="trace-tasks",
         description="Score, validate and explain trace_tasks rewards; list installed families.",
     )
