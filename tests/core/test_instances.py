@@ -652,3 +652,21 @@ def test_content_keys_from_reused_picklers_are_the_same_bytes() -> None:
     for thread in threads:
         thread.join()
     assert found == [[fresh(value) for value in values * 50]] * 4
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "path", "said"),
+    [
+        ("answer_gt", 1, "$.answer_gt", "must be a JSON object, got int"),
+        ("answer_gt", [1], "$.answer_gt", "must be a JSON object, got list"),
+        ("annotation_gt", None, "$.annotation_gt", "must be a JSON object, got null"),
+        ("image_size", 1, "$.image_size", "must be [width, height], two numbers (or null)"),
+        ("image_size", [1], "$.image_size", "must be [width, height], two numbers (or null)"),
+        ("image_size", [1, 2, 3], "$.image_size", "must be [width, height], two numbers (or null)"),
+    ],
+)
+def test_a_field_of_the_wrong_kind_says_what_it_must_be(field: str, value: Any, path: str, said: str) -> None:
+    # The converter's own words were "unknown error ('int' object has no attribute 'keys')" and
+    # "invalid value for type, expected Optional".
+    problems = instance_problems({**good_instance(), field: value})
+    assert (path, said) in [(p.path, p.message) for p in problems], problems

@@ -159,9 +159,18 @@ def format_exception(exc: BaseException, type_: Any) -> str:
     """
     if isinstance(exc, KeyError):
         return "required field missing"
+    if type_ in _SIZES or (isinstance(exc, ValueError) and "to structure as tuple[float, float]" in str(exc)):
+        return "must be [width, height], two numbers (or null)"  # image_size, model_image_size, whatever the shape
+    if isinstance(exc, AttributeError) and "has no attribute 'keys'" in str(exc):  # a record given a non-object
+        found = str(exc).partition(" object")[0].strip("'")
+        return f"must be a JSON object, got {'null' if found == 'NoneType' else found}"
     if isinstance(exc, ValueError) and str(exc):
         return str(exc)
     return cattrs.v.format_exception(exc, type_)
+
+
+#: The types of a size field (``image_size``, ``model_image_size``), and of its value.
+_SIZES = (Union[tuple[float, float], None], tuple[float, float])
 
 
 def instance_from_dict(data: Any, *, cls: type[TraceInstance] = TraceInstance, record: str | None = None) -> TraceInstance:
