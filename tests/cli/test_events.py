@@ -201,3 +201,20 @@ def test_a_bad_option_is_one_line_and_exit_2(args: list[str], said: str) -> None
     assert done.returncode == 2
     line = _one_line(done.stderr)
     assert line.startswith(said) and line.endswith("--help)"), line
+
+
+@pytest.mark.parametrize(
+    ("args", "label"),
+    [
+        (["score", str(COMBINED), "-o", ""], "--output"),  # wrote to standard output
+        (["score", str(COMBINED), "-o", "-", "--summary-json", ""], "--summary-json"),  # said "it is a directory"
+        (["score", ""], "INPUT"),
+    ],
+)
+def test_an_empty_file_name_is_refused(args: list[str], label: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == 2 and done.stdout == b""
+    assert (
+        _one_line(done.stderr)
+        == f"trace-tasks score: error: {label} is an empty name: give a file name, or - for standard input or output"
+    )

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from trace_tasks.runs import check_distinct_files
+from trace_tasks.runs import UsageError, check_distinct_files
 from trace_tasks.scoring import NUMBER, OPTIONS, SWITCH, options_from
 
 
@@ -109,4 +109,7 @@ def check_file_arguments(args: argparse.Namespace) -> None:
         return
     inputs = [(label, path) for dest, label in roles.inputs for path in _values(args, dest)]
     outputs = [(label, path) for dest, label in roles.outputs for path in _values(args, dest)]
+    for label, path in inputs + outputs:
+        if isinstance(path, str) and not path.strip():  # -o "" wrote to standard output; --summary-json "" said "a directory"
+            raise UsageError(f"{label} is an empty name: give a file name, or - for standard input or output")
     check_distinct_files(inputs, outputs)
