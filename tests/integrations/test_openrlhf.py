@@ -160,3 +160,31 @@ def test_caller_mistakes_raise() -> None:
         openrlhf.make_reward_func(formatweight=0.1)
     with pytest.raises(ValueError, match="log_keys"):
         openrlhf.make_reward_func(log_keys="some")
+
+
+def _expanded(prompt: str, patches: int) -> str:
+    """The prompt as OpenRLHF 0.11.2 decodes it into the query when the row has an image: the processor
+    expanded the image's one ``<|image_pad|>`` into one per patch (``openrlhf/utils/vlm_utils.py`` l.106-107,
+    ``openrlhf/utils/agent.py`` l.211-214), and ``agent.py`` l.288 decodes the observation tokens with
+    ``skip_special_tokens=False``; l.290 then calls ``reward_func([query], [prompt], [label])`` with the
+    prompt as it was (one pad)."""
+    return prompt.replace("<|image_pad|>", "<|image_pad|>" * patches)
+
+
+@pytest.mark.parametrize("patches", [1, 64, 1296])
+def test_an_image_prompt_expanded_in_the_query_is_still_cut_off(patches: int) -> None:
+    # The prompt no longer prefixed the query: the whole transcript was scored, a worked example in the
+    # prompt ({"answer": ...}) read as the model's answer.
+    worked = PROMPT.replace("How many?", 'How many? Answer as e.g. {"answer": 3, "annotation": [0, 0, 5, 5]}')
+    for response, inst in pairs():
+        query = _expanded(worked, patches) + response + "<|im_end|>"
+        assert openrlhf.extract_response(query, worked) == openrlhf.strip_special_tokens(response + "<|im_end|>")
+        got = openrlhf.reward_func([query], [worked], [as_json(inst)])
+        assert _values(got["rewards"]) == [pytest.approx(reference(response, inst)["overall"])]
+
+
+def test_two_images_and_a_video_in_one_prompt() -> None:
+    prompt = "<|im_start|>user\n<|image_pad|> and <|image_pad|><|video_pad|>?<|im_end|>\n<|im_start|>assistant\n"
+    query = prompt.replace("<|image_pad|>", "<|image_pad|>" * 9).replace("<|video_pad|>", "<|video_pad|>" * 5) + "7"
+    assert openrlhf.extract_response(query, prompt) == "7"
+    assert openrlhf.extract_response("another transcript 7", prompt) == "another transcript 7"  # not the prompt: whole

@@ -10,7 +10,9 @@ process pool (so it must pickle; l.62-70, 141-153) and awaits it::
     from trace_tasks.integrations.areal import make_reward_fn
     reward_fn = make_reward_fn(format_weight=0.1)
 
-    workflow = VisionRLVRWorkflow(reward_fn="trace_reward.reward_fn", gconfig=..., tokenizer=..., processor=...)
+    workflow = VisionRLVRWorkflow(
+        reward_fn="trace_reward.reward_fn", gconfig=..., tokenizer=..., processor=..., enable_thinking=False
+    )
 
 The row holds the instance: its ``answer_gt``, ``annotation_gt`` and
 ``reward_contract`` columns (mappings or JSON strings; optional
@@ -26,7 +28,11 @@ the workflow logs it as ``reward`` (``stats_tracker.get(workflow_context.stat_sc
 ``areal/workflow/rlvr.py`` l.135). To log the charted components too, score
 in the rollout process with :func:`make_async_reward_fn` and set it as the
 workflow's ``async_reward_fn`` (the attribute ``_compute_rewards`` awaits,
-l.101-107): it logs ``trace/<key>`` with the same ``stats_tracker`` call.
+l.101-107): it logs ``trace/<key>`` with the same ``stats_tracker`` call. Set it
+in a workflow subclass's ``__init__``: AReaL's default single-controller mode
+builds the workflow again in the rollout workers from its class path and
+``workflow_kwargs`` (``rollout_controller.py`` l.742-743, 957-967), so an
+attribute set on an instance never reaches them (docs/integrations.md).
 
 Errors: a broken instance raises :class:`~trace_tasks.data.InstanceError`
 (a ``ValueError``) naming the row (its ``query_id``/``id`` when it has one)

@@ -61,6 +61,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
@@ -105,13 +106,47 @@ _LABEL_PREVIEW = 300
 _Entry = Optional[tuple[CompiledInstance, dict[str, Any]]]
 
 
+#: Placeholders a vision-language processor expands into one token per image patch (or frame): Qwen2-VL,
+#: Qwen2.5-VL and Qwen3-VL's pads, LLaVA's ``<image>``, InternVL's ``<IMG_CONTEXT>``.
+EXPANDED_PLACEHOLDERS: tuple[str, ...] = ("<|image_pad|>", "<|video_pad|>", "<image>", "<IMG_CONTEXT>")
+#: A run of one placeholder (a prompt's run of them stands for one longer run in the query).
+_PLACEHOLDER = re.compile("|".join(f"(?:{re.escape(token)})+" for token in EXPANDED_PLACEHOLDERS))
+
+
 def extract_response(query: Any, prompt: Any) -> str:
-    """The response inside an OpenRLHF query: the query minus its prompt prefix, special tokens stripped."""
+    """The response inside an OpenRLHF query: the query minus its prompt prefix, special tokens stripped.
+
+    With images, OpenRLHF 0.11.2 decodes the query from the processor's tokens, where each image's one
+    placeholder of the prompt (``<|image_pad|>``) became one per patch (``openrlhf/utils/agent.py``
+    l.211-214 and 288, ``vlm_utils.py`` l.106-107), and passes the prompt as it was: the prompt is then
+    matched with each placeholder standing for a run of them. A query the prompt does not start is scored
+    whole.
+    """
     if not isinstance(query, str):
         return ""
-    if isinstance(prompt, str) and prompt and query.startswith(prompt):
-        query = query[len(prompt) :]
+    if isinstance(prompt, str) and prompt:
+        end = _prompt_end(query, prompt)
+        if end is not None:
+            query = query[end:]
     return strip_special_tokens(query)
+
+
+def _prompt_end(query: str, prompt: str) -> int | None:
+    """Where ``prompt`` ends at the start of ``query`` (its expanded placeholders as runs), or ``None``."""
+    if query.startswith(prompt):
+        return len(prompt)
+    if _PLACEHOLDER.search(prompt) is None:
+        return None
+    pieces = []
+    position = 0
+    for run in _PLACEHOLDER.finditer(prompt):
+        token = next(token for token in EXPANDED_PLACEHOLDERS if run.group().startswith(token))
+        pieces.append(re.escape(prompt[position : run.start()]))
+        pieces.append(f"(?:{re.escape(token)})+")  # followed by other text: one way to match, linear
+        position = run.end()
+    pieces.append(re.escape(prompt[position:]))
+    matched = re.match("".join(pieces), query)
+    return matched.end() if matched is not None else None
 
 
 def _options_from_env() -> dict[str, Any]:
