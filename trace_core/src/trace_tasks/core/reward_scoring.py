@@ -22,6 +22,7 @@ from trace_tasks.scoring import (
     CORE_RESULT_KEYS,
     DEFAULT_RESIZE,
     PIXEL,
+    declared_model_size,
     document_options,
     frame_problem,
     holds_exact_values,
@@ -33,7 +34,6 @@ from trace_tasks.scoring import (
     resolve_recovery,
     result_keys,
     run,
-    size_from,
 )
 
 __all__ = [
@@ -240,20 +240,12 @@ def score_trace_response(
     answer_gt, annotation_gt, reward_contract, *size_sources = values
     target = prepare_target(answer_gt, annotation_gt, reward_contract, opts, registry, tuple(size_sources))
     if model_image_size is not None:
-        target.model_size = _model_image_size(plain(model_image_size))
+        target.model_size = declared_model_size(plain(model_image_size))
     if opts.prediction_frame != PIXEL:  # a declared frame: refuse what cannot be converted, before the response
         problem = frame_problem(opts, target)
         if problem:
             raise OptionError(problem)
     return run(text, opts, registry, target)
-
-
-def _model_image_size(value: Any) -> tuple[float, float]:
-    """The ``model_image_size`` argument, ``[width, height]`` of positive finite numbers."""
-    size = size_from(value)
-    if size is None:
-        raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {value!r}")
-    return size
 
 
 def evaluate_trace_response_format(

@@ -22,13 +22,13 @@ from trace_tasks.runs._mismatches import MISMATCHES_KEY, row_record
 from trace_tasks.scoring import (
     ScoringOptions,
     Trail,
+    declared_model_size,
     frame_problem,
     options_from,
     prepare_target,
     row_metrics,
     run,
     shape_of,
-    size_from,
 )
 
 #: Where a row's metrics ride beside its scores between the scorer and the summary (never written).
@@ -87,9 +87,7 @@ def score_batch_with_metrics(items: list[Mapping[str, Any]], **options: Any) -> 
             target = prepare_target(item["answer_gt"], item["annotation_gt"], item["reward_contract"], opts, registry, sizes)
             declared = item.get("model_image_size")
             if declared is not None:  # the resized frame's input size, as score_trace_response reads it
-                target.model_size = size_from(declared)
-                if target.model_size is None:
-                    raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {declared!r}")
+                target.model_size = declared_model_size(declared)
             frame = frame_problem(opts, target)  # as score_trace_response refuses a declared frame it cannot apply
             if frame:
                 raise OptionError(frame)

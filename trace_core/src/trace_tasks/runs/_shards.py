@@ -257,7 +257,8 @@ class ParquetLines:
                 for start in range(0, batch.num_rows, _ROWS_AT_ONCE):  # Python rows made a few at a time
                     part = batch.slice(start, _ROWS_AT_ONCE)
                     over = sizes is not None and max(sizes[start : start + _ROWS_AT_ONCE]) > limit
-                    for row in _rows_within(part, sizes, start, limit) if over else part.to_pylist():
+                    rows = _rows_within(part, sizes, start, limit) if sizes is not None and over else part.to_pylist()
+                    for row in rows:
                         number += 1
                         if isinstance(row, TooLong):  # as a line past MAX_LINE_BYTES: an error row, never scored
                             yield Line(number, error=row.message(number))
@@ -309,10 +310,10 @@ def _row_bytes(batch: Any) -> list[int] | None:
     return None if total is None else total.to_pylist()
 
 
-def _rows_within(part: Any, sizes: list[int] | None, start: int, limit: int) -> Iterator[dict[str, Any] | TooLong]:
+def _rows_within(part: Any, sizes: list[int], start: int, limit: int) -> Iterator[dict[str, Any] | TooLong]:
     """The rows of ``part`` (rows ``start``... of their batch), a :class:`TooLong` for one whose text passes ``limit``."""
     for offset in range(part.num_rows):
-        size = sizes[start + offset] if sizes is not None else 0
+        size = sizes[start + offset]
         yield TooLong(size, limit) if size > limit else part.slice(offset, 1).to_pylist()[0]
 
 

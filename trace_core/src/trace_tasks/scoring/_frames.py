@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from trace_tasks.errors import OptionError
+from trace_tasks.scoring._image_size import size_from
 
 PIXEL = "pixel"
 REL1000 = "rel1000"
@@ -147,6 +148,14 @@ def resolve_resize(value: Any) -> Resize | None:
     if numbers["min_pixels"] > numbers["max_pixels"]:
         raise OptionError(f"Trace resize: min_pixels {numbers['min_pixels']} exceeds max_pixels {numbers['max_pixels']}")
     return Resize(**numbers)
+
+
+def declared_model_size(value: Any) -> tuple[float, float]:
+    """The ``model_image_size`` argument, ``[width, height]`` of positive finite numbers; ``OptionError`` otherwise."""
+    size = size_from(value)
+    if size is None:
+        raise OptionError(f"model_image_size must be [width, height] of positive finite numbers, got {value!r}")
+    return size
 
 
 def model_size(

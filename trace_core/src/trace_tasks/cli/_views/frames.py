@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 import attrs
 
-from trace_tasks.plugins import Box, Circle, Label, Point, Polygon, Polyline, Registry, ScoringContext, extent_points
+from trace_tasks.plugins import Drawable, Registry, ScoringContext, extent_points
 
-#: What a draw hook may return, item by item (``trace_tasks.plugins.Drawable``).
-DRAWABLES = (Box, Point, Polyline, Polygon, Circle, Label)
+#: What a draw hook may return, item by item: the members of ``trace_tasks.plugins.Drawable``.
+DRAWABLES = get_args(Drawable)
 
 
 @attrs.frozen(slots=True)
