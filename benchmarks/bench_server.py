@@ -9,9 +9,12 @@ Run from the repository root under callgrind (load-independent), every mode in o
 (run the interpreter itself: valgrind does not follow ``uv run`` into its child;
 the hash seed moves a count by up to ~10k, so a comparison fixes it.)
 The rows are seeded (benchmarks/workload.py, mode ``answer_and_annotation``, each
-row its own label: distinct labels, so no cache helps). Three warm-up rows of
-every annotation type go through every mode first, uninstrumented (plugins
-loaded, scipy's solver imported). Then for each mode callgrind's counters are
+row its own label: distinct labels, so no cache helps). :data:`WARM_ROWS` other
+rows (another seed) go through every mode first, uninstrumented: a server's first
+minutes (plugins loaded, scipy's solver imported, every pair of answer and
+annotation types met, so the native lane's plan of each pair is made, and every
+authoring rule those rows break logged once, as a server logs each rule once).
+``--warm-rows 36`` counts a server just started instead. Then for each mode callgrind's counters are
 zeroed, the rows scored, and the counts dumped (``CALLGRIND_ZERO_STATS`` /
 ``CALLGRIND_DUMP_STATS_AT`` through a three-function helper built with the
 C compiler against valgrind's ``callgrind.h``); the script reads each dump's
@@ -20,7 +23,10 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
 * ``plain``: ``score_trace_response(**row)`` for each row;
 * ``server``: what ``POST /get_reward`` runs in its worker thread for each row,
   one row a request as OpenRLHF 0.11.2 sends them (``_validate_and_score``:
-  every label validated, then scored);
+  every label validated, then scored), each label an object;
+* ``text``: the same with each label as its JSON text (made before counting),
+  as OpenRLHF sends a label column that holds the instance's JSON: as many
+  rows of the same mix, of their own seed (content no mode met before);
 * ``again``: ``server`` once more on the same rows, each label a new object decoded
   from JSON (made before counting), as a GRPO group's other rollouts or a later
   epoch send it: a repeated label's cost (loaded, keyed, found in the cache);
@@ -29,8 +35,11 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
   rows: its labels are met again (a repeated label's cost).
 
 With ``--steps`` (under callgrind only) the script counts each step of
-``/get_reward`` on its own instead, in the order the server runs them, every
-row through one step before the next: ``load`` (the label's mapping),
+``/get_reward`` on its own instead, every row through one step before the
+next: ``lane`` (the native build's one call for the common label,
+``data.quick_compile``: validated, compiled and linted; in the pure build it
+declines at once), then the general path's steps, in the order the server
+runs them for a label the lane does not take: ``load`` (the label's mapping),
 ``key`` (its content key, the instance cache's), ``check`` (the strict
 validation), ``build`` (the compiled instance), ``lint`` (its authoring-rule
 warnings, the rules the server has logged already skipped), ``score``
@@ -63,7 +72,7 @@ from workload import ANNOTATION_TYPES, make_item  # type: ignore[import-not-foun
 
 from trace_tasks import score_trace_response
 from trace_tasks.data import _validation as validation
-from trace_tasks.data import instance_warnings
+from trace_tasks.data import instance_warnings, quick_compile
 from trace_tasks.data._compiled import CompiledInstance
 from trace_tasks.data._keys import content_key
 from trace_tasks.data._records import TrainInstance
@@ -73,10 +82,12 @@ from trace_tasks.plugins import get_registry
 from trace_tasks.scoring import options_from
 
 MODE = "answer_and_annotation"
+#: Rows through every mode before counting (another seed): every pair of types met, the first-seen work done.
+WARM_ROWS = 1200
 PROMPT = "<|im_start|>user\nFind the objects.<|im_end|>\n<|im_start|>assistant\n"
 
 
-def make_rows(count: int, seed: int = 20261204) -> list[dict[str, Any]]:
+def make_rows(count: int, seed: int | str = 20261204) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     return [make_item(rng, ANNOTATION_TYPES[i % len(ANNOTATION_TYPES)], MODE) for i in range(count)]
 
@@ -91,9 +102,25 @@ def run_plain(rows: list[dict[str, Any]]) -> None:
 
 
 def run_server(rows: list[dict[str, Any]]) -> None:
-    options = {"trace_reward_mode": MODE}
+    options = options_from({"trace_reward_mode": MODE})  # the server makes the record once (create_app)
     for row in rows:
         server._validate_and_score([PROMPT + row["response"]], [PROMPT], [label_of(row)], options, "charted")
+
+
+def text_requests(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Queries and labels as JSON text, as OpenRLHF sends a label column holding the instance's JSON (not counted).
+
+    Rows of their own, as many, seeded by the first row's response (the warm-up's and the counted rows' differ):
+    the pure build's instance cache keys content, so the other modes' labels sent again as text would be found there.
+    """
+    own = make_rows(len(rows), seed=f"text:{rows[0]['response']}")
+    return [(PROMPT + row["response"], json.dumps(label_of(row))) for row in own]
+
+
+def run_text(queries: list[tuple[str, str]]) -> None:
+    options = options_from({"trace_reward_mode": MODE})
+    for query, label in queries:
+        server._validate_and_score([query], [PROMPT], [label], options, "charted")
 
 
 def repeated_requests(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -102,7 +129,7 @@ def repeated_requests(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, A
 
 
 def run_again(queries: list[tuple[str, dict[str, Any]]]) -> None:
-    options = {"trace_reward_mode": MODE}
+    options = options_from({"trace_reward_mode": MODE})
     for query, label in queries:
         server._validate_and_score([query], [PROMPT], [label], options, "charted")
 
@@ -121,14 +148,14 @@ def verify_bodies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_verify(bodies: list[dict[str, Any]]) -> None:
-    options = {"trace_reward_mode": MODE}
+    options = options_from({"trace_reward_mode": MODE})
     for body in bodies:
         server.verify_body(body, options, "charted")
 
 
-RUNS = {"plain": run_plain, "server": run_server, "again": run_again, "verify": run_verify}
+RUNS = {"plain": run_plain, "server": run_server, "text": run_text, "again": run_again, "verify": run_verify}
 #: What a mode's run takes, made from the rows before counting (the rows themselves when not listed).
-PREPARE = {"again": repeated_requests, "verify": verify_bodies}
+PREPARE = {"text": text_requests, "again": repeated_requests, "verify": verify_bodies}
 
 
 def prepared(mode: str, rows: list[dict[str, Any]]) -> Any:
@@ -138,13 +165,17 @@ def prepared(mode: str, rows: list[dict[str, Any]]) -> Any:
 class ServerSteps:
     """``/get_reward``'s steps for ``rows``, each a method of no argument, run in :attr:`ORDER` (see ``--steps``)."""
 
-    ORDER = ("load", "key", "check", "build", "lint", "score", "request", "answer")
+    ORDER = ("lane", "load", "key", "check", "build", "lint", "score", "request", "answer")
 
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.rows, self.registry = rows, get_registry()
         self.labels = [label_of(row) for row in rows]
         self.options = {"trace_reward_mode": MODE}
         self.opts = options_from(self.options)
+
+    def lane(self) -> None:
+        for label in self.labels:
+            quick_compile(label, common.logged_rules())
 
     def load(self) -> None:
         loaded = [common.load_instance(label, where="x", decoded=True) for label in self.labels]
@@ -162,7 +193,7 @@ class ServerSteps:
 
     def lint(self) -> None:
         for compiled in self.compiled:
-            instance_warnings(compiled, skip=common._logged_rules)
+            instance_warnings(compiled, skip=common.logged_rules())
 
     def score(self) -> None:
         for compiled, row in zip(self.compiled, self.rows, strict=True):
@@ -170,7 +201,7 @@ class ServerSteps:
 
     def request(self) -> None:
         for compiled, row in zip(self.compiled, self.rows, strict=True):
-            openrlhf.score_compiled([PROMPT + row["response"]], [PROMPT], [(compiled, {})], self.options, log_keys="charted")
+            openrlhf.score_compiled([PROMPT + row["response"]], [PROMPT], [(compiled, {})], self.opts, log_keys="charted")
 
     def answer_setup(self) -> None:
         """Not counted: the parts the answer's checks read, and their memo emptied."""
@@ -234,11 +265,13 @@ def main() -> None:
         help="count instructions: valgrind's --callgrind-out-file (under valgrind --tool=callgrind --instr-atstart=no)",
     )
     parser.add_argument("--steps", action="store_true", help="count each step of /get_reward instead (with --callgrind)")
+    parser.add_argument("--warm-rows", type=int, default=WARM_ROWS, help="rows through every mode before counting")
     args = parser.parse_args()
     if args.steps and not args.callgrind:
         parser.error("--steps counts instructions: give --callgrind (and run under valgrind)")
-    # Three warm-up rows of every annotation type: the first large set imports scipy's solver.
-    warm = make_rows(3 * len(ANNOTATION_TYPES), seed=1)
+    # The warm-up (another seed): the first large set imports scipy's solver, the first of each pair of types
+    # makes the lane's plan, the first label breaking a rule logs it.
+    warm = make_rows(args.warm_rows, seed=1)
     rows = make_rows(args.rows)
     runs = {mode: RUNS[mode] for mode in args.modes if mode != "verify" or hasattr(server, "verify_body")}
     for mode, run in runs.items():

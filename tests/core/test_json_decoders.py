@@ -103,6 +103,8 @@ def test_broken_json_reads_alike(value: Any, cut: int, junk: str) -> None:
 )
 def test_edge_cases_read_alike(text: str) -> None:
     assert _outcome(FAST, text) == _outcome(STDLIB, text)
+    # reading's decode_json (the reward server's label texts): json.loads' values and errors
+    assert _outcome(literals.decode_json, text) == _outcome(json.loads, text)
 
 
 def test_scores_do_not_depend_on_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:

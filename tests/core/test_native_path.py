@@ -753,7 +753,7 @@ def test_the_pipelines_codes_are_the_native_modules() -> None:
     """The codes the pipeline passes are the module's constants (C enums, still importable by name)."""
     from trace_tasks.scoring import _native  # type: ignore[attr-defined]
 
-    assert _pipeline._NATIVE_SHAPES == {
+    assert _pipeline.NATIVE_SHAPES == {
         "scalar": _native.SCALAR,
         "set": _native.SET,
         "sequence": _native.SEQUENCE,
@@ -767,6 +767,23 @@ def test_the_pipelines_codes_are_the_native_modules() -> None:
     }
     assert list(_pipeline._NATIVE_MODES.values()) == [_native.BOTH, _native.ANSWER_ONLY, _native.ANNOTATION_ALONE]
     assert (_native.NO_REWARD, _native.UNKNOWN) == (-2, -1)
+    # The label lane's (data._quick): each built-in answer type's rule, each kernel's drawing, the rule bits' order.
+    assert _pipeline.NATIVE_ANSWER_RULES == {
+        "integer": _native.WHOLE,
+        "number": _native.REAL,
+        "string": _native.TEXT,
+        "option_letter": _native.LITERAL_TEXT,
+        "pi_expression": _native.LITERAL_TEXT,
+        "boolean": _native.TRUTH,
+        "index_list": _native.INDICES,
+        "matrix": _native.GRID,
+    }
+    assert _pipeline.NATIVE_KERNEL_DRAWINGS == {_native.IOU: "box", _native.SOFT_POINT: "point", _native.SOFT_SEGMENT: "polyline"}
+    from trace_tasks.data._quick import LANE_RULES
+
+    bits = (_native.NORMALIZED, _native.ZERO_SEGMENT, _native.DUPLICATE, _native.SINGLE_KEY, _native.EMPTY_MAP)
+    bits += (_native.MISSING_SIZE, _native.CONFLICTING_SIZE)
+    assert [1 << n for n in range(len(LANE_RULES))] == list(bits)
 
 
 @needs_native

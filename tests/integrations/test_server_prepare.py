@@ -15,15 +15,23 @@ from typing import Any
 import httpx
 import pytest
 
-from trace_tasks.integrations import _common
+from trace_tasks.data import WARNING_RULES
+from trace_tasks.integrations import _common, server
 from trace_tasks.integrations.server import create_app, validate_labels
 
 from .helpers import INSTANCES, RESPONSES, as_json, reference
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """How often a label is loaded, compiled through the cache, and linted."""
+def general(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every label the general way: the native build's lane (``data.quick_compile``) turned off."""
+    monkeypatch.setattr(server, "quick_compile", lambda label, skip: None)
+    monkeypatch.setattr(_common, "quick_compile", lambda label, skip: None)  # labels sent as JSON text
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, general: None) -> Counter[str]:
+    """How often a label is loaded, compiled through the cache, and linted (the general path)."""
     counts: Counter[str] = Counter()
     load, lint = _common.load_instance, _common.instance_warnings
     compile_cached = _common.INSTANCE_CACHE.compile
@@ -85,7 +93,7 @@ def test_verify_compiles_and_lints_its_instance_once(calls: Counter[str]) -> Non
     assert calls == Counter(load=1, compile=1, lint=1)
 
 
-def test_validation_hands_scoring_the_entries_it_compiled() -> None:
+def test_validation_hands_scoring_the_entries_it_compiled(general: None) -> None:
     entries = validate_labels(INSTANCES)
     again = validate_labels(INSTANCES)  # the cache's entries: the same compiled objects
     assert [entry[0] for entry in entries] == [entry[0] for entry in again]
@@ -101,3 +109,40 @@ def test_a_decoded_label_is_not_copied_and_a_trainer_row_still_is() -> None:
     row = dict(inst, annotation_gt={"type": "bbox_set", "value": np.array([[10, 10, 20, 20]])})
     plain = _common.load_instance(row)
     assert plain["annotation_gt"]["value"] == [[10, 10, 20, 20]] and type(plain["annotation_gt"]["value"]) is list
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_the_lane_takes_each_label_once_and_the_general_path_the_others(monkeypatch: pytest.MonkeyPatch, as_text: bool) -> None:
+    """In the native build the common label is validated, compiled and linted in one call (data.quick_compile),
+    sent as an object or as JSON text; a label it declines goes the general way, once. In the pure build every
+    label goes the general way."""
+    from trace_tasks.scoring import native_label_lane
+
+    seen: Counter[str] = Counter()
+    lane, compile_cached = server.quick_compile, _common.INSTANCE_CACHE.compile
+
+    def quick(label: Any, skip: Any) -> Any:
+        found = lane(label, skip)
+        seen["lane" if found is not None else "declined"] += 1
+        return found
+
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        seen["compile"] += 1
+        return compile_cached(*args, **kwargs)
+
+    monkeypatch.setattr(server, "quick_compile", quick)
+    monkeypatch.setattr(_common, "quick_compile", quick)
+    monkeypatch.setattr(_common.INSTANCE_CACHE, "compile", compiled)
+    monkeypatch.setattr(_common, "_logged_rules", set(WARNING_RULES))  # every rule logged: nothing left to log
+    _common.clear_instance_caches()
+    labels = [as_json(inst) if as_text else dict(inst) for inst in INSTANCES]
+    responses = RESPONSES[: len(INSTANCES)]
+    for _ in range(2):  # the second time, a label sent as text is found by its text (the lane's entries too)
+        got = _post(create_app(), "/get_reward", {"query": responses, "prompts": [""] * len(labels), "labels": labels})
+        assert got.status_code == 200
+        assert got.json()["rewards"] == [
+            min(max(reference(r, i)["overall"], 0.0), 1.0) for r, i in zip(responses, INSTANCES, strict=True)
+        ]
+    n = len(labels) * (1 if as_text else 2)
+    assert seen["lane"] + seen["declined"] == n and seen["compile"] == seen["declined"]
+    assert (seen["lane"] > 0) is (native_label_lane() is not None)

@@ -6,7 +6,8 @@ problem of an instance, once), :func:`instance_warnings` and
 :class:`DatasetLint` (the authoring rules a valid instance, or a dataset,
 breaks: warnings by rule id), :func:`compile_instance` (a validated instance
 whose target the scoring pipeline prepared once; :func:`from_handover` rebuilds
-one in another process from its ``handover()``), :class:`InstanceCache`,
+one in another process from its ``handover()``; :func:`quick_compile`, the
+native build's one call for the reward server's common label), :class:`InstanceCache`,
 :func:`score_instance` (one response to one instance record) and
 :func:`score_trace_batch`. The CLI and the integrations come in through this door.
 """
@@ -34,6 +35,7 @@ from trace_tasks.data._lint import (
     instance_report,
     instance_warnings,
 )
+from trace_tasks.data._quick import quick_compile
 from trace_tasks.data._records import (
     AnnotationGT,
     AnswerGT,
@@ -84,6 +86,7 @@ __all__ = [
     "iter_jsonl",
     "mode_problem",
     "open_text",
+    "quick_compile",
     "score_instance",
     "score_keywords",
     "score_trace_batch",

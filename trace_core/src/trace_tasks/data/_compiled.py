@@ -216,9 +216,15 @@ class CompiledInstance:
         them); ``image_sizes`` and ``extra_info`` are further size sources, in
         the scorer's order.
         """
-        opts, sizes = _options_and_sizes("score", options, keywords)
-        self.check_mode(opts)
-        self.check_frame(opts, sizes)
+        if keywords or type(options) is not ScoringOptions:
+            opts, sizes = _options_and_sizes("score", options, keywords)
+        else:  # the frequent call (the adapters', the reward server's): a record and nothing else
+            opts, sizes = options, None
+        # The two checks only where they can refuse: an instance without an answer, a declared frame.
+        if self.answer_spec is None:
+            self.check_mode(opts)
+        if opts.prediction_frame != "pixel":
+            self.check_frame(opts, sizes)
         return self.run(check_response(response), opts, sizes)
 
     @document_options

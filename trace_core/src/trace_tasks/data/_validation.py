@@ -30,7 +30,10 @@ scored honestly against the installed families:
 
 What validation computes on the way (:class:`Parts`: the parsed target, the
 owner's entries, the sizes) is what :func:`~trace_tasks.data._compiled.compile_instance`
-keeps, so a valid instance is never parsed twice.
+keeps, so a valid instance is never parsed twice. The plain record a dataset
+holds (exact types, the contract ``resolve_reward_contract`` writes for its
+pair of types) skips the type, contract and structure checks, which it
+certainly passes (:func:`_plain_record`); the value checks run for every record.
 """
 
 from __future__ import annotations
@@ -42,10 +45,10 @@ from typing import Any
 import attrs
 import cattrs
 
-from trace_tasks.core.reward_contracts import contract_problems
+from trace_tasks.core.reward_contracts import contract_problems, resolve_reward_contract
 from trace_tasks.data._keys import content_key
 from trace_tasks.data._records import TraceInstance, TrainInstance, converter, format_exception
-from trace_tasks.errors import AnnotationParseError, OptionError, Problem, shown, suggest
+from trace_tasks.errors import AnnotationParseError, OptionError, Problem, TraceTasksError, shown, suggest
 from trace_tasks.family import AssignmentBudget
 from trace_tasks.limits import MAX_ANSWER_DEPTH, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import BUILTIN_ANSWER_TYPES, AnnotationTypeEntry, AnswerTypeSpec, Registry, get_registry
@@ -85,6 +88,9 @@ def _type_name(data: Mapping[str, Any], side: str) -> str | None:
 
 _GT_KEYS = frozenset({"type", "value"})
 _NUMBER_TYPES = (int, float)
+_PAIR_KINDS = frozenset((list, tuple))
+_NUMBER_KINDS = frozenset(_NUMBER_TYPES)
+_TEXT_KINDS = frozenset((str,))
 
 
 def _plain_gt(value: Any) -> bool:
@@ -105,20 +111,22 @@ def _plainly_structured(data: Mapping[str, Any], cls: type[TraceInstance], contr
         return False
     if not (_plain_gt(data["answer_gt"]) and _plain_gt(data["annotation_gt"]) and type(data["reward_contract"]) is dict):
         return False
+    return _plain_extras(data)
+
+
+def _plain_extras(data: Mapping[str, Any]) -> bool:
+    """The record's other fields as the converter certainly takes them: ``id``, ``prompt`` and ``image`` text, the
+    sizes two numbers (exact types: no bool), ``metadata`` with text keys."""
     for name in ("id", "prompt", "image"):
         value = data.get(name)
         if value is not None and type(value) is not str:
             return False
     for name in ("image_size", "model_image_size"):
         size = data.get(name)
-        if size is not None and not (
-            type(size) in (list, tuple)
-            and len(size) == 2
-            and all(type(side) in _NUMBER_TYPES for side in size)  # exact types: no bool
-        ):
+        if size is not None and not (type(size) in _PAIR_KINDS and len(size) == 2 and _NUMBER_KINDS.issuperset(map(type, size))):
             return False
     metadata = data.get("metadata")
-    return metadata is None or (type(metadata) is dict and all(type(key) is str for key in metadata))
+    return metadata is None or (type(metadata) is dict and _TEXT_KINDS.issuperset(map(type, metadata)))
 
 
 _fields_cache: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
@@ -292,6 +300,84 @@ def _contract_rules(
             problems.append(
                 Problem("$.reward_contract", f"unknown keys {extra}; a contract holds exactly {', '.join(_CONTRACT_KEYS)}")
             )
+
+
+#: The contract each (answer type, annotation type) pair is written with, as ``resolve_reward_contract`` writes
+#: it, when the contract rules accept it (else ``None``), for the registry they were found with (see
+#: :func:`_check_contract`: the rules resolve ids through the process's registry).
+_plain_contracts: dict[tuple[str, str], dict[str, Any] | None] = {}
+_plain_contracts_registries: list[Registry | None] = [None, None]
+
+
+def _plain_record(data: Any, cls: type[TraceInstance], registry: Registry, parts: Parts) -> bool:
+    """Whether ``data`` is the common record that :func:`_check_types`, :func:`_check_contract` and
+    :func:`_structure` certainly accept, with ``parts`` filled as they fill it.
+
+    That record is an exact ``dict`` of the record's fields: ``answer_gt`` and
+    ``annotation_gt`` exactly ``{"type", "value"}``, each type named as an
+    installed plugin registers it; the contract ``resolve_reward_contract``
+    writes for the pair, which the rules accepted once (its strings and objects
+    of the exact types); ``id``, ``prompt`` and ``image`` text; sizes two
+    numbers; ``metadata`` with text keys. It is what a dataset (and a trainer's
+    label) holds, and the three checks cost about 40% of validating it. Anything
+    else returns False, and the checks run (tests/data/test_plain_record.py
+    compares the two on records aimed at each condition).
+    """
+    if type(data) is not dict or not data.keys() <= _record_fields(cls)[0]:
+        return False
+    answer, annotation, contract = data.get("answer_gt"), data.get("annotation_gt"), data.get("reward_contract")
+    if type(answer) is not dict or type(annotation) is not dict or type(contract) is not dict:
+        return False
+    if answer.keys() != _GT_KEYS or annotation.keys() != _GT_KEYS:
+        return False
+    answer_type, annotation_type = answer["type"], annotation["type"]
+    if type(answer_type) is not str or type(annotation_type) is not str:
+        return False
+    spec, entry = registry.answer_types.get(answer_type), registry.annotation_types.get(annotation_type)
+    if spec is None or entry is None:
+        return False
+    sides = contract.get("answer"), contract.get("annotation")
+    # Exact types before the comparison: a str subclass could answer it as it likes.
+    if not (
+        type(contract.get("reward_contract_version")) is str
+        and type(sides[0]) is dict
+        and type(sides[1]) is dict
+        and _TEXT_KINDS.issuperset(map(type, sides[0].values()))
+        and _TEXT_KINDS.issuperset(map(type, sides[1].values()))
+    ):
+        return False
+    expected = _plain_contract(answer_type, annotation_type, registry)
+    if expected is None or contract != expected or not _plain_extras(data):
+        return False
+    parts.answer_type, parts.answer_spec = answer_type, spec
+    parts.annotation_type, parts.entry = annotation_type, entry
+    return True
+
+
+def _plain_contract(answer_type: str, annotation_type: str, registry: Registry) -> dict[str, Any] | None:
+    """The contract ``resolve_reward_contract`` writes for the pair, when the contract rules accept it (remembered)."""
+    seen, current = _plain_contracts_registries, get_registry()
+    if seen[0] is not registry or seen[1] is not current:
+        _plain_contracts.clear()
+        seen[0], seen[1] = registry, current
+    key = (answer_type, annotation_type)
+    if key in _plain_contracts:
+        return _plain_contracts[key]
+    expected: dict[str, Any] | None
+    try:
+        expected = resolve_reward_contract(answer_type=answer_type, annotation_type=annotation_type).to_dict()
+    except TraceTasksError:  # a type the process's registry does not know (another registry's): no shortcut
+        expected = None
+    if expected is not None:
+        stub, problems = Parts(), list[Problem]()
+        stub.annotation_type = annotation_type
+        _contract_rules(expected, answer_type, annotation_type, True, stub, problems, registry)
+        if problems:
+            expected = None
+    if len(_plain_contracts) >= 1024:  # ever-new pairs (plugins come and go): keep memory bounded
+        _plain_contracts.clear()
+    _plain_contracts[key] = expected
+    return expected
 
 
 def _missing_family_message(name: str | None, registry: Registry) -> str | None:
@@ -591,10 +677,24 @@ def _assignment_problem(entry: AnnotationTypeEntry, target: Any) -> str | None:
     """What keeps a set or set-map target from scoring every plausible prediction exactly, or None."""
     shape = entry.spec.shape if entry.spec is not None else ""
     if shape == "set" and isinstance(target, list):
-        return AssignmentBudget.target_problem([len(target)])
+        return _budget_problem((len(target),))
     if shape == "set_map" and isinstance(target, dict) and all(isinstance(v, list) for v in target.values()):
-        return AssignmentBudget.target_problem([len(v) for v in target.values()])
+        return _budget_problem(tuple(map(len, target.values())))
     return None
+
+
+#: ``AssignmentBudget.target_problem`` by set sizes (it depends on them only): a dataset's sets repeat their sizes.
+_budget_problems: dict[tuple[int, ...], str | None] = {}
+
+
+def _budget_problem(sizes: tuple[int, ...]) -> str | None:
+    if sizes in _budget_problems:
+        return _budget_problems[sizes]
+    problem = AssignmentBudget.target_problem(sizes)
+    if len(_budget_problems) >= 4096:  # ever-new sizes: keep memory bounded
+        _budget_problems.clear()
+    _budget_problems[sizes] = problem
+    return problem
 
 
 def _parses_without_budget(entry: AnnotationTypeEntry, value: Any) -> bool:
@@ -687,19 +787,10 @@ NO_ANSWER_PROBLEM = (
 )
 
 
-def check(
-    data: Any, cls: type[TraceInstance], registry: Registry, frame: str = PIXEL, mode: str | None = None
-) -> tuple[list[Problem], Parts]:
-    """Every problem of ``data`` and what validation found on the way.
-
-    ``mode``: the output mode the instance will be scored in (``None``: not said). An instance
-    without an answer (``answer_gt`` null or absent) is valid for ``annotation_only`` only: a
-    problem at ``$.answer_gt`` in any other mode, and the compiled instance refuses the others.
-    """
-    parts = Parts()
-    if not isinstance(data, Mapping):
-        return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
-    problems: list[Problem] = []
+def _check_structure(
+    data: Mapping[str, Any], cls: type[TraceInstance], registry: Registry, parts: Parts, problems: list[Problem], mode: str | None
+) -> None:
+    """The types, the contract and the record's structure, each problem once (what :func:`_plain_record` vouches for)."""
     if data.get("answer_gt") is None:  # annotation_only's instance: null, or absent
         if mode is not None and mode != ANNOTATION_ONLY:
             problems.append(Problem("$.answer_gt", NO_ANSWER_PROBLEM))
@@ -716,6 +807,25 @@ def check(
         if problem not in seen:
             seen.add(problem)
             problems.append(problem)
+
+
+def check(
+    data: Any, cls: type[TraceInstance], registry: Registry, frame: str = PIXEL, mode: str | None = None
+) -> tuple[list[Problem], Parts]:
+    """Every problem of ``data`` and what validation found on the way.
+
+    ``mode``: the output mode the instance will be scored in (``None``: not said). An instance
+    without an answer (``answer_gt`` null or absent) is valid for ``annotation_only`` only: a
+    problem at ``$.answer_gt`` in any other mode, and the compiled instance refuses the others.
+    """
+    parts = Parts()
+    problems: list[Problem] = []
+    if not _plain_record(data, cls, registry, parts):  # the common record: its structure is known good
+        if not isinstance(data, Mapping):
+            return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
+        _check_structure(data, cls, registry, parts, problems, mode)
+        if "answer_gt" not in data:
+            data = {"answer_gt": None, **data}
     _check_id(data, problems)
     _check_answer_value(data, parts, problems)
     _check_target(data, parts, problems)

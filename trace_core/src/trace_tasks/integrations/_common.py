@@ -53,19 +53,19 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Optional
 
 import numpy as np
 
 from trace_tasks.core.reward_scoring import result_keys
-from trace_tasks.data import CompiledInstance, InstanceCache, entry_cost, instance_warnings
+from trace_tasks.data import CompiledInstance, InstanceCache, entry_cost, instance_warnings, quick_compile
 from trace_tasks.errors import OptionError, RecordError, ResponseTypeError, TraceTasksError
 from trace_tasks.limits import INSTANCE_ENTRY_MIN_BYTES, MAX_INSTANCE_CACHE_BYTES
 from trace_tasks.plugins import get_registry
-from trace_tasks.reading import is_mapping
-from trace_tasks.scoring import OPTION_NAMES, options_from
+from trace_tasks.reading import decode_json, is_mapping
+from trace_tasks.scoring import OPTION_NAMES, ScoringOptions, options_from
 
 #: Scorer options a trainer config or a row's ``extra_info`` may set: the options table's names.
 SCORER_OPTIONS: tuple[str, ...] = OPTION_NAMES
@@ -254,7 +254,10 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     ``ValueError``, for either). The second value holds the inputs that are
     not part of the instance (``image_sizes``), to pass to
     :meth:`~trace_tasks.data.CompiledInstance.score`; treat it as read-only.
-    ``decoded``: as for :func:`load_instance`. Each compiled instance is linted
+    ``decoded``: as for :func:`load_instance`; a decoded label given as JSON
+    text (the reward server's, as OpenRLHF sends a label column) goes to the
+    native build's lane first (:func:`~trace_tasks.data.quick_compile`), as the
+    server's label objects do. Each compiled instance is linted
     (:func:`log_warnings`) once, when it is first met: a label met again, as
     text or as an object, is not linted again.
     """
@@ -270,14 +273,19 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
             if hit is not None:
                 _raw.move_to_end(key)
                 return hit
-    instance = load_instance(ground_truth, where=where, decoded=decoded)
-    fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
-    compiled = INSTANCE_CACHE.compile(fields, record=where)
-    if compiled not in _linted:  # a label met again as an object (a GRPO group's rows): its rules were looked at
-        _linted.add(compiled)  # (two threads meeting it at once both lint it: each rule is still logged once)
-        log_warnings(compiled, where)
-    image_sizes = instance["image_sizes"]
-    entry = (compiled, {} if image_sizes is None else {"image_sizes": image_sizes})
+    entry = None
+    if decoded and type(ground_truth) is str:  # the reward server's label as JSON text: the native lane first
+        # msgspec first when installed (under half the stdlib's time), the stdlib's values either way (reading's
+        # decode_json); text it cannot read goes to load_instance, which says why.
+        try:
+            label = decode_json(ground_truth)
+        except (ValueError, RecursionError):
+            label = None
+        if type(label) is dict:
+            entry = quick_compile(label, _logged_rules)
+            ground_truth = label  # decoded once: the general path reads the same mapping, as it would the text
+    if entry is None:
+        entry = _compile_general(ground_truth, where, decoded)
     if key is not None:
         cost = _raw_cost(key)
         with _raw_lock:
@@ -290,11 +298,28 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     return entry
 
 
+def _compile_general(ground_truth: Any, where: str, decoded: bool) -> _Compiled:
+    """:func:`compile_ground_truth`'s general path: loaded, compiled through the cache, linted once."""
+    instance = load_instance(ground_truth, where=where, decoded=decoded)
+    fields = {name: instance[name] for name in COMPILED_FIELDS if instance[name] is not None}
+    compiled = INSTANCE_CACHE.compile(fields, record=where)
+    if compiled not in _linted:  # a label met again as an object (a GRPO group's rows): its rules were looked at
+        _linted.add(compiled)  # (two threads meeting it at once both lint it: each rule is still logged once)
+        log_warnings(compiled, where)
+    image_sizes = instance["image_sizes"]
+    return compiled, {} if image_sizes is None else {"image_sizes": image_sizes}
+
+
 #: The warning rules already logged by this process (each is logged once).
 _logged_rules: set[str] = set()
 _logged_lock = threading.Lock()
 #: The compiled instances already linted (weakly held: they leave with the caches' entries).
 _linted: weakref.WeakSet[CompiledInstance] = weakref.WeakSet()
+
+
+def logged_rules() -> Collection[str]:
+    """The authoring rules this process has logged (each is logged once): the reward server's lane skips them."""
+    return _logged_rules
 
 
 def log_warnings(compiled: CompiledInstance, where: str) -> None:
@@ -480,10 +505,10 @@ def log_error(log: logging.Logger, message: str, *args: Any) -> None:
     handler.handle(log.makeRecord(log.name, logging.ERROR, "(trace_tasks)", 0, message, args, None))
 
 
-def logged_keys(log_keys: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+def logged_keys(log_keys: str, options: Mapping[str, Any] | ScoringOptions | None = None) -> tuple[str, ...]:
     """The keys an adapter logs for ``log_keys`` (``"charted"`` or ``"all"``); a caller mistake raises.
 
-    ``options`` are the adapter's scorer options: with an opt-in response
+    ``options`` are the adapter's scorer options (by name, or their record): with an opt-in response
     policy (docs/contracts.md §3.7) ``"all"`` includes its indicators.
     """
     if log_keys == "charted":
@@ -546,14 +571,17 @@ def strip_special_tokens(text: str) -> str:
             return text[:end]
 
 
-def stable_keys(options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+def stable_keys(options: Mapping[str, Any] | ScoringOptions | None = None) -> tuple[str, ...]:
     """The keys ``score_trace_response`` returns for every call, in its order (``trace_tasks.result_keys``).
 
     Those are all keys except the per-type diagnostics (and the
     ``annotation_native_format`` flag); the one-hot ``annotation_type_*`` keys
-    follow the installed families, and with ``options`` (scorer options) that
-    opt into a response policy, its indicators follow them.
+    follow the installed families, and with ``options`` (scorer options by
+    name, or their record) that opt into a response policy, its indicators
+    follow them.
     """
+    if isinstance(options, ScoringOptions):
+        return result_keys(None, options)
     return result_keys(None, options_from(options) if options else None)
 
 

@@ -125,9 +125,12 @@ def extract_response(query: Any, prompt: Any) -> str:
     if not isinstance(query, str):
         return ""
     if isinstance(prompt, str) and prompt:
-        end = _prompt_end(query, prompt)
-        if end is not None:
-            query = query[end:]
+        if query.startswith(prompt):  # the usual query (no image placeholders expanded): no call
+            query = query[len(prompt) :]
+        else:
+            end = _prompt_end(query, prompt)
+            if end is not None:
+                query = query[end:]
     return strip_special_tokens(query)
 
 
@@ -175,7 +178,7 @@ def _score_entries(
     queries: Sequence[Any],
     prompts: Sequence[Any],
     entries: Sequence[_Entry],
-    options: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | ScoringOptions | None,
     keys: tuple[str, ...],
     *,
     refused_key: bool,
@@ -191,7 +194,7 @@ def _score_entries(
             result: Mapping[str, float] = {}
         else:
             if opts is None:
-                opts = options_from(options or {})
+                opts = options if isinstance(options, ScoringOptions) else options_from(options or {})
             instance, inputs = entry
             result = instance.score(extract_response(query, prompt), opts, **inputs)
         for key in keys:
@@ -234,14 +237,16 @@ def score_compiled(
     queries: Sequence[Any],
     prompts: Sequence[Any] | None,
     entries: Sequence[CompiledEntry],
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | ScoringOptions | None = None,
     *,
     log_keys: str = "all",
 ) -> dict[str, Any]:
     """:func:`score_queries` with labels already compiled (one :func:`compile_ground_truth` entry a query).
 
     The reward server validates every label before scoring any and hands its
-    entries here, so no label is compiled (or linted) twice.
+    entries here, so no label is compiled (or linted) twice. ``options`` may
+    also be their :class:`~trace_tasks.ScoringOptions` record (the server
+    makes it once, not once a request).
     """
     keys = logged_keys(log_keys, options)
     prompts = _check_lengths(queries, prompts, entries)

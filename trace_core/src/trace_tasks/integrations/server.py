@@ -66,7 +66,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import unquote_plus
 
-from trace_tasks.data import InstanceError
+from trace_tasks.data import InstanceError, quick_compile
 from trace_tasks.errors import MissingFamilyError, OptionError, Problem, RecordError, TraceTasksError
 from trace_tasks.integrations._common import (
     CompiledEntry,
@@ -74,12 +74,13 @@ from trace_tasks.integrations._common import (
     load_instance,
     log_error,
     logged_keys,
+    logged_rules,
     require,
     scorer_options,
 )
 from trace_tasks.integrations.openrlhf import score_compiled
 from trace_tasks.plugins import get_registry
-from trace_tasks.scoring import options_from
+from trace_tasks.scoring import ScoringOptions, options_from
 
 __all__ = [
     "ALLOWED_HOSTS_ENV",
@@ -742,7 +743,10 @@ def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None
 
     Each label is compiled once (strictly, through the adapters' cache by
     content; a raw JSON label met before is not even parsed again) and its
-    entry handed to scoring, which compiles nothing. Raises
+    entry handed to scoring, which compiles nothing. In the native build the
+    common label (an object, or its JSON text) is validated, compiled and
+    linted in one native call instead (:func:`~trace_tasks.data.quick_compile`:
+    the same entry, docs/compiled.md). Raises
     :class:`MissingFamilyError` for a type whose official family is not
     installed or is disabled (a deployment error), and :class:`InvalidLabels`
     listing every problem of every invalid label, a label that is no instance
@@ -751,7 +755,13 @@ def validate_labels(labels: Sequence[Any], *, names: Sequence[str] | None = None
     """
     errors: list[tuple[int, InstanceError]] = []
     entries: list[CompiledEntry] = []
+    skip = logged_rules()
     for i, label in enumerate(labels):
+        if type(label) is dict:  # the common label in one native call (native build only), no name needed
+            quick = quick_compile(label, skip)
+            if quick is not None:
+                entries.append(quick)
+                continue
         record = names[i] if names is not None else f"labels[{i}]"
         try:
             # decoded: every label comes out of the request body's json.loads (no numpy value to copy out).
@@ -776,7 +786,7 @@ def _raise_missing_family(label: Any, record: str) -> None:
 
 
 def _validate_and_score(
-    queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any], log_keys: str
+    queries: list[Any], prompts: list[Any] | None, labels: list[Any], options: Mapping[str, Any] | ScoringOptions, log_keys: str
 ) -> Any:
     entries = validate_labels(labels)
     return score_compiled(queries, prompts, entries, options, log_keys=log_keys)
@@ -812,7 +822,7 @@ def output_text(response: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any], log_keys: str) -> dict[str, Any]:
+def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any] | ScoringOptions, log_keys: str) -> dict[str, Any]:
     """NeMo Gym's ``/verify``: a ``BaseVerifyRequest`` in, a ``BaseMultiRewardVerifyResponse`` out.
 
     The request is NeMo Gym's row as its agent posts it: ``responses_create_params``,
@@ -834,7 +844,8 @@ def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any], log_keys
     keys = logged_keys(log_keys, options)
     label = {name: payload[name] for name in INSTANCE_ROW_FIELDS if name in payload}
     [(compiled, inputs)] = validate_labels([label], names=[VERIFY_RECORD])
-    result = compiled.score(output_text(response), options_from(options), **inputs)
+    opts = options if isinstance(options, ScoringOptions) else options_from(options)
+    result = compiled.score(output_text(response), opts, **inputs)
     components = {key: float(result.get(key, 0.0)) for key in keys}
     answer = {name: value for name, value in payload.items() if name != _ROLLOUT_ID_ALIAS}
     answer.update({key: value for key, value in components.items() if key not in payload})
@@ -917,6 +928,7 @@ def create_app(
     origins = _names("allowed_origins", allowed_origins)
     logged_keys(log_keys)  # raises for an unknown set
     picked = scorer_options(options, strict=True)
+    resolved = options_from(picked)  # the record, made once: each request would make it again
 
     from trace_tasks import __version__
     from trace_tasks._build import build_kind
@@ -951,7 +963,7 @@ def create_app(
 
     def get_reward_work(payload: dict[str, Any]) -> Any:
         queries, prompts, labels = _check_lists(payload)
-        return _validate_and_score(queries, prompts, labels, picked, log_keys)
+        return _validate_and_score(queries, prompts, labels, resolved, log_keys)
 
     @app.post("/get_reward")
     @app.post("/get_reward/")
@@ -964,7 +976,7 @@ def create_app(
         return await answer(
             request,
             "responses_create_params, response and the trace instance's fields",
-            partial(verify_body, options=picked, log_keys=log_keys),
+            partial(verify_body, options=resolved, log_keys=log_keys),
         )
 
     return BodyLimit(

@@ -26,6 +26,7 @@ from trace_tasks.reading._extraction import (
 )
 from trace_tasks.reading._literals import (
     MIN_LITERAL_CHARGE,
+    decode_json,
     literal_budget,
     load_json,
     load_json_or_literal,
@@ -49,6 +50,7 @@ __all__ = [
     "ToolCall",
     "ToolCallReading",
     "answer_tags",
+    "decode_json",
     "extract",
     "fenced_blocks",
     "final_answer_tag",

@@ -74,6 +74,16 @@ def _make_json_loads(fast: bool) -> Any:
 
 _json_loads = _make_json_loads(fast=True)
 
+
+def decode_json(text: str) -> Any:
+    """``json.loads(text)`` with msgspec first when installed: the standard library's values and errors either way.
+
+    For a caller's JSON text that ``json.loads`` would read as it is (the reward server's labels): no
+    nesting check, as for ``json.loads``; model output goes through :func:`load_json`.
+    """
+    return _json_loads(text)
+
+
 #: Texts at least this long are decoded with the cyclic collector paused. A shorter
 #: one builds too few objects (a generation-0 collection needs ~700) to be slowed,
 #: and saves the pause's two calls.

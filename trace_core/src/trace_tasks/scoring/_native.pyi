@@ -69,3 +69,34 @@ def score(
     scale_y: float = ...,
     y_first: bool = ...,
 ) -> dict[str, float] | tuple[Any, list[int]] | None: ...
+
+WHOLE: int
+REAL: int
+TEXT: int
+LITERAL_TEXT: int
+TRUTH: int
+INDICES: int
+GRID: int
+NORMALIZED: int
+ZERO_SEGMENT: int
+DUPLICATE: int
+SINGLE_KEY: int
+EMPTY_MAP: int
+MISSING_SIZE: int
+CONFLICTING_SIZE: int
+
+def lane_setup(
+    fields: tuple[str, ...],
+    rules: tuple[str, ...],
+    size_keys: frozenset[str],
+    size_from: Callable[[Any], Any],
+    budget_problem: Callable[[tuple[int, ...]], str | None],
+    small_image_px: float,
+    instance_class: type,
+    target_class: type,
+    scoring_context: Callable[..., Any],
+    contexts: dict[Any, Any],
+    plan_of: Callable[[str, str, Any], Any],
+) -> None: ...
+def lane_ready() -> bool: ...
+def check_label(label: dict[str, Any], skip: Any, registry: Any) -> Any: ...

@@ -54,6 +54,7 @@ import numpy as np
 import trace_tasks.limits as _limits
 from trace_tasks.reading import load_json
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, matches_answer_target
+from trace_tasks.scoring._image_size import HEIGHT_KEYS, NESTED_KEYS, WIDTH_KEYS
 
 cdef object _fsum = math.fsum
 cdef object _hypot = math.hypot  # CPython's own algorithm (it changed in 3.12), never the C library's hypot
@@ -946,33 +947,50 @@ def parse_value(int kernel, int shape, object value):
     family refuses, too many items): the family's own parser then reads it, and says why it refuses.
     """
     cdef double* out = NULL
-    cdef double item[4]
-    cdef Py_ssize_t count = 0, w = WIDTH[kernel], i
-    cdef dict index
-    cdef list starts, counts
+    cdef Py_ssize_t total = 0
     try:
-        if shape == SCALAR:
-            return _item_tuple(item, w) if _item(kernel, value, item) else None
-        if shape == SET or shape == SEQUENCE:
-            if not _parse_set(kernel, value, &out, &count):
-                return None
-            return [_item_tuple(out + w * i, w) for i in range(count)]
-        index = {}
-        if shape == MAP:
-            if not _parse_map(kernel, value, &out, index):
-                return None
-            return {key: _item_tuple(out + w * <Py_ssize_t>n, w) for key, n in index.items()}
-        if shape == SET_MAP:
-            starts, counts = [], []
-            if not _parse_set_map(kernel, value, &out, index, starts, counts):
-                return None
-            return {
-                key: [_item_tuple(out + w * (<Py_ssize_t>starts[k] + i), w) for i in range(<Py_ssize_t>counts[k])]
-                for key, k in index.items()
-            }
-        return None
+        return _parse_into(kernel, shape, value, &out, &total, [])
     finally:
         free(out)
+
+
+cdef object _parse_into(int kernel, int shape, object value, double** out, Py_ssize_t* total, list counts):
+    """:func:`parse_value`'s work: the parsed value (None: not a plain one), with every item's numbers left in
+    ``out[0]`` in the parsed value's order (the caller frees it), their number in ``total`` and, for a
+    set-map, each key's number of items appended to ``counts``."""
+    cdef Py_ssize_t count = 0, w = WIDTH[kernel], i
+    cdef dict index
+    if shape == SCALAR:
+        out[0] = <double*>malloc(4 * sizeof(double))
+        if out[0] == NULL:
+            raise MemoryError()
+        if not _item(kernel, value, out[0]):
+            return None
+        total[0] = 1
+        return _item_tuple(out[0], w)
+    if shape == SET or shape == SEQUENCE:
+        if not _parse_set(kernel, value, out, &count):
+            return None
+        total[0] = count
+        return [_item_tuple(out[0] + w * i, w) for i in range(count)]
+    index = {}
+    if shape == MAP:
+        if not _parse_map(kernel, value, out, index):
+            return None
+        total[0] = len(index)
+        return {key: _item_tuple(out[0] + w * <Py_ssize_t>n, w) for key, n in index.items()}
+    if shape == SET_MAP:
+        starts = []
+        if not _parse_set_map(kernel, value, out, index, starts, counts):
+            return None
+        for n in counts:
+            count += <Py_ssize_t>n
+        total[0] = count
+        return {
+            key: [_item_tuple(out[0] + w * (<Py_ssize_t>starts[k] + i), w) for i in range(<Py_ssize_t>counts[k])]
+            for key, k in index.items()
+        }
+    return None
 
 
 cdef int _target_items(object target, double* out, Py_ssize_t n, Py_ssize_t w) except -1:
@@ -1774,3 +1792,393 @@ def score(
     if diagnostics:
         result.update(diagnostics)
     return result
+
+
+# --- the common label, validated and looked at in C (the reward server's lane: trace_tasks.data._quick) ---
+
+#: Answer rules (a plan's ``rule``): what a built-in answer type's target is when the lane takes it, each a
+#: value validation certainly accepts (tests/data/test_quick_compile.py compares the two).
+cpdef enum:
+    WHOLE = 0  # integer: an exact int
+    REAL = 1  # number: an exact int, or a finite float
+    TEXT = 2  # string (read as written): text with more than whitespace
+    LITERAL_TEXT = 3  # option_letter, pi_expression: the same, not starting as a JSON literal might
+    TRUTH = 4  # boolean: an exact bool
+    INDICES = 5  # index_list: a non-empty list of exact ints and strings
+    GRID = 6  # matrix: a non-empty list of such lists
+
+#: The authoring rules the lane looks at, one bit each, in the order of ``lane_setup``'s ``rules``.
+cpdef enum:
+    NORMALIZED = 1
+    ZERO_SEGMENT = 2
+    DUPLICATE = 4
+    SINGLE_KEY = 8
+    EMPTY_MAP = 16
+    MISSING_SIZE = 32
+    CONFLICTING_SIZE = 64
+
+cdef tuple _lane_fields = ()
+cdef tuple _lane_rules = ()
+cdef frozenset _lane_size_keys = frozenset()
+cdef object _lane_size_from = None
+cdef object _lane_budget = None
+cdef double _lane_small_px = 0.0
+cdef type _lane_instance = None
+cdef type _lane_target = None
+cdef object _lane_context = None
+cdef dict _lane_contexts = None
+cdef object _lane_plan_of = None
+#: The plans of the pairs of types met, for the registry they were made with (made by ``plan_of`` on first sight).
+cdef dict _lane_plans = {}
+cdef object _lane_plans_registry = None
+cdef object _NO_INPUTS = None
+
+
+def lane_setup(
+    tuple fields,
+    tuple rules,
+    frozenset size_keys,
+    object size_from,
+    object budget_problem,
+    double small_image_px,
+    type instance_class,
+    type target_class,
+    object scoring_context,
+    dict contexts,
+    object plan_of,
+):
+    """What :func:`check_label` reads of the Python side, given once: the compiled fields in order, the rule
+    ids of the bits, metadata's size keys, ``size_from``, the set-map budget check, ``SMALL_IMAGE_PX``, the
+    compiled instance's and the target's classes, ``scoring_context`` and the contexts it keeps (by
+    ``(size, None)``), and ``plan_of(answer type, annotation type, registry)``, a pair's plan or None."""
+    global _lane_fields, _lane_rules, _lane_size_keys, _lane_size_from, _lane_budget, _lane_small_px
+    global _lane_instance, _lane_target, _lane_context, _lane_contexts, _lane_plan_of, _lane_plans_registry
+    _lane_fields, _lane_rules, _lane_size_keys = fields, rules, size_keys
+    _lane_size_from, _lane_budget, _lane_small_px = size_from, budget_problem, small_image_px
+    _lane_instance, _lane_target, _lane_context, _lane_contexts = instance_class, target_class, scoring_context, contexts
+    _lane_plan_of = plan_of
+    _lane_plans.clear()
+    _lane_plans_registry = None
+
+
+def lane_ready():
+    """Whether :func:`lane_setup` was called."""
+    return _lane_plan_of is not None
+
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+
+
+cdef object _lane_compiled(
+    dict fields, object spec, object entry, object reward, object answer, object parsed,
+    object size_image, object size_meta, object registry,
+):
+    """``CompiledInstance._assemble`` of what the lane found, field for field (no relaxed policy, no model size):
+    the frozen record's slots are set as its ``__init__`` sets them, without a Python call per field."""
+    size = size_image if size_image is not None else size_meta
+    context = _lane_contexts.get((size, None))  # scoring_context's own memo, looked up without a call
+    if context is None:
+        context = _lane_context(size, None)
+    target = _lane_target()
+    target.answer, target.answer_parse_ok, target.reads_json = answer, 1.0, spec.reads_json_strings
+    target.type_name, target.entry, target.reward = entry.name, entry, reward
+    target._parsed, target._size, target._context = parsed, size, context
+    target.model_size, target.relaxed = None, None
+    instance = _lane_instance.__new__(_lane_instance)
+    PyObject_GenericSetAttr(instance, "data", fields)
+    PyObject_GenericSetAttr(instance, "answer_spec", spec)
+    PyObject_GenericSetAttr(instance, "annotation_entry", entry)
+    PyObject_GenericSetAttr(instance, "reward_entry", reward)
+    PyObject_GenericSetAttr(instance, "target", parsed)
+    PyObject_GenericSetAttr(instance, "image_size", size)
+    PyObject_GenericSetAttr(instance, "half_life_px", context.half_life_px)
+    PyObject_GenericSetAttr(instance, "_prepared", target)
+    PyObject_GenericSetAttr(instance, "_size_image", size_image)
+    PyObject_GenericSetAttr(instance, "_size_meta", size_meta)
+    PyObject_GenericSetAttr(instance, "_registry", registry)
+    return instance
+
+
+cdef bint _text_or_whole(list items):
+    cdef type kind
+    for v in items:
+        kind = type(v)
+        if kind is not int and kind is not str:
+            return False
+    return True
+
+
+cdef object _lane_answer(int rule, object value):
+    """The answer target as the scorer prepares it (``_canonical``) when ``value`` keeps ``rule``, else _DEFER."""
+    cdef type kind = type(value)
+    if rule == WHOLE:
+        return value if kind is int else _DEFER
+    if rule == REAL:
+        if kind is int or (kind is float and isfinite(<double>value)):
+            return _canonical(value, 0)
+        return _DEFER
+    if rule == TEXT or rule == LITERAL_TEXT:
+        if kind is not str:
+            return _DEFER
+        stripped = (<str>value).strip()
+        if not stripped or (rule == LITERAL_TEXT and (<str>value).lstrip()[:1] in _JSON_STARTS):
+            return _DEFER  # no target, or a JSON literal validation reads first
+        return stripped.casefold()
+    if rule == TRUTH:
+        return (_BOOL, value) if kind is bool else _DEFER
+    if rule == INDICES or rule == GRID:
+        if kind is not list or not value:
+            return _DEFER
+        if rule == INDICES:
+            if not _text_or_whole(<list>value):
+                return _DEFER
+        else:
+            for row in <list>value:
+                if type(row) is not list or not _text_or_whole(<list>row):
+                    return _DEFER
+        return _canonical(value, 0)
+    return _DEFER
+
+
+cdef object _lane_side(object value):
+    """``_image_size._side`` of an exact int or float (None: not a side, or another type)."""
+    cdef double d
+    return d if _coordinate(value, &d) and d > 0 else None
+
+
+cdef object _lane_pair(object value):
+    """``size_from`` of ``[width, height]``, two exact numbers in an exact list or tuple (None otherwise)."""
+    cdef type kind = type(value)
+    if (kind is not list and kind is not tuple) or len(value) != 2:
+        return None
+    w, h = _lane_side(value[0]), _lane_side(value[1])
+    return None if w is None or h is None else (w, h)
+
+
+cdef tuple _NESTED_KEYS = NESTED_KEYS
+cdef tuple _WIDTH_KEYS = WIDTH_KEYS
+cdef tuple _HEIGHT_KEYS = HEIGHT_KEYS
+
+
+cdef object _first_side(dict mapping, tuple keys):
+    """``_image_size._first_present``: the side under the first of ``keys`` present (None: none, or no side)."""
+    for key in keys:
+        if key in mapping:
+            value = mapping[key]
+            kind = type(value)
+            if kind is int or kind is float:
+                return _lane_side(value)
+            if value is None or kind is str or kind is bool or kind is list or kind is dict or kind is tuple:
+                return None  # never a side (_side: not a real number, or a boolean)
+            return _DEFER  # a number of another type (numpy's): size_from reads it
+    return None
+
+
+cdef object _meta_size(object value, int depth):
+    """``size_from(value)`` of the usual metadata (mappings nested at most twice, ``[w, h]`` pairs of exact
+    numbers), or _DEFER for anything else size_from might read (text, other lists, numpy values)."""
+    cdef type kind = type(value)
+    if kind is dict:
+        if depth > 2:
+            return _DEFER
+        for key in _NESTED_KEYS:
+            if key in <dict>value:
+                found = _meta_size((<dict>value)[key], depth + 1)
+                if found is not None:
+                    return found  # a size, or _DEFER
+        w, h = _first_side(<dict>value, _WIDTH_KEYS), _first_side(<dict>value, _HEIGHT_KEYS)
+        if w is _DEFER or h is _DEFER:
+            return _DEFER
+        return None if w is None or h is None else (w, h)
+    if kind is list or kind is tuple:
+        found = _lane_pair(value)
+        return _DEFER if found is None else found  # not a pair of exact numbers: size_from looks inside
+    if value is None or kind is int or kind is float or kind is bool:
+        return None
+    return _DEFER
+
+
+cdef bint _same_item(double* a, double* b, Py_ssize_t w) noexcept:
+    cdef Py_ssize_t k
+    for k in range(w):
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+cdef int _has_copies(double* items, Py_ssize_t n, Py_ssize_t w) except -1:
+    """Whether two of ``n`` items are equal (tuple equality: -0.0 equals 0.0), as the lint's duplicate check finds."""
+    global _rows_values, _rows_width
+    cdef Py_ssize_t i, j
+    cdef Py_ssize_t* order
+    if n <= 16:
+        for i in range(n):
+            for j in range(i + 1, n):
+                if _same_item(items + w * i, items + w * j, w):
+                    return 1
+        return 0
+    order = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+    if order == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            order[i] = i
+        _rows_values, _rows_width = items, w  # equal items are neighbours in the lexicographic order
+        qsort(order, n, sizeof(Py_ssize_t), _compare_rows)
+        for i in range(n - 1):
+            if _same_item(items + w * order[i], items + w * order[i + 1], w):
+                return 1
+        return 0
+    finally:
+        free(order)
+
+
+cdef int _lane_lint(
+    int kernel, int shape, double* items, Py_ssize_t total, list counts, Py_ssize_t keys,
+    object size_image, object size_meta, bint distance,
+) except -1:
+    """The bits of the rules ``data._lint._own_warnings`` would warn about for this parsed target (no rule skipped)."""
+    cdef int fired = 0
+    cdef Py_ssize_t w = WIDTH[kernel], i, start
+    cdef double min_x = INFINITY, min_y = INFINITY, max_x = -INFINITY, max_y = -INFINITY, x, y, width, height
+    size = size_image if size_image is not None else size_meta
+    for i in range(total * w):  # every item is flat (x, y) pairs: boxes, segments and points alike
+        if i % 2 == 0:
+            x = items[i]
+            min_x = x if x < min_x else min_x
+            max_x = x if x > max_x else max_x
+        else:
+            y = items[i]
+            min_y = y if y < min_y else min_y
+            max_y = y if y > max_y else max_y
+    if total > 0:  # _coordinate_warnings
+        if min_x >= 0 and min_y >= 0 and max_x <= 1 and max_y <= 1 and (size is None or max(size) > 2):
+            fired |= NORMALIZED
+        elif size is not None and min_x >= 0 and min_y >= 0 and max_x <= 1000 and max_y <= 1000:
+            width, height = size
+            if (width <= _lane_small_px and max_x > width) or (height <= _lane_small_px and max_y > height):
+                fired |= NORMALIZED
+    if kernel == SOFT_SEGMENT:
+        for i in range(total):
+            if items[w * i] == items[w * i + 2] and items[w * i + 1] == items[w * i + 3]:
+                fired |= ZERO_SEGMENT
+                break
+    if shape == SET:
+        if _has_copies(items, total, w):
+            fired |= DUPLICATE
+    elif shape == SET_MAP:
+        start = 0
+        for n in counts:
+            if _has_copies(items + w * start, <Py_ssize_t>n, w):
+                fired |= DUPLICATE
+                break
+            start += <Py_ssize_t>n
+    if (shape == MAP or shape == SET_MAP) and keys == 1:
+        fired |= SINGLE_KEY
+    elif shape == MAP and keys == 0:
+        fired |= EMPTY_MAP
+    if distance and size_image is None and size_meta is None:
+        fired |= MISSING_SIZE
+    if size_image is not None and size_meta is not None and size_image != size_meta:
+        fired |= CONFLICTING_SIZE
+    return fired
+
+
+def check_label(dict label, object skip, object registry):
+    """The common label of the reward server, validated, compiled and linted in C, or None.
+
+    ``label`` is a label as decoded from JSON, ``skip`` the rules already logged, ``registry`` the process's.
+    Each pair of types has its plan (``data._quick``: the answer spec, the owner's entry, the current
+    reward's entry, the contract the pair is written with, the kernel and shape codes, the answer rule,
+    whether the type is scored by distance, the largest set the budget takes) or None (no lane for the
+    pair). Returns ``(compiled instance, other scorer inputs)``, what the general path makes of the label,
+    when it is valid as validation would find it and every rule it breaks is in ``skip``; None for
+    anything else (the general path validates, compiles and lints it, and says why).
+    """
+    global _lane_plans_registry
+    answer_gt, annotation_gt, contract = label.get("answer_gt"), label.get("annotation_gt"), label.get("reward_contract")
+    if type(answer_gt) is not dict or type(annotation_gt) is not dict or type(contract) is not dict:
+        return None
+    if len(<dict>answer_gt) != 2 or len(<dict>annotation_gt) != 2:
+        return None
+    if "value" not in <dict>answer_gt or "value" not in <dict>annotation_gt:
+        return None
+    answer_type, annotation_type = (<dict>answer_gt).get("type"), (<dict>annotation_gt).get("type")
+    if type(answer_type) is not str or type(annotation_type) is not str:
+        return None
+    if registry is not _lane_plans_registry:  # plugins reloaded: other entries, perhaps other contracts
+        _lane_plans.clear()
+        _lane_plans_registry = registry
+    pair = (answer_type, annotation_type)
+    plan = _lane_plans.get(pair, _DEFER)
+    if plan is _DEFER:
+        if len(_lane_plans) >= 4096:  # ever-new pairs: keep memory bounded
+            _lane_plans.clear()
+        plan = _lane_plans[pair] = _lane_plan_of(answer_type, annotation_type, registry)
+    if plan is None:
+        return None
+    spec, entry, reward, expected, kernel, shape, rule, distance, max_items = <tuple>plan
+    # The contract: exact types before the comparison (a str subclass could answer it as it likes).
+    version, side_a, side_t = contract.get("reward_contract_version"), contract.get("answer"), contract.get("annotation")
+    if type(version) is not str or type(side_a) is not dict or type(side_t) is not dict:
+        return None
+    for v in (<dict>side_a).values():
+        if type(v) is not str:
+            return None
+    for v in (<dict>side_t).values():
+        if type(v) is not str:
+            return None
+    if contract != expected:
+        return None
+    image_sizes = label.get("image_sizes")
+    if label.get("model_image_size") is not None or type(image_sizes) is str:
+        return None
+    image_size, metadata = label.get("image_size"), label.get("metadata")
+    size_image = size_meta = None
+    if image_size is not None:
+        size_image = _lane_pair(image_size)
+        if size_image is None:
+            return None
+    if metadata is not None:
+        if type(metadata) is not dict:
+            return None
+        for key in <dict>metadata:
+            if type(key) is not str:
+                return None
+        if not _lane_size_keys.isdisjoint(<dict>metadata):
+            size_meta = _meta_size(metadata, 0)
+            if size_meta is _DEFER:
+                size_meta = _lane_size_from(metadata)
+            if size_meta is None and size_image is None:
+                return None  # size keys without a size: validation's problem
+    prepared = _lane_answer(rule, (<dict>answer_gt)["value"])
+    if prepared is _DEFER:
+        return None
+    cdef double* out = NULL
+    cdef Py_ssize_t total = 0
+    cdef list counts = []
+    cdef int fired
+    try:
+        parsed = _parse_into(kernel, shape, (<dict>annotation_gt)["value"], &out, &total, counts)
+        if parsed is None:
+            return None
+        if shape == SET and total > <Py_ssize_t>max_items:
+            return None
+        if shape == SET_MAP and _lane_budget(tuple(counts)) is not None:
+            return None
+        keys = len(parsed) if shape == MAP or shape == SET_MAP else 0
+        fired = _lane_lint(kernel, shape, out, total, counts, keys, size_image, size_meta, distance)
+    finally:
+        free(out)
+    if fired:
+        for i in range(len(_lane_rules)):
+            if fired & (1 << i) and _lane_rules[i] not in skip:
+                return None  # a rule not logged yet: the general path lints and logs it
+    fields = {}
+    for name in _lane_fields:
+        value = label.get(name)
+        if value is not None:
+            fields[name] = value
+    compiled = _lane_compiled(fields, spec, entry, reward, prepared, parsed, size_image, size_meta, registry)
+    return compiled, ({} if image_sizes is None else {"image_sizes": image_sizes})

@@ -63,6 +63,7 @@ from trace_tasks.errors import AnnotationParseError, OptionError, one_line
 from trace_tasks.limits import MAX_LITERAL_BUDGET, MAX_RESPONSE_CHARS, MAX_TARGET_LITERAL_BUDGET
 from trace_tasks.plugins import (
     ANSWER_RELAXED_ID,
+    FLAT_DRAWINGS,
     AnnotationExplanation,
     AnnotationTypeEntry,
     NativeFormat,
@@ -86,9 +87,9 @@ from trace_tasks.reading import (
     read_tool_call,
 )
 from trace_tasks.scoring._answers import JSON_STARTS, NEVER_MATCHES, answer_target, matches_answer_target
-from trace_tasks.scoring._context import Size, scoring_context
+from trace_tasks.scoring._context import Size, _contexts, scoring_context
 from trace_tasks.scoring._frames import PIXEL, PREDICTION_FRAMES, frame_scales
-from trace_tasks.scoring._image_size import find_image_size
+from trace_tasks.scoring._image_size import find_image_size, size_from
 from trace_tasks.scoring._options import ANNOTATION_ONLY, ANSWER, ANSWER_AND_ANNOTATION, GATED, ScoringOptions
 from trace_tasks.scoring._plugin_calls import (
     UNPARSED,
@@ -109,23 +110,33 @@ _native_exact: Callable[[Any], bool] | None
 _native_prepare: Callable[..., Target | None] | None
 _native_parse: Callable[[int, int, Any], Any] | None
 _native_restates: Callable[[str], bool] | None
+_native_lane: tuple[Callable[..., Any], Callable[[], bool]] | None
 try:
+    from trace_tasks.scoring._native import check_label as _native_check_label
     from trace_tasks.scoring._native import exact as _native_exact
+    from trace_tasks.scoring._native import lane_ready as _native_lane_ready
+    from trace_tasks.scoring._native import lane_setup as _native_lane_setup
     from trace_tasks.scoring._native import parse_value as _native_parse
     from trace_tasks.scoring._native import prepare as _native_prepare
     from trace_tasks.scoring._native import scipy_restated as _native_restates
     from trace_tasks.scoring._native import score as _native_score
+
+    _native_lane = (_native_check_label, _native_lane_ready)
 except ImportError:
-    _native_score = _native_exact = _native_prepare = _native_parse = _native_restates = None
+    _native_score = _native_exact = _native_prepare = _native_parse = _native_restates = _native_lane = None
 
 __all__ = [
+    "NATIVE_SHAPES",
     "NORMALISED_READINGS",
     "UNPARSED",
     "Target",
     "Trail",
     "frame_problem",
     "holds_exact_values",
+    "native_label_lane",
+    "native_lane_setup",
     "native_parser",
+    "native_reward_codes",
     "native_solves_assignments",
     "prepare_target",
     "required_keys",
@@ -559,7 +570,7 @@ def _with_call(ext: Extraction, call: ToolCallReading, annotation_only: bool) ->
 _native_plans: dict[int, tuple[RewardEntry, tuple[int, int, str, str]]] = {}
 #: A family's ``native_plan`` names -> the native module's codes (_native.pyx: SCALAR, SET, SEQUENCE, MAP; IOU,
 #: SOFT_POINT, SOFT_SEGMENT).
-_NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3, "set_map": 4}
+NATIVE_SHAPES = {"scalar": 0, "set": 1, "sequence": 2, "map": 3, "set_map": 4}
 _NATIVE_KERNELS = {"iou": 0, "soft_point": 1, "soft_segment": 2}
 _NOT_NATIVE = (-1, -1, "", "")
 #: The reward modes by the native module's codes (_native.pyx: BOTH, ANSWER_ONLY, ANNOTATION_ALONE).
@@ -592,7 +603,7 @@ def native_parser(kernel: str, shape: str) -> Callable[[Any], Any] | None:
     family's own parser then reads. None in the pure build and for a name the
     native module does not know.
     """
-    kernel_code, shape_code = _NATIVE_KERNELS.get(kernel, -1), _NATIVE_SHAPES.get(shape, -1)
+    kernel_code, shape_code = _NATIVE_KERNELS.get(kernel, -1), NATIVE_SHAPES.get(shape, -1)
     if _native_parse is None or kernel_code < 0 or shape_code < 0:
         return None
 
@@ -601,6 +612,69 @@ def native_parser(kernel: str, shape: str) -> Callable[[Any], Any] | None:
         return None if native is None else native(kernel_code, shape_code, value)
 
     return parse
+
+
+#: The label lane's rule for each built-in answer type's target (the native module's ``WHOLE``, ``REAL``, ...:
+#: tests/core/test_native_path.py compares them), for :func:`native_label_lane`'s plans.
+NATIVE_ANSWER_RULES: dict[str, int] = {
+    "integer": 0,
+    "number": 1,
+    "string": 2,
+    "option_letter": 3,
+    "pi_expression": 3,
+    "boolean": 4,
+    "index_list": 5,
+    "matrix": 6,
+}
+#: What each native kernel's items draw as (``AnnotationTypeSpec.drawn_as``, one of ``FLAT_DRAWINGS``: boxes, points,
+#: polylines, the kernels' order): the lane's lint reads them so.
+NATIVE_KERNEL_DRAWINGS: dict[int, str] = dict(enumerate(FLAT_DRAWINGS))
+
+
+def native_label_lane() -> tuple[Callable[..., Any], Callable[[], bool]] | None:
+    """``(check_label, lane_ready)`` of the native build's label lane (``trace_tasks.data._quick``), or None: the
+    pure build, or the native path turned off (tests/core/test_native_path.py sets its score to None).
+
+    ``check_label(label, skip, registry)`` is ``(compiled instance, inputs)`` or None; ``lane_ready()``
+    says whether :func:`native_lane_setup` gave it what it reads.
+    """
+    return _native_lane if _native_score is not None and _LEAN else None
+
+
+def native_lane_setup(
+    fields: tuple[str, ...],
+    rules: tuple[str, ...],
+    size_keys: frozenset[str],
+    budget_problem: Callable[[tuple[int, ...]], str | None],
+    small_image_px: float,
+    instance_class: type,
+    plan_of: Callable[[str, str, Registry], tuple[Any, ...] | None],
+) -> None:
+    """Give the native label lane what it reads of the data room (the compiled fields in order, the lint's
+    rule ids in the order of its bits, metadata's size keys, the set-map budget check, ``SMALL_IMAGE_PX``, the
+    compiled instance's class, a pair's plan); this room adds the target's class, :func:`scoring_context`
+    with the contexts it keeps, and ``size_from``. Nothing in the pure build."""
+    if _native_lane is None:
+        return
+    _native_lane_setup(
+        fields,
+        rules,
+        size_keys,
+        size_from,
+        budget_problem,
+        small_image_px,
+        instance_class,
+        Target,
+        scoring_context,
+        _contexts,
+        plan_of,
+    )
+
+
+def native_reward_codes(reward: RewardEntry) -> tuple[int, int] | None:
+    """``(shape code, kernel code)`` of the native path's scoring of ``reward``, or None when Python scores it."""
+    shape, kernel, _, _ = _native_plan(reward)
+    return (shape, kernel) if shape >= 0 else None
 
 
 def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
@@ -614,7 +688,7 @@ def _native_plan(reward: RewardEntry) -> tuple[int, int, str, str]:
     plan = ask(reward.reward_id, reward.score) if callable(ask) and reward.parse is None else None
     found = _NOT_NATIVE
     if type(plan) is tuple and len(plan) == 4 and all(type(part) is str for part in plan):
-        shape, kernel = _NATIVE_SHAPES.get(plan[0], -1), _NATIVE_KERNELS.get(plan[1], -1)
+        shape, kernel = NATIVE_SHAPES.get(plan[0], -1), _NATIVE_KERNELS.get(plan[1], -1)
         if shape >= 0 and kernel >= 0:
             found = (shape, kernel, plan[2], plan[3])
     if len(_native_plans) >= 256:
