@@ -28,7 +28,7 @@ from trace_tasks.core.reward_contracts import resolve_reward_contract
 from trace_tasks.data import InstanceError, compile_instance, instance_warnings, quick_compile
 from trace_tasks.data._quick import LANE_RULES, _largest_set
 from trace_tasks.integrations import _common, server
-from trace_tasks.plugins import get_registry, pin_reward_id, unpin_reward_id
+from trace_tasks.plugins import get_registry, pin_reward_id, reset_registry, unpin_reward_id
 from trace_tasks.scoring import native_label_lane, options_from
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -401,3 +401,70 @@ def test_the_lane_looks_at_every_rule_of_one_instance() -> None:
     checks = (_lint._own_warnings, _lint._coordinate_warnings, _lint._duplicates, _lint._map_warnings)
     source = "".join(inspect.getsource(function) for function in checks)
     assert {rule for rule in re.findall(r'"([a-z-]+)"', source) if rule in _lint.WARNING_RULES} == ALL_RULES
+
+
+# --- the plans: a registry changing meanwhile, names of any length, other mappings ---------------------
+
+
+def test_a_plan_made_while_the_plugins_change_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that fetched the registry before a pin, whose plan is made while another thread pins and
+    meets the new registry: the plan is not kept under the new registry (it mixed the two)."""
+    from trace_tasks.data import _quick
+
+    one = label("integer", 1, "bbox", BOX, image_size=[640, 480])
+    lane = native_label_lane()
+    if lane is None:
+        assert quick_compile(one, ALL_RULES) is None
+        return
+    check_label = lane[0]
+    reset_registry()  # a fresh registry: the lane's plans start empty, so (integer, bbox)'s is made below
+    assert quick_compile(label("integer", 1, "point", POINT, image_size=[640, 480]), ALL_RULES) is not None
+    old, real, switched = get_registry(), _quick._type_info, []
+
+    def meanwhile(entry: Any, registry: Any) -> Any:
+        if registry is old and not switched:
+            switched.append(True)
+            pin_reward_id("bbox", "bbox_click_hit_v0")  # another thread pins ...
+            quick_compile(label("integer", 2, "point", POINT, image_size=[640, 480]), ALL_RULES)  # ... and is served
+        return real(entry, registry)
+
+    monkeypatch.setattr(_quick, "_type_info", meanwhile)
+    try:
+        check_label(one, ALL_RULES, old)  # the request that fetched the registry before the pin
+        assert switched
+        monkeypatch.setattr(_quick, "_type_info", real)
+        clicked = label("integer", 1, "bbox", BOX, image_size=[640, 480])
+        assert clicked["reward_contract"]["annotation"]["id"] == "bbox_click_hit_v0"
+        check(clicked)  # taken or not, the general path's entry (the old plan would pair the click contract with IoU)
+        assert check(one) is False  # the old contract names an id that is no longer current
+    finally:
+        unpin_reward_id("bbox")
+    assert check(one) is True
+
+
+def test_long_unknown_type_names_keep_no_memory() -> None:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for n in range(40):
+            one = label("integer", 1, "bbox", BOX, image_size=[640, 480])
+            one["answer_gt"]["type"] = f"{n}" + "x" * 100_000
+            assert quick_compile(one, ALL_RULES) is None
+            del one
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert kept < 1_000_000, f"{kept} bytes kept after 40 labels of 100 KB unknown type names"
+
+
+def test_another_mapping_type_goes_the_general_way() -> None:
+    from collections import OrderedDict
+
+    one = label("integer", 1, "bbox", BOX, image_size=[640, 480])
+    assert quick_compile(OrderedDict(one), ALL_RULES) is None  # not an exact dict: declined, never a TypeError
+    assert check(one) is NATIVE

@@ -71,7 +71,7 @@ def quick_compile(label: dict[str, Any], skip: Collection[str]) -> tuple[Compile
     pure build, and for every label the lane does not take (see the module).
     """
     lane = native_label_lane()
-    if lane is None:
+    if lane is None or type(label) is not dict:  # a mapping of another type (an OrderedDict): the general path
         return None
     check_label, ready = lane
     if not ready():
@@ -103,6 +103,8 @@ def _plan(answer_type: str, annotation_type: str, registry: Registry) -> tuple[A
     if entry.spec.drawn_as != NATIVE_KERNEL_DRAWINGS.get(kernel) or NATIVE_SHAPES.get(entry.spec.shape) != shape:
         return None
     if contract["answer"].get("id") == ANSWER_RELAXED_ID:  # the pinned relaxed policy (opt-in): the general path
+        return None
+    if get_registry() is not registry:  # the plugins changed while the plan was made (a pin in another thread)
         return None
     return (spec, entry, reward, contract, kernel, shape, rule, info.distance, _largest_set())
 

@@ -1831,6 +1831,8 @@ cdef object _lane_plan_of = None
 #: The plans of the pairs of types met, for the registry they were made with (made by ``plan_of`` on first sight).
 cdef dict _lane_plans = {}
 cdef object _lane_plans_registry = None
+#: Longest pair of type names (characters, both together) whose plan is remembered.
+cdef Py_ssize_t MAX_PLAN_NAMES = 512
 cdef object _NO_INPUTS = None
 
 
@@ -2113,9 +2115,14 @@ def check_label(dict label, object skip, object registry):
     pair = (answer_type, annotation_type)
     plan = _lane_plans.get(pair, _DEFER)
     if plan is _DEFER:
-        if len(_lane_plans) >= 4096:  # ever-new pairs: keep memory bounded
-            _lane_plans.clear()
-        plan = _lane_plans[pair] = _lane_plan_of(answer_type, annotation_type, registry)
+        plan = _lane_plan_of(answer_type, annotation_type, registry)
+        # Kept only while ``registry`` is still the lane's (another thread's call after a pin clears the plans,
+        # perhaps while this one was made), and for names as short as a registered type's: a stream of long
+        # unknown names keeps nothing.
+        if registry is _lane_plans_registry and len(<str>answer_type) + len(<str>annotation_type) <= MAX_PLAN_NAMES:
+            if len(_lane_plans) >= 4096:  # ever-new pairs: keep memory bounded
+                _lane_plans.clear()
+            _lane_plans[pair] = plan
     if plan is None:
         return None
     spec, entry, reward, expected, kernel, shape, rule, distance, max_items = <tuple>plan
