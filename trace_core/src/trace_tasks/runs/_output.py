@@ -212,9 +212,12 @@ class _AtomicFile:
     over. A name ending in ``.gz`` is gzip-compressed.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, created: list[str] | None = None) -> None:
         self.path = path
         self.temporary: str | None = None
+        # Where a temporary file's name is noted before the file exists: a termination signal raising between
+        # its creation and this record (or the caller's) still finds it (open_outputs removes what is left).
+        self._created = created
         try:
             # A stream's name is opened as it is: resolved, /dev/stdout may name a pipe ("pipe:[123]").
             self.target = path if names_a_stream(path) else output_target(path)
@@ -245,10 +248,14 @@ class _AtomicFile:
         directory, base = os.path.split(self.target)
         for _ in range(100):
             name = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
+            if self._created is not None:
+                self._created.append(name)
             try:
                 # 0o666 less the umask, like open(path, "w"); an existing target keeps its own mode.
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except FileExistsError:
+                if self._created is not None:
+                    self._created.remove(name)  # another's file: never ours to remove
                 continue
             self.temporary = name
             if existing is not None:
@@ -300,6 +307,7 @@ def open_outputs(*paths: str | None) -> Iterator[list[IO[str] | None]]:
     """
     files: list[_AtomicFile] = []
     streams: list[IO[str] | None] = []
+    created: list[str] = []  # every temporary file's name, noted before it is created
     try:
         for path in paths:
             if path is None:
@@ -307,7 +315,7 @@ def open_outputs(*paths: str | None) -> Iterator[list[IO[str] | None]]:
             elif path == STDIO:
                 streams.append(guard(sys.stdout, "standard output"))
             else:
-                files.append(_AtomicFile(path))
+                files.append(_AtomicFile(path, created))
                 streams.append(files[-1].stream)
         yield streams
         for file in files:
@@ -317,3 +325,6 @@ def open_outputs(*paths: str | None) -> Iterator[list[IO[str] | None]]:
     finally:
         for file in files:
             file.discard()
+        for name in created:  # a temporary file a signal left unrecorded (renamed or removed ones are gone)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
