@@ -26,7 +26,8 @@ import pytest
 
 from trace_tasks.core.reward_contracts import resolve_reward_contract
 from trace_tasks.data import InstanceError, compile_instance, instance_warnings, quick_compile
-from trace_tasks.data._quick import LANE_RULES, _largest_set
+from trace_tasks.data._quick import LANE_RULES
+from trace_tasks.family import AssignmentBudget
 from trace_tasks.integrations import _common, server
 from trace_tasks.plugins import get_registry, pin_reward_id, reset_registry, unpin_reward_id
 from trace_tasks.scoring import native_label_lane, options_from
@@ -203,7 +204,7 @@ def test_targets(annotation_type: str, size: list[int] | None) -> None:
 
 @pytest.mark.parametrize("annotation_type", ["bbox_set", "point_set"])
 def test_sets_at_the_budget_edge(annotation_type: str) -> None:
-    largest = _largest_set()
+    largest = next(n for n in range(1, 10_000) if AssignmentBudget.target_problem((n + 1,)) is not None)
     item = [1, 2, 3, 4] if annotation_type == "bbox_set" else [1, 2]
     for count in (largest, largest + 1):
         items = [[x + 10 * n for x in item] for n in range(count)]

@@ -35,8 +35,6 @@ from typing import Any
 from trace_tasks.data._compiled import CompiledInstance
 from trace_tasks.data._lint import SMALL_IMAGE_PX, _type_info
 from trace_tasks.data._validation import _SIZE_KEYS, _budget_problem, _plain_contract
-from trace_tasks.family import AssignmentBudget
-from trace_tasks.limits import MAX_COLLECTION_ITEMS
 from trace_tasks.plugins import ANSWER_RELAXED_ID, BUILTIN_ANSWER_TYPES, Registry, get_registry
 from trace_tasks.scoring import (
     NATIVE_ANSWER_RULES,
@@ -84,7 +82,7 @@ def _plan(answer_type: str, annotation_type: str, registry: Registry) -> tuple[A
     """What ``check_label`` needs of a pair of types, or None when the lane cannot take the pair.
 
     ``(answer spec, annotation entry, reward entry, contract, kernel code, shape code, answer rule, scored by
-    distance, largest set)``: a built-in answer type, an annotation type whose current reward the native path
+    distance)``: a built-in answer type, an annotation type whose current reward the native path
     scores with a kernel whose items its owner draws as the kernel's (the lint reads them so), the contract
     the rules accept (not naming the pinned relaxed answer policy), and a type whose examples say whether it
     is scored by distance.
@@ -106,22 +104,4 @@ def _plan(answer_type: str, annotation_type: str, registry: Registry) -> tuple[A
         return None
     if get_registry() is not registry:  # the plugins changed while the plan was made (a pin in another thread)
         return None
-    return (spec, entry, reward, contract, kernel, shape, rule, info.distance, _largest_set())
-
-
-#: The largest set validation's budget check passes (found once).
-_largest: list[int] = []
-
-
-def _largest_set() -> int:
-    """The most items a target set may hold for validation's budget check to pass (it grows with the size)."""
-    if not _largest:
-        low, high = 0, MAX_COLLECTION_ITEMS  # target_problem((low,)) is None; find the last such size
-        while low < high:
-            middle = (low + high + 1) // 2
-            if AssignmentBudget.target_problem((middle,)) is None:
-                low = middle
-            else:
-                high = middle - 1
-        _largest.append(low)
-    return _largest[0]
+    return (spec, entry, reward, contract, kernel, shape, rule, info.distance)

@@ -789,8 +789,11 @@ NO_ANSWER_PROBLEM = (
 
 def _check_structure(
     data: Mapping[str, Any], cls: type[TraceInstance], registry: Registry, parts: Parts, problems: list[Problem], mode: str | None
-) -> None:
-    """The types, the contract and the record's structure, each problem once (what :func:`_plain_record` vouches for)."""
+) -> Mapping[str, Any]:
+    """The types, the contract and the record's structure, each problem once (what :func:`_plain_record` vouches for).
+
+    Returns the record the other checks read: ``data``, with ``answer_gt`` null when it is absent.
+    """
     if data.get("answer_gt") is None:  # annotation_only's instance: null, or absent
         if mode is not None and mode != ANNOTATION_ONLY:
             problems.append(Problem("$.answer_gt", NO_ANSWER_PROBLEM))
@@ -807,6 +810,7 @@ def _check_structure(
         if problem not in seen:
             seen.add(problem)
             problems.append(problem)
+    return data
 
 
 def check(
@@ -823,9 +827,7 @@ def check(
     if not _plain_record(data, cls, registry, parts):  # the common record: its structure is known good
         if not isinstance(data, Mapping):
             return [Problem("$", f"an instance must be a JSON object, got {type(data).__name__}")], parts
-        _check_structure(data, cls, registry, parts, problems, mode)
-        if "answer_gt" not in data:
-            data = {"answer_gt": None, **data}
+        data = _check_structure(data, cls, registry, parts, problems, mode)
     _check_id(data, problems)
     _check_answer_value(data, parts, problems)
     _check_target(data, parts, problems)

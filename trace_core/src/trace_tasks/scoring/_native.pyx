@@ -2093,8 +2093,7 @@ def check_label(dict label, object skip, object registry):
     ``label`` is a label as decoded from JSON, ``skip`` the rules already logged, ``registry`` the process's.
     Each pair of types has its plan (``data._quick``: the answer spec, the owner's entry, the current
     reward's entry, the contract the pair is written with, the kernel and shape codes, the answer rule,
-    whether the type is scored by distance, the largest set the budget takes) or None (no lane for the
-    pair). Returns ``(compiled instance, other scorer inputs)``, what the general path makes of the label,
+    whether the type is scored by distance) or None (no lane for the pair). Returns ``(compiled instance, other scorer inputs)``, what the general path makes of the label,
     when it is valid as validation would find it and every rule it breaks is in ``skip``; None for
     anything else (the general path validates, compiles and lints it, and says why).
     """
@@ -2125,7 +2124,7 @@ def check_label(dict label, object skip, object registry):
             _lane_plans[pair] = plan
     if plan is None:
         return None
-    spec, entry, reward, expected, kernel, shape, rule, distance, max_items = <tuple>plan
+    spec, entry, reward, expected, kernel, shape, rule, distance = <tuple>plan
     # The contract: exact types before the comparison (a str subclass could answer it as it likes).
     version, side_a, side_t = contract.get("reward_contract_version"), contract.get("answer"), contract.get("annotation")
     if type(version) is not str or type(side_a) is not dict or type(side_t) is not dict:
@@ -2170,7 +2169,7 @@ def check_label(dict label, object skip, object registry):
         parsed = _parse_into(kernel, shape, (<dict>annotation_gt)["value"], &out, &total, counts)
         if parsed is None:
             return None
-        if shape == SET and total > <Py_ssize_t>max_items:
+        if shape == SET and _lane_budget((total,)) is not None:  # validation's own check (remembered by sizes)
             return None
         if shape == SET_MAP and _lane_budget(tuple(counts)) is not None:
             return None
