@@ -24,9 +24,14 @@ C compiler against valgrind's ``callgrind.h``); the script reads each dump's
 * ``server``: what ``POST /get_reward`` runs in its worker thread for each row,
   one row a request as OpenRLHF 0.11.2 sends them (``_validate_and_score``:
   every label validated, then scored), each label an object;
-* ``text``: the same with each label as its JSON text (made before counting),
+* ``plain-text``: the plain call's baseline for ``text``, on ``text``'s rows:
+  what a reward function of one's own does with a label column holding the
+  instance's JSON, the label decoded (reading's ``decode_json``, the decoder the
+  server uses) and ``score_trace_response`` called (it keeps nothing of a label
+  that ``text`` could find);
+* ``text``: ``server`` with each label as its JSON text (made before counting),
   as OpenRLHF sends a label column that holds the instance's JSON: as many
-  rows of the same mix, of their own seed (content no mode met before);
+  rows of the same mix, of their own seed (content ``server`` did not meet);
 * ``again``: ``server`` once more on the same rows, each label a new object decoded
   from JSON (made before counting), as a GRPO group's other rollouts or a later
   epoch send it: a repeated label's cost (loaded, keyed, found in the cache);
@@ -47,6 +52,11 @@ warnings, the rules the server has logged already skipped), ``score``
 the OpenRLHF request shape); then ``answer``, the answer's own checks alone
 (part of ``check``, measured again with their memo emptied).
 
+Each mode (and step) is counted after a full collection (``gc.collect()``): the
+cyclic collector's rare full pass, which a long-lived heap makes costly, would
+otherwise land in whichever mode crosses its threshold (one such pass counted
+in ``text`` doubled its count).
+
 The HTTP layer (uvicorn, FastAPI, ``BodyLimit``) is not counted: it does not
 depend on the label. Without ``--callgrind`` the script prints wall-clock
 microseconds per row, for a quick look only.
@@ -56,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import json
 import os
 import random
@@ -79,6 +90,7 @@ from trace_tasks.data._records import TrainInstance
 from trace_tasks.integrations import _common as common
 from trace_tasks.integrations import openrlhf, server
 from trace_tasks.plugins import get_registry
+from trace_tasks.reading import decode_json
 from trace_tasks.scoring import options_from
 
 MODE = "answer_and_annotation"
@@ -113,8 +125,22 @@ def text_requests(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
     Rows of their own, as many, seeded by the first row's response (the warm-up's and the counted rows' differ):
     the pure build's instance cache keys content, so the other modes' labels sent again as text would be found there.
     """
-    own = make_rows(len(rows), seed=f"text:{rows[0]['response']}")
-    return [(PROMPT + row["response"], json.dumps(label_of(row))) for row in own]
+    return [(PROMPT + row["response"], json.dumps(label_of(row))) for row in text_rows(rows)]
+
+
+def text_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """As many rows of the same mix, seeded by the first row's response: content no other mode met."""
+    return make_rows(len(rows), seed=f"text:{rows[0]['response']}")
+
+
+def plain_text_calls(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Responses and labels as JSON text (not counted): :func:`text_requests`' rows, met by no mode before."""
+    return [(row["response"], json.dumps(label_of(row))) for row in text_rows(rows)]
+
+
+def run_plain_text(calls: list[tuple[str, str]]) -> None:
+    for response, label in calls:
+        score_trace_response(response=response, **decode_json(label), trace_reward_mode=MODE)
 
 
 def run_text(queries: list[tuple[str, str]]) -> None:
@@ -153,9 +179,16 @@ def run_verify(bodies: list[dict[str, Any]]) -> None:
         server.verify_body(body, options, "charted")
 
 
-RUNS = {"plain": run_plain, "server": run_server, "text": run_text, "again": run_again, "verify": run_verify}
+RUNS = {
+    "plain": run_plain,
+    "server": run_server,
+    "plain-text": run_plain_text,
+    "text": run_text,
+    "again": run_again,
+    "verify": run_verify,
+}
 #: What a mode's run takes, made from the rows before counting (the rows themselves when not listed).
-PREPARE = {"text": text_requests, "again": repeated_requests, "verify": verify_bodies}
+PREPARE = {"text": text_requests, "plain-text": plain_text_calls, "again": repeated_requests, "verify": verify_bodies}
 
 
 def prepared(mode: str, rows: list[dict[str, Any]]) -> Any:
@@ -291,6 +324,7 @@ def main() -> None:
         helper.bench_start()
         for mode, run in runs.items():
             data = prepared(mode, rows)
+            gc.collect()  # each mode from the same collector state: no full collection lands in one mode by chance
             helper.bench_zero()
             run(data)
             helper.bench_dump(mode.encode())
@@ -308,6 +342,7 @@ def count_steps(rows: list[dict[str, Any]], out_file: str) -> None:
         for name in steps.ORDER:
             if name == "answer":
                 steps.answer_setup()
+            gc.collect()
             helper.bench_zero()
             getattr(steps, name)()
             helper.bench_dump(name.encode())

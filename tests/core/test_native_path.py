@@ -959,3 +959,71 @@ print("scipy.optimize" in sys.modules)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+class _Real(float):
+    """A float subclass: ``float()`` makes a plain float of it."""
+
+
+def _columns_python(results: list[Any], keys: tuple[str, ...]) -> tuple[list[float], dict[str, list[float]]]:
+    """What OpenRLHF's adapter wrote before the native restatement (its per-row loop), word for word."""
+    logs: dict[str, list[float]] = {key: [] for key in keys}
+    overall: list[float] = []
+    for result in results:
+        for key in keys:
+            logs[key].append(float(result.get(key, 0.0)))
+        overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
+    return overall, logs
+
+
+_log_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            1.0000000000000002,
+            -1e-300,
+            math.nan,
+            -math.nan,
+            struct.unpack("<d", b"\x01\x00\x00\x00\x00\x00\xf8\x7f")[0],
+        ]
+    ),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.floats(allow_nan=False).map(_Real),
+)
+_log_keys = st.sampled_from(["overall", "format", "answer_reward", "json_found", "zero_reward", "x"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    results=st.lists(st.dictionaries(_log_keys, _log_values, max_size=6), max_size=5),
+    keys=st.lists(_log_keys, max_size=6).map(tuple),
+)
+def test_columns_are_the_adapters_loop_bit_for_bit(results: list[dict[str, Any]], keys: tuple[str, ...]) -> None:
+    """scoring.columns (in C in the native build) gives the per-row loop's values: every float's bits, NaN payloads and
+    the sign of zero included, keys in order, a repeated key's list as the loop makes it; in both builds."""
+    expected = _columns_python(results, keys)
+    got = scoring.columns(results, keys)
+    assert [_bits(v) for v in got[0]] == [_bits(v) for v in expected[0]]
+    assert list(got[1]) == list(expected[1])
+    for key in keys:
+        assert [_bits(v) for v in got[1][key]] == [_bits(v) for v in expected[1][key]], key
+        assert all(type(v) is float for v in got[1][key])
+
+
+@needs_native
+def test_the_native_columns_decline_what_python_reads() -> None:
+    from collections import OrderedDict
+
+    from trace_tasks.scoring import _native  # type: ignore[attr-defined]
+
+    assert _native.columns([{"overall": 2.0}], ("overall",)) == ([1.0], {"overall": [2.0]})
+    assert _native.columns([OrderedDict(overall=0.5)], ("overall",)) is None  # not a dict: Python's .get reads it
+    assert _native.columns([{}], ("a", "a")) is None  # a repeated key: the loop appends twice to one list
+    assert scoring.columns([OrderedDict(overall=0.5)], ("overall",)) == ([0.5], {"overall": [0.5]})
+    assert scoring.columns([{}, {"a": 1}], ["a", "a"]) == ([0.0, 0.0], {"a": [0.0, 0.0, 1.0, 1.0]})
+    with pytest.raises(ValueError):  # float("x"), as the loop raises
+        _native.columns([{"overall": "x"}], ())

@@ -112,3 +112,20 @@ def test_the_bytes_follow_evictions_and_a_label_over_the_bound_is_not_kept() -> 
 def test_maxbytes_must_be_a_count_of_bytes(bad: object) -> None:
     with pytest.raises(ValueError, match="maxbytes must be a non-negative integer"):
         InstanceCache(maxbytes=bad)  # type: ignore[arg-type]
+
+
+def test_the_raw_labels_are_charged_once_and_their_tally_follows_evictions(
+    small_caches: InstanceCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each raw label is charged when kept, and dropping it subtracts that charge without counting its text again
+    (a full cache drops one label for each new one: counting it twice cost a server as much as its decode)."""
+    charged: list[object] = []
+    cost = _common.entry_cost
+    monkeypatch.setattr(_common, "entry_cost", lambda key: charged.append(key) or cost(key))
+    labels = [_label(i) for i in range(24)]  # ~3 MiB charged each: most are dropped
+    for label in labels:
+        score_queries([RESPONSES[0]], None, [label])
+    assert [key for key in charged if isinstance(key, str)] == labels  # each text counted once, kept or dropped later
+    assert 0 < len(_common._raw) < len(labels)
+    assert _common._raw_bytes[0] == sum(kept for _, kept in _common._raw.values()) <= BOUND
+    assert all(kept == cost(key) for key, (_, kept) in _common._raw.items())

@@ -216,9 +216,10 @@ CompiledEntry = _Compiled
 #: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
 #: bytes (each entry charged :func:`_raw_cost`: it holds its raw text, and may
 #: keep alive a compiled instance the shared cache has dropped); only valid rows.
+#: Each entry keeps its charge beside it, so dropping it counts nothing again.
 _RAW_MAX = 4096
 _RAW_MAX_BYTES = MAX_INSTANCE_CACHE_BYTES
-_raw: collections.OrderedDict[Hashable, _Compiled] = collections.OrderedDict()
+_raw: collections.OrderedDict[Hashable, tuple[_Compiled, int]] = collections.OrderedDict()
 _raw_bytes = [0]
 _raw_lock = threading.Lock()
 _raw_registry: list[object] = [None]
@@ -261,7 +262,9 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     (:func:`log_warnings`) once, when it is first met: a label met again, as
     text or as an object, is not linted again.
     """
-    key = _raw_key(ground_truth)
+    kind = type(ground_truth)
+    text: str | bytes | None = ground_truth if kind is str or kind is bytes else None  # the exact built-in types
+    key = text if text is not None else _raw_key(ground_truth)  # a label's text is its own key: no call
     if key is not None:
         registry = get_registry()
         with _raw_lock:
@@ -272,9 +275,9 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
             hit = _raw.get(key)
             if hit is not None:
                 _raw.move_to_end(key)
-                return hit
+                return hit[0]
     entry = None
-    if decoded and type(ground_truth) is str:  # the reward server's label as JSON text: the native lane first
+    if decoded and kind is str:  # the reward server's label as JSON text: the native lane first
         # msgspec first when installed (under half the stdlib's time), the stdlib's values either way (reading's
         # decode_json); text it cannot read goes to load_instance, which says why.
         try:
@@ -287,14 +290,13 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     if entry is None:
         entry = _compile_general(ground_truth, where, decoded)
     if key is not None:
-        cost = _raw_cost(key)
+        cost = entry_cost(text) if text is not None else _raw_cost(key)
         with _raw_lock:
             if _raw_registry[0] is registry and key not in _raw and cost <= _RAW_MAX_BYTES:
-                _raw[key] = entry
+                _raw[key] = (entry, cost)
                 _raw_bytes[0] += cost
                 while len(_raw) > _RAW_MAX or _raw_bytes[0] > _RAW_MAX_BYTES:
-                    dropped, _ = _raw.popitem(last=False)
-                    _raw_bytes[0] -= _raw_cost(dropped)
+                    _raw_bytes[0] -= _raw.popitem(last=False)[1][1]
     return entry
 
 

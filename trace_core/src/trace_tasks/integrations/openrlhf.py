@@ -82,7 +82,7 @@ from trace_tasks.integrations._common import (
     strip_special_tokens,
     to_plain,
 )
-from trace_tasks.scoring import ScoringOptions, options_from
+from trace_tasks.scoring import ScoringOptions, columns, options_from
 
 __all__ = [
     "ON_INVALID",
@@ -184,24 +184,20 @@ def _score_entries(
     refused_key: bool,
 ) -> dict[str, Any]:
     """Score each query against its compiled label; a ``None`` entry (a refused label) scores 0."""
-    logs: dict[str, list[float]] = {key: [] for key in keys}
-    if refused_key:
-        logs[REFUSED_KEY] = []
-    overall: list[float] = []
+    results: list[Mapping[str, float]] = []
     opts: ScoringOptions | None = None  # the options record, made once (at the first label scored)
     for query, prompt, entry in zip(queries, prompts, entries, strict=True):
         if entry is None:
-            result: Mapping[str, float] = {}
+            results.append({})
         else:
             if opts is None:
                 opts = options if isinstance(options, ScoringOptions) else options_from(options or {})
             instance, inputs = entry
-            result = instance.score(extract_response(query, prompt), opts, **inputs)
-        for key in keys:
-            logs[key].append(float(result.get(key, 0.0)))
-        if refused_key:
-            logs[REFUSED_KEY].append(1.0 if entry is None else 0.0)
-        overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
+            text = extract_response(query, prompt)
+            results.append(instance.score(text, opts, **inputs) if inputs else instance.score(text, opts))
+    overall, logs = columns(results, keys)  # in C in the native build
+    if refused_key:
+        logs[REFUSED_KEY] = [1.0 if entry is None else 0.0 for entry in entries]
     return {"rewards": overall, "scores": list(overall), "extra_logs": logs}
 
 

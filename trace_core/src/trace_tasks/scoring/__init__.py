@@ -139,6 +139,7 @@ from trace_tasks.scoring._results import (
     OPT_IN_KEYS,
     OPTION_KEYS,
     REWARD_KEYS,
+    columns,
     compose_result,
     result_keys,
 )
@@ -222,6 +223,7 @@ __all__ = [
     "canonical",
     "canonical_text",
     "checked_score",
+    "columns",
     "compose_result",
     "declared_model_size",
     "document_options",

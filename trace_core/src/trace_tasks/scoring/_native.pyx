@@ -43,6 +43,7 @@ cdef extern from "float.h":
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
+from cpython.number cimport PyNumber_Float
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_KIND, PyUnicode_READ
 from libc.string cimport memcpy
 
@@ -2188,3 +2189,45 @@ def check_label(dict label, object skip, object registry):
             fields[name] = value
     compiled = _lane_compiled(fields, spec, entry, reward, prepared, parsed, size_image, size_meta, registry)
     return compiled, ({} if image_sizes is None else {"image_sizes": image_sizes})
+
+
+# ---- results stacked for a trainer's logs (scoring._results.columns) ----------------------------------------
+
+
+def columns(list results, tuple keys):
+    """``scoring._results.columns`` restated: ``(overall, logs)`` with the same values, bit for bit, or None.
+
+    The Python function's values: each key's ``float(result.get(key, 0.0))`` over the results, and each result's
+    ``min(max(float(result.get("overall", 0.0)), 0.0), 1.0)`` (NaN stays NaN, -0.0 stays -0.0: ``max`` and
+    ``min`` keep their first argument on a tie or an unordered pair), read in the same order (result by result,
+    key by key), into lists made at their length. None when a result is not a dict or a key is repeated: the
+    Python function then reads them.
+    """
+    cdef Py_ssize_t n = len(results), count = len(keys), i, k
+    cdef dict logs = {}
+    cdef list overall = [None] * n
+    cdef list lists = []
+    cdef list column
+    cdef double v
+    for result in results:
+        if type(result) is not dict:
+            return None
+    for key in keys:
+        column = [None] * n
+        lists.append(column)
+        logs[key] = column
+    if len(logs) != count:
+        return None
+    for i in range(n):
+        result = results[i]
+        for k in range(count):
+            value = (<dict>result).get(keys[k], 0.0)
+            (<list>lists[k])[i] = value if type(value) is float else PyNumber_Float(value)
+        value = (<dict>result).get("overall", 0.0)
+        v = <double>(value if type(value) is float else PyNumber_Float(value))
+        if 0.0 > v:
+            v = 0.0
+        if 1.0 < v:
+            v = 1.0
+        overall[i] = v
+    return overall, logs

@@ -5,6 +5,9 @@ The keys are listed once here; trainer adapters log exactly :func:`result_keys`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 from trace_tasks.plugins import Registry, get_registry
 from trace_tasks.reading import Extraction
 from trace_tasks.scoring._options import (
@@ -18,6 +21,14 @@ from trace_tasks.scoring._options import (
     ScoringOptions,
 )
 from trace_tasks.scoring._plugin_calls import AnnotationResult
+
+_native_columns: Callable[[list[Any], tuple[str, ...]], Any] | None
+try:  # the native build's restatement of columns (docs/compiled.md); the pure build has no such module
+    from trace_tasks.scoring._native import columns as _native_columns_found
+
+    _native_columns = _native_columns_found
+except ImportError:
+    _native_columns = None
 
 #: Per-response rewards, first in every result dict (docs/contracts.md §7).
 REWARD_KEYS: tuple[str, ...] = (
@@ -164,3 +175,25 @@ def compose_result(
     if ann.native:  # a failed parse (no diagnostics), or a native value read under annotation_native
         result[NATIVE_FORMAT_KEY] = 1.0
     return result
+
+
+def columns(results: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> tuple[list[float], dict[str, list[float]]]:
+    """Results stacked as a trainer logs them: each result's ``overall`` clipped to [0, 1], and each key's values.
+
+    ``(overall, logs)``: ``logs`` maps each of ``keys`` to its values over ``results`` in order, as floats, 0.0
+    where a result lacks the key (an empty dict stands for a refused row). OpenRLHF's reward function returns
+    them as ``rewards`` and ``extra_logs``. The native build restates the loop in C (the same values, bit for
+    bit: tests/core/test_native_path.py): a request's loop over its keys is most of what the OpenRLHF request shape
+    adds to scoring (benchmarks/bench_server.py).
+    """
+    if _native_columns is not None and type(results) is list:
+        found = _native_columns(results, keys if type(keys) is tuple else tuple(keys))
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    logs: dict[str, list[float]] = {key: [] for key in keys}
+    overall: list[float] = []
+    for result in results:
+        for key in keys:
+            logs[key].append(float(result.get(key, 0.0)))
+        overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
+    return overall, logs
