@@ -966,14 +966,24 @@ class _Real(float):
 
 
 def _columns_python(results: list[Any], keys: tuple[str, ...]) -> tuple[list[float], dict[str, list[float]]]:
-    """What OpenRLHF's adapter wrote before the native restatement (its per-row loop), word for word."""
-    logs: dict[str, list[float]] = {key: [] for key in keys}
-    overall: list[float] = []
-    for result in results:
-        for key in keys:
-            logs[key].append(float(result.get(key, 0.0)))
-        overall.append(min(max(float(result.get("overall", 0.0)), 0.0), 1.0))
-    return overall, logs
+    """``scoring.columns`` with the native restatement off: the Python loop."""
+    from trace_tasks.scoring import _results
+
+    saved, _results._native_columns = _results._native_columns, None
+    try:
+        return scoring.columns(results, keys)
+    finally:
+        _results._native_columns = saved
+
+
+def test_the_columns_loop_stacks_logs_as_openrlhf_reads_them() -> None:
+    """The Python loop (both builds): 0.0 for a missing key, floats of numbers, overall clipped and NaN kept."""
+    results: list[dict[str, Any]] = [{"overall": 1.5, "format": 1}, {}, {"overall": -0.0, "format": True}, {"overall": math.nan}]
+    overall, logs = _columns_python(results, ("format", "overall", "format"))
+    assert overall[:3] == [1.0, 0.0, -0.0] and math.copysign(1.0, overall[2]) == -1.0 and math.isnan(overall[3])
+    assert list(logs) == ["format", "overall"]
+    assert logs["format"] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]  # named twice: one list, appended twice a row
+    assert all(type(v) is float for v in logs["format"]) and logs["overall"][:3] == [1.5, 0.0, -0.0]
 
 
 _log_values = st.one_of(
