@@ -326,3 +326,17 @@ def test_the_simple_agents_call_against_a_live_server() -> None:
             data = json.loads(json.dumps(row(inst)))  # one JSONL line, read back
             answer = asyncio.run(run(data, text))
             assert (answer.reward, answer.reward_components) == expected(text, inst)
+
+
+def test_the_answers_keys_come_in_a_fixed_order(app: Any) -> None:
+    """The request's fields in its order (less the rollout id), the components it has no field for, then the
+    verify fields, with a row field named like one of those replaced where it stands."""
+    text, inst = pairs()[0]
+    payload = verify_payload(row(inst, format="jsonl", task_id="t-1"), text)
+    payload = {"reward": "row's", **payload, "_ng_rollout_id": "r"}
+    got = post(app, "/verify", payload).json()
+    request = [name for name in payload if name != "_ng_rollout_id"]
+    components = [key for key in CHARTED_KEYS if key not in payload]
+    tail = ["reward_components", "mask_sample", "failure_kind", "failure_reason"]
+    assert list(got) == request + components + tail
+    assert got["reward"] == expected(text, inst)[0] and got["format"] == "jsonl"

@@ -813,12 +813,14 @@ def output_text(response: Mapping[str, Any]) -> str:
     parts: list[str] = []
     output = response.get("output")
     for item in output if isinstance(output, list) else ():
-        if not isinstance(item, Mapping) or item.get("type") != "message":
+        if not (type(item) is dict or isinstance(item, Mapping)) or item.get("type") != "message":  # a dict: no ABC check
             continue
         content = item.get("content")
         for part in content if isinstance(content, list) else ():
-            if isinstance(part, Mapping) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
-                parts.append(part["text"])
+            if (type(part) is dict or isinstance(part, Mapping)) and part.get("type") == "output_text":
+                text = part.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
     return "".join(parts)
 
 
@@ -847,15 +849,15 @@ def verify_body(payload: Mapping[str, Any], options: Mapping[str, Any] | Scoring
     opts = options if isinstance(options, ScoringOptions) else options_from(options)
     result = compiled.score(output_text(response), opts, **inputs)
     components = {key: float(result.get(key, 0.0)) for key in keys}
-    answer = {name: value for name, value in payload.items() if name != _ROLLOUT_ID_ALIAS}
-    answer.update({key: value for key, value in components.items() if key not in payload})
-    answer.update(
-        reward=min(max(float(result.get("overall", 0.0)), 0.0), 1.0),
-        reward_components=components,
-        mask_sample=False,
-        failure_kind=None,
-        failure_reason=None,
-    )
+    answer = dict(payload)  # the request echoed, in its order, less the rollout id
+    answer.pop(_ROLLOUT_ID_ALIAS, None)
+    for key, value in components.items():
+        if key not in payload:
+            answer[key] = value
+    answer["reward"] = min(max(float(result.get("overall", 0.0)), 0.0), 1.0)
+    answer["reward_components"] = components
+    answer["mask_sample"] = False
+    answer["failure_kind"] = answer["failure_reason"] = None
     return answer
 
 
