@@ -214,7 +214,8 @@ CompiledEntry = _Compiled
 #: Rows already compiled, by their raw value (the ground truth's JSON string, or
 #: the tuple of a row's JSON-string columns): a rollout of a known row skips
 #: even the JSON parse. Bounded like :data:`INSTANCE_CACHE`, by entries and by
-#: bytes (each entry charged :func:`_raw_cost`: it holds its raw text, and may
+#: bytes (each entry charged :func:`~trace_tasks.data.entry_cost` of its text, or
+#: :func:`_columns_cost` of its columns: it holds its raw text, and may
 #: keep alive a compiled instance the shared cache has dropped); only valid rows.
 #: Each entry keeps its charge beside it, so dropping it counts nothing again.
 _RAW_MAX = 4096
@@ -225,22 +226,17 @@ _raw_lock = threading.Lock()
 _raw_registry: list[object] = [None]
 
 
-def _raw_key(ground_truth: Any) -> Hashable | None:
-    kind = type(ground_truth)
-    if kind is str or kind is bytes:
-        text: str | bytes = ground_truth  # the exact built-in types, checked just above
-        return text
-    if kind is dict and all(type(v) is str or v is None for v in ground_truth.values()):
-        return tuple(ground_truth.items())  # one JSON string per column (TRL, Ray)
+def _columns_key(ground_truth: Any) -> tuple[tuple[str, str | None], ...] | None:
+    """The :data:`_raw` key of a row given as one JSON string per column (TRL, Ray), or None for any other row."""
+    if type(ground_truth) is dict and all(type(v) is str or v is None for v in ground_truth.values()):
+        return tuple(ground_truth.items())
     return None
 
 
-def _raw_cost(key: Hashable) -> int:
-    """The estimated bytes a :data:`_raw` entry keeps: measured per byte of raw text and per container it
-    opens, as for the shared cache (:func:`~trace_tasks.data.entry_cost`)."""
-    if isinstance(key, tuple):
-        return sum(entry_cost(name + (value or "")) for name, value in key) - (len(key) - 1) * INSTANCE_ENTRY_MIN_BYTES
-    return entry_cost(key) if isinstance(key, (str, bytes)) else INSTANCE_ENTRY_MIN_BYTES
+def _columns_cost(key: tuple[tuple[str, str | None], ...]) -> int:
+    """The estimated bytes a :data:`_raw` entry of columns keeps: each column's text charged as a raw text is
+    (:func:`~trace_tasks.data.entry_cost`), the least charge counted once."""
+    return sum(entry_cost(name + (value or "")) for name, value in key) - (len(key) - 1) * INSTANCE_ENTRY_MIN_BYTES
 
 
 def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", decoded: bool = False) -> _Compiled:
@@ -264,7 +260,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     """
     kind = type(ground_truth)
     text: str | bytes | None = ground_truth if kind is str or kind is bytes else None  # the exact built-in types
-    key = text if text is not None else _raw_key(ground_truth)  # a label's text is its own key: no call
+    key = text if text is not None else _columns_key(ground_truth)  # a label's text is its own key
     if key is not None:
         registry = get_registry()
         with _raw_lock:
@@ -290,7 +286,7 @@ def compile_ground_truth(ground_truth: Any, *, where: str = "ground truth", deco
     if entry is None:
         entry = _compile_general(ground_truth, where, decoded)
     if key is not None:
-        cost = entry_cost(text) if text is not None else _raw_cost(key)
+        cost = entry_cost(key) if isinstance(key, (str, bytes)) else _columns_cost(key)
         with _raw_lock:
             if _raw_registry[0] is registry and key not in _raw and cost <= _RAW_MAX_BYTES:
                 _raw[key] = (entry, cost)

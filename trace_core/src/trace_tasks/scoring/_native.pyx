@@ -2094,9 +2094,10 @@ def check_label(dict label, object skip, object registry):
     ``label`` is a label as decoded from JSON, ``skip`` the rules already logged, ``registry`` the process's.
     Each pair of types has its plan (``data._quick``: the answer spec, the owner's entry, the current
     reward's entry, the contract the pair is written with, the kernel and shape codes, the answer rule,
-    whether the type is scored by distance) or None (no lane for the pair). Returns ``(compiled instance, other scorer inputs)``, what the general path makes of the label,
-    when it is valid as validation would find it and every rule it breaks is in ``skip``; None for
-    anything else (the general path validates, compiles and lints it, and says why).
+    whether the type is scored by distance) or None (no lane for the pair). Returns ``(compiled instance,
+    other scorer inputs)``, what the general path makes of the label, when it is valid as validation would
+    find it and every rule it breaks is in ``skip``; None for anything else (the general path validates,
+    compiles and lints it, and says why).
     """
     global _lane_plans_registry
     answer_gt, annotation_gt, contract = label.get("answer_gt"), label.get("annotation_gt"), label.get("reward_contract")
